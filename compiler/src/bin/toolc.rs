@@ -1,0 +1,224 @@
+//! The `toolc` command line: a thin shim over the library.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use toolc::emit::providers::{self, Provider};
+use toolc::emit::{self, Kind};
+use toolc::{Ir, Session};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "toolc",
+    version,
+    about = "Checks tool manifests and compiles them into Rust, TypeScript, JSON Schemas and provider declarations."
+)]
+struct Cli {
+    /// How to print diagnostics.
+    #[arg(long, global = true, value_enum, default_value_t = MessageFormat::Human)]
+    message_format: MessageFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum MessageFormat {
+    Human,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Check manifests and report every problem; writes nothing.
+    Check {
+        /// Manifest files, or folders searched for `*.tools.yaml`.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Check manifests and write the outputs into a folder (nothing is written if there are errors).
+    Build {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Output folder.
+        #[arg(long)]
+        out: PathBuf,
+        /// Comma-separated outputs: schemas, providers, rust, typescript (default: all).
+        #[arg(long, value_delimiter = ',')]
+        emit: Vec<String>,
+        /// Also write one TypeScript handler stub per client tool into this folder (never overwrites).
+        #[arg(long)]
+        ts_stubs: Option<PathBuf>,
+    },
+    /// Print one provider's declarations to stdout.
+    Schema {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// openai-realtime, openai-chat, openai-responses, anthropic, gemini or mcp.
+        #[arg(long)]
+        provider: String,
+    },
+}
+
+/// Exit statuses: 0 success, 1 a manifest has errors, 2 usage or I/O error.
+const MANIFEST_ERRORS: u8 = 1;
+const USAGE_OR_IO: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => ExitCode::from(code),
+    }
+}
+
+fn run(cli: &Cli) -> Result<(), u8> {
+    match &cli.command {
+        Command::Check { files } => {
+            let (session, ir) = compile(cli, files)?;
+            print_diagnostics(cli, &session);
+            eprintln!("checked {} tools: ok", ir.tools.len());
+            Ok(())
+        }
+        Command::Build {
+            files,
+            out,
+            emit: kinds,
+            ts_stubs,
+        } => {
+            let kinds = parse_kinds(kinds)?;
+            let (mut session, ir) = compile(cli, files)?;
+            let outputs = emit::emit(&ir, &kinds, &mut session.diagnostics);
+            print_diagnostics(cli, &session);
+            let report = toolc::output::write_outputs(out, &outputs).map_err(|e| {
+                eprintln!("error: cannot write to {}: {e}", out.display());
+                USAGE_OR_IO
+            })?;
+            eprintln!(
+                "built {} tools into {}: {} files written, {} unchanged",
+                ir.tools.len(),
+                out.display(),
+                report.written.len(),
+                report.unchanged.len()
+            );
+            if let Some(dir) = ts_stubs {
+                write_stubs(&ir, dir)?;
+            }
+            Ok(())
+        }
+        Command::Schema { files, provider } => {
+            let Some(provider) = Provider::parse(provider) else {
+                let names: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
+                eprintln!(
+                    "error: unknown provider `{provider}`; the providers are {}",
+                    names.join(", ")
+                );
+                return Err(USAGE_OR_IO);
+            };
+            let (mut session, ir) = compile(cli, files)?;
+            let value = providers::declarations(&ir, provider, &mut session.diagnostics);
+            print_diagnostics(cli, &session);
+            let text = emit::to_json_text(&value);
+            std::io::stdout()
+                .write_all(text.as_bytes())
+                .map_err(|_| USAGE_OR_IO)?;
+            Ok(())
+        }
+    }
+}
+
+fn parse_kinds(names: &[String]) -> Result<Vec<Kind>, u8> {
+    if names.is_empty() {
+        return Ok(Kind::ALL.to_vec());
+    }
+    names
+        .iter()
+        .map(|n| {
+            Kind::parse(n.trim()).ok_or_else(|| {
+                let all: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+                eprintln!(
+                    "error: unknown output kind `{n}`; the kinds are {}",
+                    all.join(", ")
+                );
+                USAGE_OR_IO
+            })
+        })
+        .collect()
+}
+
+/// Expands folders into their `*.tools.yaml` files, sorted so that the order is stable.
+fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>, u8> {
+    let mut out = Vec::new();
+    for path in files {
+        if path.is_dir() {
+            let entries = std::fs::read_dir(path).map_err(|e| {
+                eprintln!("error: cannot read {}: {e}", path.display());
+                USAGE_OR_IO
+            })?;
+            let mut found: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.to_string_lossy().ends_with(".tools.yaml"))
+                .collect();
+            found.sort();
+            if found.is_empty() {
+                eprintln!("error: {} holds no *.tools.yaml files", path.display());
+                return Err(USAGE_OR_IO);
+            }
+            out.extend(found);
+        } else {
+            out.push(path.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Loads and checks; on errors prints them and fails. Warnings are printed by the caller, after
+/// the emitters have added theirs.
+fn compile(cli: &Cli, files: &[PathBuf]) -> Result<(Session, Ir), u8> {
+    let mut session = Session::new();
+    for path in expand(files)? {
+        if let Err(e) = session.add_path(&path) {
+            eprintln!("error: cannot read {}: {e}", path.display());
+            return Err(USAGE_OR_IO);
+        }
+    }
+    match session.check() {
+        Some(ir) => Ok((session, ir)),
+        None => {
+            print_diagnostics(cli, &session);
+            Err(MANIFEST_ERRORS)
+        }
+    }
+}
+
+fn print_diagnostics(cli: &Cli, session: &Session) {
+    if session.diagnostics.is_empty() {
+        return;
+    }
+    let text = match cli.message_format {
+        MessageFormat::Human => session.render(std::io::stderr().is_terminal()),
+        MessageFormat::Json => session.render_json(),
+    };
+    match cli.message_format {
+        MessageFormat::Human => eprint!("{text}"),
+        MessageFormat::Json => print!("{text}"),
+    }
+}
+
+fn write_stubs(ir: &Ir, dir: &Path) -> Result<(), u8> {
+    let stubs = emit::typescript::stubs(ir);
+    for (file, content) in stubs {
+        let path = dir.join(&file);
+        if path.exists() {
+            eprintln!("kept    {}", path.display());
+            continue;
+        }
+        if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, content)) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return Err(USAGE_OR_IO);
+        }
+        eprintln!("wrote   {}", path.display());
+    }
+    Ok(())
+}

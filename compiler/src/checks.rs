@@ -1,0 +1,57 @@
+//! Checks across tools and files: unique names, and names that stay unique once they become
+//! Rust and TypeScript identifiers.
+
+use std::collections::HashMap;
+
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::ident::{pascal_case, snake_case};
+use crate::ir::IrTool;
+
+pub fn check_tools(tools: &[IrTool], diags: &mut Diagnostics) {
+    let mut by_name: HashMap<&str, &IrTool> = HashMap::new();
+    let mut by_ident: HashMap<(String, String), &IrTool> = HashMap::new();
+    for tool in tools {
+        let name = tool.def.name.as_str();
+        if let Some(first) = by_name.get(name) {
+            let mut d = Diagnostic::error("toolc::duplicate-name", format!("tool `{name}` is defined twice"))
+                .help("tool names are unique across all manifests compiled together; rename or remove one of them");
+            if let Some(span) = tool.origin.name {
+                d = d.at(span, "defined again here");
+            }
+            if let Some(span) = first.origin.name {
+                d = d.also(span, "first defined here");
+            }
+            diags.push(d);
+            continue;
+        }
+        by_name.insert(name, tool);
+        // Rust types and TypeScript types use PascalCase, Rust methods snake_case: two names
+        // that differ only in case or separators would produce the same item.
+        let idents = [
+            ("Rust/TypeScript type", pascal_case(name)),
+            ("Rust method", snake_case(name)),
+        ];
+        for (kind, ident) in idents {
+            let key = (kind.to_owned(), ident.clone());
+            if let Some(first) = by_ident.get(&key) {
+                let mut d = Diagnostic::error(
+                    "toolc::identifier-collision",
+                    format!(
+                        "tools `{}` and `{name}` both become the {kind} name `{ident}`",
+                        first.def.name
+                    ),
+                )
+                .help("rename one of them so that the names differ by more than case, `_` or `-`");
+                if let Some(span) = tool.origin.name {
+                    d = d.at(span, format!("becomes `{ident}`"));
+                }
+                if let Some(span) = first.origin.name {
+                    d = d.also(span, format!("also becomes `{ident}`"));
+                }
+                diags.push(d);
+                break;
+            }
+            by_ident.insert(key, tool);
+        }
+    }
+}

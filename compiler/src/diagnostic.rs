@@ -1,0 +1,296 @@
+//! Diagnostics: accumulated in one [`Diagnostics`] context and reported together, each with a
+//! stable code, the exact span it is about, a label and help text.
+//!
+//! Rendering is our own (rustc-style) rather than miette's: a diagnostic here routinely carries
+//! labels in two different files (a duplicate name), and build.rs, proc macros and the CLI each
+//! need the same text with and without colour, or as JSON.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::source::{SourceMap, Span};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+/// A place in the source with a short explanation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// Stable identifier, e.g. `toolc::duplicate-name`; listed in the README.
+    pub code: &'static str,
+    pub message: String,
+    /// The primary place; absent only for problems that are about no file (I/O, empty input).
+    pub primary: Option<Label>,
+    /// Other places that explain the problem (the first definition of a duplicate name).
+    pub secondary: Vec<Label>,
+    /// How to fix it.
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn error(code: &'static str, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            primary: None,
+            secondary: Vec::new(),
+            help: None,
+        }
+    }
+
+    pub fn warning(code: &'static str, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(code, message)
+        }
+    }
+
+    pub fn at(mut self, span: Span, label: impl Into<String>) -> Diagnostic {
+        self.primary = Some(Label {
+            span,
+            message: label.into(),
+        });
+        self
+    }
+
+    pub fn also(mut self, span: Span, label: impl Into<String>) -> Diagnostic {
+        self.secondary.push(Label {
+            span,
+            message: label.into(),
+        });
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// The context every check pushes into, so the user sees every problem at once.
+#[derive(Debug, Default, Clone)]
+pub struct Diagnostics {
+    items: Vec<Diagnostic>,
+}
+
+impl Diagnostics {
+    pub fn push(&mut self, diagnostic: Diagnostic) {
+        self.items.push(diagnostic);
+    }
+
+    pub fn extend(&mut self, other: Diagnostics) {
+        self.items.extend(other.items);
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.items.iter().any(Diagnostic::is_error)
+    }
+
+    pub fn error_count(&self) -> usize {
+        self.items.iter().filter(|d| d.is_error()).count()
+    }
+
+    pub fn warning_count(&self) -> usize {
+        self.items.len() - self.error_count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.items.iter()
+    }
+
+    /// Sorted by file and position, so output does not depend on the order checks ran in.
+    pub fn sorted(&self) -> Vec<&Diagnostic> {
+        let mut items: Vec<&Diagnostic> = self.items.iter().collect();
+        items.sort_by_key(|d| {
+            d.primary
+                .as_ref()
+                .map(|l| (l.span.file, l.span.start, l.span.end))
+                .unwrap_or_default()
+        });
+        items
+    }
+
+    pub fn into_vec(self) -> Vec<Diagnostic> {
+        self.items
+    }
+}
+
+/// Where a label points, resolved to a file name, line and column.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Position {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+pub fn position(sources: &SourceMap, span: Span) -> Position {
+    let file = sources.get(span.file);
+    let (line, column) = file.line_col(span.start);
+    Position {
+        file: file.name.clone(),
+        line,
+        column,
+    }
+}
+
+/// Renders diagnostics as text, rustc-style.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HumanRenderer {
+    pub colour: bool,
+}
+
+impl HumanRenderer {
+    pub fn render(&self, sources: &SourceMap, diagnostics: &Diagnostics) -> String {
+        let mut out = String::new();
+        for d in diagnostics.sorted() {
+            self.render_one(&mut out, sources, d);
+            out.push('\n');
+        }
+        let (errors, warnings) = (diagnostics.error_count(), diagnostics.warning_count());
+        if errors + warnings > 0 {
+            let _ = writeln!(out, "{}", summary_line(errors, warnings));
+        }
+        out
+    }
+
+    pub fn render_one(&self, out: &mut String, sources: &SourceMap, d: &Diagnostic) {
+        let (word, colour) = match d.severity {
+            Severity::Error => ("error", "\x1b[1;31m"),
+            Severity::Warning => ("warning", "\x1b[1;33m"),
+        };
+        let (c, bold, blue, reset) = if self.colour {
+            (colour, "\x1b[1m", "\x1b[1;34m", "\x1b[0m")
+        } else {
+            ("", "", "", "")
+        };
+        let _ = writeln!(
+            out,
+            "{c}{word}[{}]{reset}{bold}: {}{reset}",
+            d.code, d.message
+        );
+        if let Some(primary) = &d.primary {
+            self.render_label(out, sources, primary, '^', c, blue, reset);
+        }
+        for label in &d.secondary {
+            self.render_label(out, sources, label, '-', blue, blue, reset);
+        }
+        if let Some(help) = &d.help {
+            let _ = writeln!(out, "   {blue}={reset} {bold}help{reset}: {help}");
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn render_label(
+        &self,
+        out: &mut String,
+        sources: &SourceMap,
+        label: &Label,
+        marker: char,
+        colour: &str,
+        blue: &str,
+        reset: &str,
+    ) {
+        let file = sources.get(label.span.file);
+        let (line, col) = file.line_col(label.span.start);
+        let text = file.line_text(line);
+        let gutter = line.to_string().len();
+        let pad = " ".repeat(gutter);
+        let _ = writeln!(out, "{pad}{blue}-->{reset} {}:{line}:{col}", file.name);
+        let _ = writeln!(out, "{pad} {blue}|{reset}");
+        let _ = writeln!(out, "{blue}{line}{reset} {blue}|{reset} {text}");
+        // Underline to the end of the span, or of the line when the span covers several lines.
+        let line_chars = text.chars().count();
+        let span_chars = file
+            .text
+            .get(label.span.start..label.span.end)
+            .map_or(1, |s| s.lines().next().unwrap_or("").chars().count());
+        let width = span_chars.clamp(1, (line_chars + 1).saturating_sub(col - 1).max(1));
+        let indent: String = text
+            .chars()
+            .take(col - 1)
+            .map(|ch| if ch == '\t' { '\t' } else { ' ' })
+            .collect();
+        let underline: String = std::iter::repeat_n(marker, width).collect();
+        let _ = writeln!(
+            out,
+            "{pad} {blue}|{reset} {indent}{colour}{underline} {}{reset}",
+            label.message
+        );
+    }
+}
+
+pub fn summary_line(errors: usize, warnings: usize) -> String {
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    match (errors, warnings) {
+        (0, w) => plural(w, "warning"),
+        (e, 0) => plural(e, "error"),
+        (e, w) => format!("{}, {}", plural(e, "error"), plural(w, "warning")),
+    }
+}
+
+/// Diagnostics as JSON, one object per diagnostic, for editors and CI.
+pub fn render_json(sources: &SourceMap, diagnostics: &Diagnostics) -> String {
+    #[derive(Serialize)]
+    struct JsonLabel {
+        #[serde(flatten)]
+        position: Position,
+        end_line: usize,
+        end_column: usize,
+        message: String,
+    }
+    #[derive(Serialize)]
+    struct JsonDiagnostic<'a> {
+        severity: Severity,
+        code: &'a str,
+        message: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        primary: Option<JsonLabel>,
+        secondary: Vec<JsonLabel>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        help: Option<&'a str>,
+    }
+    let label = |l: &Label| {
+        let (end_line, end_column) = sources.get(l.span.file).line_col(l.span.end);
+        JsonLabel {
+            position: position(sources, l.span),
+            end_line,
+            end_column,
+            message: l.message.clone(),
+        }
+    };
+    let mut out = String::new();
+    for d in diagnostics.sorted() {
+        let json = JsonDiagnostic {
+            severity: d.severity,
+            code: d.code,
+            message: &d.message,
+            primary: d.primary.as_ref().map(label),
+            secondary: d.secondary.iter().map(label).collect(),
+            help: d.help.as_deref(),
+        };
+        out.push_str(&serde_json::to_string(&json).expect("diagnostics serialise"));
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,73 @@
+//! The validated intermediate representation that every emitter reads.
+
+use crate::definition::ToolDefinition;
+use crate::source::Span;
+use crate::yaml::Node;
+
+/// All tools of one compilation, in declaration order (files in the order given).
+#[derive(Debug, Default, Clone)]
+pub struct Ir {
+    pub tools: Vec<IrTool>,
+}
+
+#[derive(Debug, Clone)]
+pub struct IrTool {
+    pub def: ToolDefinition,
+    pub origin: Origin,
+}
+
+/// Where a tool came from, so that later stages (provider lowering, the `#[tool]` binding) can
+/// point at the exact node. Tools derived from Rust fns have no manifest origin.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    /// The manifest file's path, as the user gave it.
+    pub file: Option<String>,
+    /// 1-based line of the tool's `name`.
+    pub line: usize,
+    pub name: Option<Span>,
+    pub location: Option<Span>,
+    pub parameters: Option<Node>,
+    pub returns: Option<Node>,
+}
+
+impl Ir {
+    pub fn get(&self, name: &str) -> Option<&IrTool> {
+        self.tools.iter().find(|t| t.def.name == name)
+    }
+
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.tools.iter().map(|t| t.def.clone()).collect()
+    }
+
+    /// Builds an IR from definitions that have no manifest (e.g. assembled from `#[tool]` fns).
+    pub fn from_definitions(defs: impl IntoIterator<Item = ToolDefinition>) -> Ir {
+        Ir {
+            tools: defs
+                .into_iter()
+                .map(|def| IrTool {
+                    def,
+                    origin: Origin::default(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl IrTool {
+    /// The span of a node inside the parameters schema, found by JSON pointer.
+    pub fn parameters_span(&self, pointer: &str) -> Option<Span> {
+        self.origin
+            .parameters
+            .as_ref()?
+            .pointer(pointer)
+            .map(|(_, n)| n.span)
+    }
+
+    pub fn returns_span(&self, pointer: &str) -> Option<Span> {
+        self.origin
+            .returns
+            .as_ref()?
+            .pointer(pointer)
+            .map(|(_, n)| n.span)
+    }
+}

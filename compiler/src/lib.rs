@@ -1,0 +1,103 @@
+//! toolc: the one core behind the `toolc` CLI, the build.rs [`Builder`] and the `#[tool]` macros.
+//!
+//! The pipeline is layered: YAML with spans ([`yaml`]) → validated tools ([`manifest`],
+//! [`schema_check`]) → cross-item checks ([`checks`]) → the [`ir::Ir`] → emitters ([`emit`]).
+//! Every stage pushes problems into one [`Diagnostics`] context, so a user sees all of them at once.
+
+pub mod builder;
+pub mod checks;
+pub mod definition;
+pub mod diagnostic;
+pub mod emit;
+pub mod ident;
+pub mod ir;
+pub mod manifest;
+pub mod output;
+pub mod schema_check;
+pub mod source;
+pub mod suggest;
+pub mod yaml;
+
+use std::path::Path;
+
+pub use builder::Builder;
+pub use definition::{Location, ToolDefinition, DEFAULT_CLIENT_TIMEOUT};
+pub use diagnostic::{Diagnostic, Diagnostics, HumanRenderer, Severity};
+pub use ir::{Ir, IrTool};
+pub use source::{FileId, SourceMap, Span};
+
+/// One compilation: the files read, the problems found, and (when there were no errors) the IR.
+#[derive(Debug, Default)]
+pub struct Session {
+    pub sources: SourceMap,
+    pub diagnostics: Diagnostics,
+    pub limits: yaml::Limits,
+    manifests: Vec<FileId>,
+}
+
+impl Session {
+    pub fn new() -> Session {
+        Session::default()
+    }
+
+    /// Adds a manifest from memory. Bytes that are not UTF-8 are reported with their position.
+    pub fn add_manifest(&mut self, name: &str, bytes: &[u8]) -> Option<FileId> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => {
+                let id = self.sources.add(name, text);
+                self.manifests.push(id);
+                Some(id)
+            }
+            Err(e) => {
+                let valid = &bytes[..e.valid_up_to()];
+                let text = String::from_utf8_lossy(valid).into_owned();
+                let at = text.len();
+                let id = self.sources.add(name, text);
+                self.diagnostics.push(
+                    Diagnostic::error("toolc::invalid-utf8", "the manifest is not valid UTF-8")
+                        .at(
+                            Span::new(id, at, at),
+                            "invalid byte sequence after this point",
+                        )
+                        .help("save the file as UTF-8"),
+                );
+                None
+            }
+        }
+    }
+
+    /// Reads a manifest from disk.
+    pub fn add_path(&mut self, path: &Path) -> std::io::Result<Option<FileId>> {
+        let bytes = std::fs::read(path)?;
+        Ok(self.add_manifest(&path.display().to_string(), &bytes))
+    }
+
+    /// Loads and checks every manifest added. Returns the IR when there are no errors; warnings
+    /// stay in [`Session::diagnostics`] either way.
+    pub fn check(&mut self) -> Option<Ir> {
+        let mut tools = Vec::new();
+        for &file in &self.manifests {
+            tools.extend(manifest::load_file(
+                &self.sources,
+                file,
+                self.limits,
+                &mut self.diagnostics,
+            ));
+        }
+        checks::check_tools(&tools, &mut self.diagnostics);
+        if self.diagnostics.has_errors() {
+            None
+        } else {
+            Some(Ir { tools })
+        }
+    }
+
+    /// The diagnostics as text; with `colour`, ANSI colours for a terminal.
+    pub fn render(&self, colour: bool) -> String {
+        HumanRenderer { colour }.render(&self.sources, &self.diagnostics)
+    }
+
+    pub fn render_json(&self) -> String {
+        diagnostic::render_json(&self.sources, &self.diagnostics)
+    }
+}

@@ -1,0 +1,507 @@
+//! Manifest format version 1: from the spanned YAML tree to validated tools.
+//!
+//! Every field is checked here and every problem is pushed to the diagnostics context; a tool with
+//! errors is still returned when its name is known, so that cross-item checks (duplicate names)
+//! see it too.
+
+use std::time::Duration;
+
+use crate::definition::{Location, ToolDefinition};
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::ir::{IrTool, Origin};
+use crate::schema_check;
+use crate::source::{FileId, SourceMap, Span};
+use crate::suggest::did_you_mean;
+use crate::yaml::{self, Limits, Node, Value};
+
+pub const FORMAT_VERSION: u64 = 1;
+
+pub const ROOT_FIELDS: &[&str] = &["version", "tools"];
+pub const TOOL_FIELDS: &[&str] = &[
+    "name",
+    "description",
+    "location",
+    "parameters",
+    "returns",
+    "timeout",
+    "wait_for_response",
+    "filler",
+];
+const CLIENT_ONLY_FIELDS: &[&str] = &["wait_for_response", "filler"];
+
+/// Longest timeout a manifest may give; anything longer is almost certainly a unit mistake.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Loads one manifest file. Returns its tools, including tools that had errors but a usable name.
+pub fn load_file(
+    sources: &SourceMap,
+    file: FileId,
+    limits: Limits,
+    diags: &mut Diagnostics,
+) -> Vec<IrTool> {
+    let source = sources.get(file);
+    let mut errors = Vec::new();
+    let root = yaml::parse(file, &source.text, limits, &mut errors);
+    for e in errors {
+        diags.push(e);
+    }
+    let Some(root) = root else {
+        return Vec::new();
+    };
+    let file_start = Span::new(file, 0, 0);
+    let Some(entries) = root.as_map() else {
+        if root.value == Value::Null {
+            diags.push(
+                Diagnostic::error("toolc::missing-field", "the manifest is empty")
+                    .at(file_start, "expected `version: 1` and a `tools` list")
+                    .help("start the file with `version: 1` and `tools:`"),
+            );
+        } else {
+            diags.push(
+                Diagnostic::error(
+                    "toolc::invalid-field",
+                    format!("the manifest must be a mapping, found {}", root.kind()),
+                )
+                .at(root.span, "expected `version` and `tools` here")
+                .help("start the file with `version: 1` and `tools:`"),
+            );
+        }
+        return Vec::new();
+    };
+    check_fields(entries, ROOT_FIELDS, "manifest", diags);
+
+    match root.get("version") {
+        None => diags.push(
+            Diagnostic::error("toolc::missing-field", "the manifest has no `version`")
+                .at(root.span, "expected `version: 1` in this mapping")
+                .help("add `version: 1` at the top of the file"),
+        ),
+        Some((_, v)) => match &v.value {
+            Value::Number(n) if n.as_u64() == Some(FORMAT_VERSION) => {}
+            _ => diags.push(
+                Diagnostic::error(
+                    "toolc::unsupported-version",
+                    format!("unsupported manifest version {}", v.to_json()),
+                )
+                .at(v.span, "this version of toolc reads format version 1")
+                .help("write `version: 1`"),
+            ),
+        },
+    }
+
+    let Some((_, tools)) = root.get("tools") else {
+        diags.push(
+            Diagnostic::error("toolc::missing-field", "the manifest has no `tools` list")
+                .at(root.span, "expected a `tools` list in this mapping")
+                .help("add `tools:` followed by one `- name: ...` entry per tool"),
+        );
+        return Vec::new();
+    };
+    let Some(items) = tools.as_seq() else {
+        if tools.value != Value::Null {
+            diags.push(
+                Diagnostic::error(
+                    "toolc::invalid-field",
+                    format!("`tools` must be a list, found {}", tools.kind()),
+                )
+                .at(tools.span, "expected a list of tools")
+                .help("write each tool as a list entry starting with `- name: ...`"),
+            );
+        }
+        return Vec::new();
+    };
+    let file_name = source.name.clone();
+    items
+        .iter()
+        .filter_map(|item| load_tool(sources, &file_name, item, diags))
+        .collect()
+}
+
+/// Reports keys that are not strings, and unknown keys with a suggestion.
+fn check_fields(entries: &[(Node, Node)], known: &[&str], what: &str, diags: &mut Diagnostics) {
+    for (key, _) in entries {
+        match key.as_str() {
+            Some(k) if known.contains(&k) => {}
+            Some(k) if k.starts_with("x-") => {} // extension fields are the user's own
+            Some(k) => diags.push(
+                Diagnostic::error(
+                    "toolc::unknown-field",
+                    format!("unknown field `{k}` in {what}"),
+                )
+                .at(key.span, "not a field of format version 1")
+                .help(format!(
+                    "{}the fields are {}; fields starting with `x-` are kept for your own use",
+                    did_you_mean(k, known.iter().copied()),
+                    known
+                        .iter()
+                        .map(|f| format!("`{f}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            ),
+            None => diags.push(
+                Diagnostic::error(
+                    "toolc::invalid-field",
+                    format!("keys in {what} must be strings, found {}", key.kind()),
+                )
+                .at(key.span, "not a string key")
+                .help("quote the key"),
+            ),
+        }
+    }
+}
+
+fn load_tool(
+    sources: &SourceMap,
+    file_name: &str,
+    item: &Node,
+    diags: &mut Diagnostics,
+) -> Option<IrTool> {
+    let Some(entries) = item.as_map() else {
+        diags.push(
+            Diagnostic::error(
+                "toolc::invalid-field",
+                format!("a tool must be a mapping, found {}", item.kind()),
+            )
+            .at(item.span, "expected `name`, `description`, `location`, ...")
+            .help("write each tool as `- name: ...` followed by its other fields, indented"),
+        );
+        return None;
+    };
+    check_fields(entries, TOOL_FIELDS, "a tool", diags);
+    let field = |name: &str| item.get(name);
+
+    // name
+    let (name, name_span) = match field("name") {
+        None => {
+            diags.push(
+                Diagnostic::error("toolc::missing-field", "a tool has no `name`")
+                    .at(item.span, "this tool")
+                    .help("add `name: your_tool_name`"),
+            );
+            return None;
+        }
+        Some((_, v)) => match v.as_str() {
+            Some(s) => (s.to_owned(), v.span),
+            None => {
+                diags.push(type_error("name", "a string", v));
+                return None;
+            }
+        },
+    };
+    check_name(&name, name_span, diags);
+    let what = format!("tool `{name}`");
+
+    // description
+    let description = match field("description") {
+        None => {
+            diags.push(
+                Diagnostic::error("toolc::missing-field", format!("{what} has no `description`"))
+                    .at(name_span, "this tool")
+                    .help("add `description:` saying what the tool does and when the model should call it"),
+            );
+            String::new()
+        }
+        Some((_, v)) => match v.as_str() {
+            Some(s) if s.trim().is_empty() => {
+                diags.push(
+                    Diagnostic::error("toolc::empty-description", format!("{what} has an empty description"))
+                        .at(v.span, "empty")
+                        .help("the model chooses tools by their description: say what the tool does and when to call it"),
+                );
+                String::new()
+            }
+            Some(s) => s.trim_end().to_owned(),
+            None => {
+                diags.push(type_error("description", "a string", v));
+                String::new()
+            }
+        },
+    };
+
+    // location
+    let mut location_span = None;
+    let location = match field("location") {
+        None => {
+            diags.push(
+                Diagnostic::error("toolc::missing-field", format!("{what} has no `location`"))
+                    .at(name_span, "this tool")
+                    .help("add `location: server` (runs in-process) or `location: client` (runs in the browser)"),
+            );
+            Location::Server
+        }
+        Some((_, v)) => {
+            location_span = Some(v.span);
+            match v.as_str() {
+                Some("server") => Location::Server,
+                Some("client") => Location::Client,
+                other => {
+                    let shown = other.map_or_else(|| v.kind().to_owned(), |s| format!("`{s}`"));
+                    diags.push(
+                        Diagnostic::error("toolc::unknown-location", format!("unknown location {shown} for {what}"))
+                            .at(v.span, "expected `server` or `client`")
+                            .help(format!(
+                                "{}`server` tools run in-process with one executor; `client` tools run in the browser",
+                                did_you_mean(other.unwrap_or(""), ["server", "client"])
+                            )),
+                    );
+                    Location::Server
+                }
+            }
+        }
+    };
+
+    if location == Location::Server {
+        for f in CLIENT_ONLY_FIELDS {
+            if let Some((k, _)) = field(f) {
+                diags.push(
+                    Diagnostic::error(
+                        "toolc::client-only-field",
+                        format!("`{f}` is only for client tools, and {what} is a server tool"),
+                    )
+                    .at(k.span, "only meaningful for `location: client`")
+                    .help(format!(
+                        "remove `{f}`, or make the tool `location: client` if the browser runs it"
+                    )),
+                );
+            }
+        }
+    }
+
+    let timeout = field("timeout").and_then(|(_, v)| parse_timeout_field(v, &what, diags));
+
+    let wait_for_response = match field("wait_for_response") {
+        None => true,
+        Some((_, v)) => match v.value {
+            Value::Bool(b) => b,
+            _ => {
+                diags.push(type_error("wait_for_response", "`true` or `false`", v));
+                true
+            }
+        },
+    };
+
+    let mut filler = Vec::new();
+    if let Some((_, v)) = field("filler") {
+        match v.as_seq() {
+            Some(items) => {
+                for item in items {
+                    match item.as_str() {
+                        Some(s) if !s.trim().is_empty() => filler.push(s.to_owned()),
+                        _ => diags.push(
+                            Diagnostic::error(
+                                "toolc::invalid-field",
+                                format!(
+                                    "filler phrases must be non-empty strings, found {}",
+                                    item.kind()
+                                ),
+                            )
+                            .at(item.span, "not a phrase")
+                            .help(
+                                "write each phrase as a string, e.g. `filler: [\"One moment.\"]`",
+                            ),
+                        ),
+                    }
+                }
+            }
+            None => diags.push(type_error("filler", "a list of phrases", v)),
+        }
+    }
+
+    let parameters_node = field("parameters").map(|(_, v)| v.clone());
+    let parameters = match &parameters_node {
+        Some(node) if node.value != Value::Null => {
+            schema_check::check_schema(sources, node, &what, "parameters", true, diags)
+        }
+        _ => ToolDefinition::empty_parameters(),
+    };
+    let returns_node = field("returns")
+        .map(|(_, v)| v.clone())
+        .filter(|n| n.value != Value::Null);
+    let returns = returns_node
+        .as_ref()
+        .map(|node| schema_check::check_schema(sources, node, &what, "returns", false, diags));
+
+    let line = sources.get(name_span.file).line_col(name_span.start).0;
+    Some(IrTool {
+        def: ToolDefinition {
+            name,
+            description,
+            location,
+            parameters,
+            returns,
+            timeout,
+            wait_for_response,
+            filler,
+        },
+        origin: Origin {
+            file: Some(file_name.to_owned()),
+            line,
+            name: Some(name_span),
+            location: location_span,
+            parameters: parameters_node,
+            returns: returns_node,
+        },
+    })
+}
+
+fn type_error(field: &str, expected: &str, found: &Node) -> Diagnostic {
+    Diagnostic::error(
+        "toolc::invalid-field",
+        format!("`{field}` must be {expected}, found {}", found.kind()),
+    )
+    .at(found.span, format!("expected {expected}"))
+    .help(format!("write `{field}:` as {expected}"))
+}
+
+/// The regular expression every provider accepts for tool names.
+pub fn is_valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && name.len() <= 64
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn check_name(name: &str, span: Span, diags: &mut Diagnostics) {
+    if is_valid_name(name) {
+        return;
+    }
+    let fixed: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let fixed = if fixed.starts_with(|c: char| c.is_ascii_digit() || c == '-') {
+        format!("_{fixed}")
+    } else {
+        fixed
+    };
+    let fixed: String = fixed.chars().take(64).collect();
+    let why = if name.is_empty() {
+        "it is empty".to_owned()
+    } else if name.len() > 64 {
+        format!("it is {} characters long; the limit is 64", name.len())
+    } else {
+        "names may only contain ASCII letters, digits, `_` and `-`, and must start with a letter or `_`".to_owned()
+    };
+    diags.push(
+        Diagnostic::error(
+            "toolc::invalid-name",
+            format!("tool name `{name}` is not valid for every provider: {why}"),
+        )
+        .at(span, "must match ^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+        .help(if fixed.is_empty() {
+            "give the tool a name such as `search_docs`".to_owned()
+        } else {
+            format!("try `{fixed}`")
+        }),
+    );
+}
+
+fn parse_timeout_field(v: &Node, what: &str, diags: &mut Diagnostics) -> Option<Duration> {
+    let text = match &v.value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => {
+            diags.push(
+                Diagnostic::error(
+                    "toolc::invalid-timeout",
+                    format!("the timeout of {what} has no unit"),
+                )
+                .at(v.span, "a bare number")
+                .help(format!("write the unit: `{n}s` or `{n}ms`")),
+            );
+            return None;
+        }
+        _ => {
+            diags.push(type_error(
+                "timeout",
+                "a duration such as `250ms`, `5s` or `2m`",
+                v,
+            ));
+            return None;
+        }
+    };
+    match parse_duration(&text) {
+        Err(why) => {
+            diags.push(
+                Diagnostic::error(
+                    "toolc::invalid-timeout",
+                    format!("invalid timeout `{text}` for {what}: {why}"),
+                )
+                .at(v.span, "expected a number followed by `ms`, `s` or `m`")
+                .help("write e.g. `250ms`, `5s` or `2m`"),
+            );
+            None
+        }
+        Ok(d) if d.is_zero() || d > MAX_TIMEOUT => {
+            diags.push(
+                Diagnostic::error("toolc::timeout-out-of-range", format!("timeout `{text}` of {what} is out of range"))
+                    .at(v.span, "must be more than 0 and at most 1h")
+                    .help("pick a deadline between `1ms` and `60m`; a tool that needs longer should start a job and return at once"),
+            );
+            None
+        }
+        Ok(d) => Some(d),
+    }
+}
+
+/// Parses `250ms`, `5s`, `1.5s`, `2m`, `1h`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    if number.is_empty() {
+        return Err("it does not start with a number".into());
+    }
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{number}` is not a number"))?;
+    let millis = match unit.trim() {
+        "ms" => value,
+        "s" => value * 1e3,
+        "m" | "min" => value * 60e3,
+        "h" => value * 3600e3,
+        "" => return Err("it has no unit".into()),
+        other => return Err(format!("unknown unit `{other}`")),
+    };
+    if !millis.is_finite() || millis > 1e12 {
+        return Err("the number is too large".into());
+    }
+    if millis.fract() != 0.0 {
+        return Err("durations are whole milliseconds".into());
+    }
+    Ok(Duration::from_millis(millis as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("5").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("s").is_err());
+    }
+
+    #[test]
+    fn provider_names() {
+        assert!(is_valid_name("search_docs"));
+        assert!(is_valid_name("_x-1"));
+        assert!(!is_valid_name("1abc"));
+        assert!(!is_valid_name("a.b"));
+        assert!(!is_valid_name(&"a".repeat(65)));
+        assert!(is_valid_name(&"a".repeat(64)));
+    }
+}

@@ -1,0 +1,65 @@
+//! Writing generated files: all or nothing, and only the files whose content changed, so that
+//! builds stay incremental and a failure never leaves a half-written output folder.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Relative path (with `/`) → file content, ordered so that output is deterministic.
+pub type Outputs = BTreeMap<String, String>;
+
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct WriteReport {
+    pub written: Vec<PathBuf>,
+    pub unchanged: Vec<PathBuf>,
+}
+
+/// Writes every output under `dir`. Each changed file is first written beside its target under a
+/// temporary name; only when all of them are written are they renamed into place.
+pub fn write_outputs(dir: &Path, outputs: &Outputs) -> io::Result<WriteReport> {
+    let mut report = WriteReport::default();
+    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let result = (|| {
+        for (relative, content) in outputs {
+            let target = dir.join(relative);
+            if std::fs::read(&target).is_ok_and(|old| old == content.as_bytes()) {
+                report.unchanged.push(target);
+                continue;
+            }
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let file_name = target
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let temp = target.with_file_name(format!(".{file_name}.toolc-tmp"));
+            std::fs::write(&temp, content)?;
+            staged.push((temp, target));
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        for (temp, _) in &staged {
+            let _ = std::fs::remove_file(temp);
+        }
+        return Err(e);
+    }
+    for (temp, target) in staged {
+        std::fs::rename(&temp, &target)?;
+        report.written.push(target);
+    }
+    Ok(report)
+}
+
+/// Writes one file only when its content differs; returns whether it wrote.
+pub fn write_if_changed(path: &Path, content: &str) -> io::Result<bool> {
+    if std::fs::read(path).is_ok_and(|old| old == content.as_bytes()) {
+        return Ok(false);
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(path, content)?;
+    Ok(true)
+}

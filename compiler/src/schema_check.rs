@@ -1,0 +1,500 @@
+//! Checks of the JSON Schemas inside a manifest (`parameters`, `returns`).
+//!
+//! Our own walk runs first and catches the mistakes people make, with a precise span and a
+//! suggestion (`strng` → `string`, `proprties` → `properties`, a `required` name that is not
+//! declared, a `$ref` that leads nowhere). The official 2020-12 meta-schema then catches the rest;
+//! its errors are reported only where our walk found nothing, so one mistake gives one message.
+
+use serde_json::Value as Json;
+
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::source::{SourceMap, Span};
+use crate::suggest::{closest, did_you_mean};
+use crate::yaml::{Node, Value};
+
+pub const TYPES: &[&str] = &[
+    "string", "number", "integer", "boolean", "object", "array", "null",
+];
+
+/// Every keyword of the 2020-12 vocabularies (core, applicator, validation, unevaluated,
+/// format-annotation, content, meta-data), plus `definitions` from older drafts.
+pub const KEYWORDS: &[&str] = &[
+    "$schema",
+    "$id",
+    "$ref",
+    "$anchor",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$vocabulary",
+    "$comment",
+    "$defs",
+    "definitions",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentSchemas",
+    "prefixItems",
+    "items",
+    "contains",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "type",
+    "enum",
+    "const",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "maxContains",
+    "minContains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "dependentRequired",
+    "format",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "title",
+    "description",
+    "default",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "examples",
+];
+
+/// Keywords whose value is one subschema.
+const SUBSCHEMA: &[&str] = &[
+    "additionalProperties",
+    "items",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+];
+/// Keywords whose value maps names to subschemas.
+const SUBSCHEMA_MAP: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+];
+/// Keywords whose value is a list of subschemas.
+const SUBSCHEMA_LIST: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+
+/// Checks one schema and returns its JSON value. `object_root` demands `type: object` at the root.
+pub fn check_schema(
+    _sources: &SourceMap,
+    node: &Node,
+    what: &str,
+    field: &str,
+    object_root: bool,
+    diags: &mut Diagnostics,
+) -> Json {
+    let json = node.to_json();
+    let mut walker = Walker {
+        root: &json,
+        what,
+        field,
+        reported: Vec::new(),
+        diags,
+    };
+    if object_root {
+        walker.check_object_root(node);
+    }
+    walker.walk(node, "");
+    let reported = std::mem::take(&mut walker.reported);
+
+    // Only well-formed schemas reach the meta-schema and the compiler, and then only the errors
+    // at places our own walk said nothing about.
+    let meta = jsonschema::draft202012::meta::validator();
+    let first_unreported = meta.iter_errors(&json).find_map(|error| {
+        let path = error.instance_path().as_str().to_owned();
+        let echoed = reported
+            .iter()
+            .any(|r| path.starts_with(r.as_str()) || r.starts_with(&path));
+        (!echoed).then(|| (path, error.to_string()))
+    });
+    if let Some((path, error)) = first_unreported {
+        let (span, keyword) = span_at(node, &path);
+        diags.push(
+            Diagnostic::error(
+                "toolc::invalid-schema",
+                format!("`{field}` of {what} is not valid JSON Schema 2020-12: {error}"),
+            )
+            .at(span, format!("invalid `{keyword}`"))
+            .help(keyword_help(&keyword)),
+        );
+        return json;
+    }
+    if reported.is_empty() {
+        if let Err(error) = jsonschema::draft202012::options()
+            .should_validate_formats(false)
+            .build(&json)
+        {
+            let path = error.schema_path().as_str().to_owned();
+            let (span, keyword) = span_at(node, &path);
+            diags.push(
+                Diagnostic::error(
+                    "toolc::invalid-schema",
+                    format!("`{field}` of {what} cannot be compiled: {error}"),
+                )
+                .at(span, format!("problem in `{keyword}`"))
+                .help(keyword_help(&keyword)),
+            );
+        }
+    }
+    json
+}
+
+fn keyword_help(keyword: &str) -> String {
+    match keyword {
+        "pattern" => "`pattern` must be an ECMA-262 regular expression".into(),
+        "required" => "`required` is a list of property names, e.g. `required: [query]`".into(),
+        "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" => {
+            format!("`{keyword}` takes a number")
+        }
+        "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties" | "maxProperties" => {
+            format!("`{keyword}` takes a non-negative integer")
+        }
+        _ => "see https://json-schema.org/draft/2020-12 for what this keyword takes".into(),
+    }
+}
+
+/// The span of the node at a JSON pointer, and the last segment's name (the keyword).
+fn span_at(node: &Node, pointer: &str) -> (Span, String) {
+    let mut pointer = pointer.to_owned();
+    loop {
+        if let Some((key, value)) = node.pointer(&pointer) {
+            let keyword = pointer.rsplit('/').next().unwrap_or("").to_owned();
+            let keyword = if keyword.is_empty() {
+                "schema".to_owned()
+            } else {
+                keyword
+            };
+            return (key.map_or(value.span, |_| value.span), keyword);
+        }
+        match pointer.rfind('/') {
+            Some(i) => pointer.truncate(i),
+            None => return (node.span, "schema".into()),
+        }
+    }
+}
+
+struct Walker<'a> {
+    root: &'a Json,
+    what: &'a str,
+    field: &'a str,
+    /// Pointers where an error was reported, to silence the meta-schema's echo of it.
+    reported: Vec<String>,
+    diags: &'a mut Diagnostics,
+}
+
+impl Walker<'_> {
+    fn error(&mut self, pointer: String, diagnostic: Diagnostic) {
+        self.reported.push(pointer);
+        self.diags.push(diagnostic);
+    }
+
+    fn check_object_root(&mut self, node: &Node) {
+        let found = match node.get("type") {
+            Some((_, t)) => match t.as_str() {
+                Some("object") => return,
+                Some(other) if closest(other, ["object"]).is_some() => return, // reported as a typo by the walk
+                Some(other) => format!("`type: {other}`"),
+                None => "a `type` that is not `object`".into(),
+            },
+            None if node.as_map().is_some() => "no `type`".into(),
+            None => node.kind().into(),
+        };
+        let span = node.get("type").map_or(node.span, |(_, v)| v.span);
+        self.error(
+            String::new(),
+            Diagnostic::error(
+                "toolc::parameters-not-object",
+                format!("the `{}` schema of {} must be an object schema, found {found}", self.field, self.what),
+            )
+            .at(span, "the root of `parameters` must be `type: object`")
+            .help("every provider passes arguments as one JSON object: write `type: object` with the arguments under `properties`; omit `parameters` for a tool without arguments"),
+        );
+    }
+
+    fn walk(&mut self, node: &Node, pointer: &str) {
+        let entries = match &node.value {
+            Value::Map(entries) => entries,
+            Value::Bool(_) => return, // `true` / `false` are valid schemas
+            _ => {
+                self.error(
+                    pointer.to_owned(),
+                    Diagnostic::error(
+                        "toolc::invalid-schema",
+                        format!(
+                            "`{}` of {} has a schema that is {}",
+                            self.field,
+                            self.what,
+                            node.kind()
+                        ),
+                    )
+                    .at(node.span, "expected a mapping (or `true` / `false`)")
+                    .help("a schema is a mapping of keywords, e.g. `{ type: string }`"),
+                );
+                return;
+            }
+        };
+        for (key, value) in entries {
+            let Some(keyword) = key.as_str() else {
+                continue;
+            };
+            let here = format!(
+                "{pointer}/{}",
+                keyword.replace('~', "~0").replace('/', "~1")
+            );
+            match keyword {
+                "type" => self.check_type(value, &here),
+                "required" => self.check_required(node, value, &here),
+                "$ref" => self.check_ref(value, &here),
+                k if SUBSCHEMA.contains(&k) => self.walk(value, &here),
+                k if SUBSCHEMA_MAP.contains(&k) => {
+                    if let Some(map) = value.as_map() {
+                        for (name, sub) in map {
+                            let name = name.as_str().unwrap_or_default();
+                            self.walk(
+                                sub,
+                                &format!("{here}/{}", name.replace('~', "~0").replace('/', "~1")),
+                            );
+                        }
+                    }
+                }
+                k if SUBSCHEMA_LIST.contains(&k) => {
+                    if let Some(items) = value.as_seq() {
+                        for (i, sub) in items.iter().enumerate() {
+                            self.walk(sub, &format!("{here}/{i}"));
+                        }
+                    }
+                }
+                k if KEYWORDS.contains(&k) || k.starts_with("x-") => {}
+                k => {
+                    if let Some(suggestion) = closest(k, KEYWORDS.iter().copied()) {
+                        self.error(
+                            here,
+                            Diagnostic::error(
+                                "toolc::unknown-keyword",
+                                format!("unknown JSON Schema keyword `{k}` in `{}` of {}", self.field, self.what),
+                            )
+                            .at(key.span, format!("did you mean `{suggestion}`?"))
+                            .help(format!("write `{suggestion}`; an unknown keyword is silently ignored by validators, so this constraint would not apply")),
+                        );
+                    } else {
+                        self.diags.push(
+                            Diagnostic::warning(
+                                "toolc::unknown-keyword",
+                                format!("unknown JSON Schema keyword `{k}` in `{}` of {}", self.field, self.what),
+                            )
+                            .at(key.span, "not a JSON Schema 2020-12 keyword; it is kept as an annotation")
+                            .help("if this is your own annotation, name it `x-...` to silence this warning"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn check_type(&mut self, value: &Node, pointer: &str) {
+        let items: Vec<&Node> = match &value.value {
+            Value::String(_) => vec![value],
+            Value::Seq(items) => items.iter().collect(),
+            _ => {
+                self.error(
+                    pointer.to_owned(),
+                    Diagnostic::error(
+                        "toolc::invalid-schema",
+                        format!(
+                            "`type` must be a type name or a list of them, found {}",
+                            value.kind()
+                        ),
+                    )
+                    .at(value.span, "expected e.g. `string` or `[string, \"null\"]`")
+                    .help(format!("the types are {}", TYPES.join(", "))),
+                );
+                return;
+            }
+        };
+        for item in items {
+            let name = item.as_str().unwrap_or("");
+            if TYPES.contains(&name) {
+                continue;
+            }
+            let shown = item
+                .as_str()
+                .map_or_else(|| item.kind().to_owned(), |s| format!("`{s}`"));
+            let suggestion = did_you_mean(name, TYPES.iter().copied());
+            let help = if name == "float" || name == "double" {
+                "JSON Schema calls it `number`".to_owned()
+            } else if name == "int" {
+                "JSON Schema calls it `integer`".to_owned()
+            } else if name == "bool" {
+                "JSON Schema calls it `boolean`".to_owned()
+            } else if name == "list" {
+                "JSON Schema calls it `array`".to_owned()
+            } else if name == "dict" || name == "map" {
+                "JSON Schema calls it `object`".to_owned()
+            } else {
+                format!("{suggestion}the types are {}", TYPES.join(", "))
+            };
+            self.error(
+                pointer.to_owned(),
+                Diagnostic::error(
+                    "toolc::unknown-type",
+                    format!("unknown type {shown} in `{}` of {}", self.field, self.what),
+                )
+                .at(
+                    item.span,
+                    if suggestion.is_empty() {
+                        "not a JSON Schema type".to_owned()
+                    } else {
+                        suggestion.trim_end().to_owned()
+                    },
+                )
+                .help(help),
+            );
+        }
+    }
+
+    fn check_required(&mut self, schema: &Node, value: &Node, pointer: &str) {
+        let Some(items) = value.as_seq() else {
+            self.error(
+                pointer.to_owned(),
+                Diagnostic::error("toolc::invalid-schema", format!("`required` must be a list of property names, found {}", value.kind()))
+                    .at(value.span, "expected a list")
+                    .help("write `required: [name, other]`; in JSON Schema 2020-12 `required` is not a flag on the property"),
+            );
+            return;
+        };
+        let declared: Vec<&str> = schema
+            .get("properties")
+            .and_then(|(_, p)| p.as_map())
+            .map(|m| m.iter().filter_map(|(k, _)| k.as_str()).collect())
+            .unwrap_or_default();
+        for (i, item) in items.iter().enumerate() {
+            let Some(name) = item.as_str() else {
+                self.error(
+                    format!("{pointer}/{i}"),
+                    Diagnostic::error(
+                        "toolc::invalid-schema",
+                        format!("`required` lists property names, found {}", item.kind()),
+                    )
+                    .at(item.span, "expected a property name")
+                    .help("quote the name if it looks like a number or boolean"),
+                );
+                continue;
+            };
+            if !declared.contains(&name) {
+                let suggestion = did_you_mean(name, declared.iter().copied());
+                self.error(
+                    format!("{pointer}/{i}"),
+                    Diagnostic::error(
+                        "toolc::undeclared-required",
+                        format!("`required` names `{name}`, which is not declared in `properties` (`{}` of {})", self.field, self.what),
+                    )
+                    .at(item.span, "not a declared property")
+                    .help(if suggestion.is_empty() {
+                        format!("declare `{name}` under `properties`, or remove it from `required`")
+                    } else {
+                        format!("{suggestion}otherwise declare `{name}` under `properties`")
+                    }),
+                );
+            }
+        }
+    }
+
+    fn check_ref(&mut self, value: &Node, pointer: &str) {
+        let Some(target) = value.as_str() else {
+            self.error(
+                pointer.to_owned(),
+                Diagnostic::error(
+                    "toolc::invalid-schema",
+                    format!("`$ref` must be a string, found {}", value.kind()),
+                )
+                .at(value.span, "expected e.g. `#/$defs/Address`")
+                .help("refer to a definition with `$ref: \"#/$defs/Name\"`"),
+            );
+            return;
+        };
+        let resolved = target.strip_prefix('#').and_then(|p| {
+            let p = percent_decode(p);
+            if p.is_empty() {
+                Some(self.root)
+            } else {
+                self.root.pointer(&p)
+            }
+        });
+        if resolved.is_none() {
+            let defs: Vec<String> = ["$defs", "definitions"]
+                .iter()
+                .filter_map(|k| self.root.get(*k).and_then(Json::as_object).map(|m| (k, m)))
+                .flat_map(|(k, m)| m.keys().map(move |name| format!("#/{k}/{name}")))
+                .collect();
+            let help = if !target.starts_with('#') {
+                "toolc resolves only references inside the same schema (`#/$defs/Name`); copy the definition into `$defs`".to_owned()
+            } else if let Some(s) = closest(target, defs.iter().map(String::as_str)) {
+                format!("did you mean `{s}`?")
+            } else if defs.is_empty() {
+                "add the definition under `$defs` at the root of this schema".to_owned()
+            } else {
+                format!("the definitions are {}", defs.join(", "))
+            };
+            self.error(
+                pointer.to_owned(),
+                Diagnostic::error(
+                    "toolc::unresolved-ref",
+                    format!(
+                        "`$ref: {target}` in `{}` of {} does not resolve",
+                        self.field, self.what
+                    ),
+                )
+                .at(value.span, "nothing at this reference")
+                .help(help),
+            );
+        }
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() + 0 && i + 2 <= bytes.len() - 1 {
+            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}

@@ -1,0 +1,625 @@
+//! YAML 1.2 → a tree of spanned nodes. Every call into `saphyr-parser` lives here.
+//!
+//! We build our own tree from the parser's events instead of deserialising with serde, because
+//! every check downstream needs the exact span of every node, including deep inside JSON Schemas,
+//! and because we must decide ourselves what a plain scalar means: only the YAML 1.2 core schema
+//! (`true`/`false`, never `yes`/`no`/`on`/`off`), duplicate keys are errors, and aliases are
+//! expanded under a budget so that an alias bomb stops with a clear error.
+
+use saphyr_parser::{Event, Parser, ScalarStyle, ScanError};
+
+use crate::diagnostic::Diagnostic;
+use crate::source::{FileId, Span};
+
+/// Limits that stop abuse while accepting every realistic manifest (10,000 tools included).
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Deepest nesting of mappings and sequences.
+    pub max_depth: usize,
+    /// Nodes in the expanded tree, aliases counted at their expanded size.
+    pub max_nodes: usize,
+    /// Bytes in one file.
+    pub max_file_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_depth: 128,
+            max_nodes: 4_000_000,
+            max_file_bytes: 64 << 20,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Number(serde_json::Number),
+    String(String),
+    Seq(Vec<Node>),
+    /// Keys in source order; duplicates were rejected while loading.
+    Map(Vec<(Node, Node)>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub value: Value,
+    pub span: Span,
+}
+
+impl Node {
+    pub fn kind(&self) -> &'static str {
+        match &self.value {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Seq(_) => "a list",
+            Value::Map(_) => "a mapping",
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_map(&self) -> Option<&[(Node, Node)]> {
+        match &self.value {
+            Value::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn as_seq(&self) -> Option<&[Node]> {
+        match &self.value {
+            Value::Seq(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The entry of a mapping whose key is the string `key`.
+    pub fn get(&self, key: &str) -> Option<(&Node, &Node)> {
+        self.as_map()?
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map(|(k, v)| (k, v))
+    }
+
+    /// Follows a JSON Pointer (RFC 6901); yields the node and, for a mapping member, its key.
+    pub fn pointer(&self, pointer: &str) -> Option<(Option<&Node>, &Node)> {
+        let mut key = None;
+        let mut node = self;
+        if pointer.is_empty() {
+            return Some((None, self));
+        }
+        for raw in pointer.strip_prefix('/')?.split('/') {
+            let segment = raw.replace("~1", "/").replace("~0", "~");
+            match &node.value {
+                Value::Map(entries) => {
+                    let (k, v) = entries.iter().find(|(k, _)| k.as_str() == Some(&segment))?;
+                    key = Some(k);
+                    node = v;
+                }
+                Value::Seq(items) => {
+                    node = items.get(segment.parse::<usize>().ok()?)?;
+                    key = None;
+                }
+                _ => return None,
+            }
+        }
+        Some((key, node))
+    }
+
+    /// The JSON value of this node. Keys that are not strings were already reported by the loader
+    /// of the calling context; here they are stringified so the conversion is total.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        match &self.value {
+            Value::Null => J::Null,
+            Value::Bool(b) => J::Bool(*b),
+            Value::Number(n) => J::Number(n.clone()),
+            Value::String(s) => J::String(s.clone()),
+            Value::Seq(items) => J::Array(items.iter().map(Node::to_json).collect()),
+            Value::Map(entries) => J::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.scalar_text(), v.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+
+    fn scalar_text(&self) -> String {
+        match &self.value {
+            Value::String(s) => s.clone(),
+            Value::Null => "null".into(),
+            Value::Bool(b) => b.to_string(),
+            Value::Number(n) => n.to_string(),
+            Value::Seq(_) | Value::Map(_) => String::from("<non-scalar key>"),
+        }
+    }
+
+    fn count(&self) -> usize {
+        match &self.value {
+            Value::Seq(items) => 1 + items.iter().map(Node::count).sum::<usize>(),
+            Value::Map(entries) => {
+                1 + entries
+                    .iter()
+                    .map(|(k, v)| k.count() + v.count())
+                    .sum::<usize>()
+            }
+            _ => 1,
+        }
+    }
+}
+
+/// Parses one YAML document. Problems that still leave a usable tree (duplicate keys, non-string
+/// keys) are pushed to `errors` and loading goes on; a syntax error ends loading.
+pub fn parse(
+    file: FileId,
+    text: &str,
+    limits: Limits,
+    errors: &mut Vec<Diagnostic>,
+) -> Option<Node> {
+    if text.len() > limits.max_file_bytes {
+        errors.push(
+            Diagnostic::error(
+                "toolc::too-large",
+                format!(
+                    "the file is {} bytes; the limit is {} bytes",
+                    text.len(),
+                    limits.max_file_bytes
+                ),
+            )
+            .at(Span::new(file, 0, 0), "file starts here")
+            .help("split the tools across several manifest files"),
+        );
+        return None;
+    }
+    let offsets = Offsets::new(text);
+    let mut builder = Builder {
+        file,
+        offsets: &offsets,
+        limits,
+        stack: Vec::new(),
+        anchors: Vec::new(),
+        nodes: 0,
+        errors,
+        root: None,
+        documents: 0,
+    };
+    let mut parser = Parser::new_from_str(text);
+    loop {
+        match parser.next_event() {
+            None => break,
+            Some(Err(e)) => {
+                builder.errors.push(syntax_error(file, &offsets, &e));
+                return None;
+            }
+            Some(Ok((event, span))) => {
+                let start = offsets.byte(span.start.index());
+                let end = offsets.byte(span.end.index());
+                match builder.event(event, start, end) {
+                    Flow::Continue => {}
+                    Flow::Stop => return None,
+                    Flow::Done => break,
+                }
+            }
+        }
+    }
+    builder.root.take()
+}
+
+fn syntax_error(file: FileId, offsets: &Offsets, e: &ScanError) -> Diagnostic {
+    let at = offsets.byte(e.marker().index());
+    let info = e.info();
+    // The scanner's messages are terse; name the usual cause when we recognise one.
+    let help = if info.contains("mapping values are not allowed") {
+        "a `key: value` appears where a plain value was expected; quote values that contain `: ` or check the indentation"
+    } else if info.contains("did not find expected key") || info.contains("block") {
+        "check the indentation: entries of one mapping must start in the same column"
+    } else if info.contains("tab") {
+        "YAML does not allow tabs for indentation; use spaces"
+    } else {
+        "fix the YAML syntax at this position"
+    };
+    Diagnostic::error("toolc::yaml-syntax", format!("invalid YAML: {info}"))
+        .at(Span::new(file, at, at), "here")
+        .help(help)
+}
+
+/// Converts the parser's character indices to byte offsets.
+struct Offsets {
+    /// (char index, bytes beyond one-per-char before this char) at every multi-byte character.
+    multibyte: Vec<(usize, usize)>,
+}
+
+impl Offsets {
+    fn new(text: &str) -> Offsets {
+        let mut multibyte = Vec::new();
+        if !text.is_ascii() {
+            let mut extra = 0;
+            for (i, ch) in text.chars().enumerate() {
+                if ch.len_utf8() > 1 {
+                    extra += ch.len_utf8() - 1;
+                    multibyte.push((i, extra));
+                }
+            }
+        }
+        Offsets { multibyte }
+    }
+
+    fn byte(&self, char_index: usize) -> usize {
+        // Extra bytes come from multi-byte characters strictly before `char_index`.
+        let n = self.multibyte.partition_point(|&(i, _)| i < char_index);
+        char_index + if n == 0 { 0 } else { self.multibyte[n - 1].1 }
+    }
+}
+
+enum Frame {
+    Seq {
+        start: usize,
+        anchor: usize,
+        items: Vec<Node>,
+    },
+    Map {
+        start: usize,
+        anchor: usize,
+        entries: Vec<(Node, Node)>,
+        key: Option<Node>,
+    },
+}
+
+enum Flow {
+    Continue,
+    Stop,
+    Done,
+}
+
+struct Builder<'a> {
+    file: FileId,
+    offsets: &'a Offsets,
+    limits: Limits,
+    stack: Vec<Frame>,
+    anchors: Vec<(usize, Node)>,
+    nodes: usize,
+    errors: &'a mut Vec<Diagnostic>,
+    root: Option<Node>,
+    documents: usize,
+}
+
+impl Builder<'_> {
+    fn span(&self, start: usize, end: usize) -> Span {
+        Span::new(self.file, start, end)
+    }
+
+    fn event(&mut self, event: Event<'_>, start: usize, end: usize) -> Flow {
+        let _ = self.offsets;
+        match event {
+            Event::StreamStart | Event::Nothing | Event::DocumentEnd => Flow::Continue,
+            Event::StreamEnd => Flow::Done,
+            Event::DocumentStart(_) => {
+                self.documents += 1;
+                if self.documents > 1 {
+                    self.errors.push(
+                        Diagnostic::error("toolc::yaml-syntax", "a manifest holds one YAML document, this is a second one")
+                            .at(self.span(start, end), "second document starts here")
+                            .help("put the tools of this document in their own file, or merge them into the first document's `tools` list"),
+                    );
+                    return Flow::Stop;
+                }
+                Flow::Continue
+            }
+            Event::Alias(id) => {
+                let Some(node) = self
+                    .anchors
+                    .iter()
+                    .rev()
+                    .find(|(a, _)| *a == id)
+                    .map(|(_, n)| n)
+                else {
+                    self.errors.push(
+                        Diagnostic::error("toolc::yaml-syntax", "alias to an unknown anchor")
+                            .at(
+                                self.span(start, end),
+                                "no anchor with this name was defined before",
+                            )
+                            .help("define the anchor (`&name`) before using the alias (`*name`)"),
+                    );
+                    return Flow::Stop;
+                };
+                let mut node = node.clone();
+                let size = node.count();
+                if !self.count(size, start, end) {
+                    return Flow::Stop;
+                }
+                // The alias stands where it is written, for error messages.
+                node.span = self.span(start, end);
+                self.insert(node)
+            }
+            Event::Scalar(text, style, anchor, tag) => {
+                if !self.count(1, start, end) {
+                    return Flow::Stop;
+                }
+                let value = match (&tag, style) {
+                    (Some(tag), _) if tag.handle == "tag:yaml.org,2002:" || tag.handle == "!!" => {
+                        match tag.suffix.as_str() {
+                            "str" => Value::String(text.into_owned()),
+                            _ => resolve_plain(&text),
+                        }
+                    }
+                    (_, ScalarStyle::Plain) => resolve_plain(&text),
+                    _ => Value::String(text.into_owned()),
+                };
+                let node = Node {
+                    value,
+                    span: self.span(start, end),
+                };
+                if anchor > 0 {
+                    self.anchors.push((anchor, node.clone()));
+                }
+                self.insert(node)
+            }
+            Event::SequenceStart(anchor, _) => {
+                if !self.open(start, end) {
+                    return Flow::Stop;
+                }
+                self.stack.push(Frame::Seq {
+                    start,
+                    anchor,
+                    items: Vec::new(),
+                });
+                Flow::Continue
+            }
+            Event::MappingStart(anchor, _) => {
+                if !self.open(start, end) {
+                    return Flow::Stop;
+                }
+                self.stack.push(Frame::Map {
+                    start,
+                    anchor,
+                    entries: Vec::new(),
+                    key: None,
+                });
+                Flow::Continue
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                let frame = self
+                    .stack
+                    .pop()
+                    .expect("parser balances start and end events");
+                let (node, anchor) = match frame {
+                    Frame::Seq {
+                        start: s,
+                        anchor,
+                        items,
+                    } => (
+                        Node {
+                            value: Value::Seq(items),
+                            span: self.span(s, end.max(s)),
+                        },
+                        anchor,
+                    ),
+                    Frame::Map {
+                        start: s,
+                        anchor,
+                        entries,
+                        ..
+                    } => (
+                        Node {
+                            value: Value::Map(entries),
+                            span: self.span(s, end.max(s)),
+                        },
+                        anchor,
+                    ),
+                };
+                if anchor > 0 {
+                    self.anchors.push((anchor, node.clone()));
+                }
+                self.insert(node)
+            }
+        }
+    }
+
+    fn open(&mut self, start: usize, end: usize) -> bool {
+        if !self.count(1, start, end) {
+            return false;
+        }
+        if self.stack.len() >= self.limits.max_depth {
+            self.errors.push(
+                Diagnostic::error(
+                    "toolc::too-deep",
+                    format!("nesting deeper than {} levels", self.limits.max_depth),
+                )
+                .at(self.span(start, end), "this level is one too many")
+                .help("flatten the structure or move shared parts into `$defs` and refer to them with `$ref`"),
+            );
+            return false;
+        }
+        true
+    }
+
+    fn count(&mut self, n: usize, start: usize, end: usize) -> bool {
+        self.nodes = self.nodes.saturating_add(n);
+        if self.nodes > self.limits.max_nodes {
+            self.errors.push(
+                Diagnostic::error(
+                    "toolc::too-large",
+                    format!("the document expands to more than {} nodes", self.limits.max_nodes),
+                )
+                .at(self.span(start, end), "the limit was passed here")
+                .help("aliases (`*name`) are expanded where they are used; an alias of an alias multiplies the size. Write the values out or use `$ref`"),
+            );
+            return false;
+        }
+        true
+    }
+
+    fn insert(&mut self, node: Node) -> Flow {
+        match self.stack.last_mut() {
+            None => {
+                self.root = Some(node);
+                Flow::Continue
+            }
+            Some(Frame::Seq { items, .. }) => {
+                items.push(node);
+                Flow::Continue
+            }
+            Some(Frame::Map { entries, key, .. }) => {
+                match key.take() {
+                    None => *key = Some(node),
+                    Some(k) => {
+                        if let Some((first, _)) = entries.iter().find(|(e, _)| e.value == k.value) {
+                            let shown = match &k.value {
+                                Value::String(s) => format!("`{s}`"),
+                                _ => "this key".into(),
+                            };
+                            let diagnostic = Diagnostic::error(
+                                "toolc::duplicate-key",
+                                format!("duplicate key {shown} in one mapping"),
+                            )
+                            .at(k.span, "written again here")
+                            .also(first.span, "first written here")
+                            .help("YAML would silently keep only one of the values; remove or rename one of them");
+                            self.errors.push(diagnostic);
+                        } else {
+                            entries.push((k, node));
+                        }
+                    }
+                }
+                Flow::Continue
+            }
+        }
+    }
+}
+
+/// Resolves a plain scalar by the YAML 1.2 core schema. `yes`, `no`, `on`, `off` stay strings.
+fn resolve_plain(text: &str) -> Value {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        _ => {}
+    }
+    let bytes = text.as_bytes();
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if digits(unsigned) {
+        if let Ok(i) = text.parse::<i64>() {
+            return Value::Number(i.into());
+        }
+        if let Ok(u) = text.trim_start_matches('+').parse::<u64>() {
+            return Value::Number(u.into());
+        }
+    }
+    if let Some(hex) = text.strip_prefix("0x") {
+        if let Ok(u) = u64::from_str_radix(hex, 16) {
+            return Value::Number(u.into());
+        }
+    }
+    if let Some(oct) = text.strip_prefix("0o") {
+        if let Ok(u) = u64::from_str_radix(oct, 8) {
+            return Value::Number(u.into());
+        }
+    }
+    let looks_float = bytes
+        .first()
+        .is_some_and(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.'))
+        && unsigned
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
+        && unsigned.bytes().any(|b| b.is_ascii_digit());
+    if looks_float {
+        if let Ok(f) = text.parse::<f64>() {
+            if let Some(n) = serde_json::Number::from_f64(f) {
+                return Value::Number(n);
+            }
+        }
+    }
+    // `.inf` and `.nan` have no JSON form; keeping them as strings lets the schema checks say so.
+    Value::String(text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> (Option<Node>, Vec<Diagnostic>) {
+        let mut errors = Vec::new();
+        let node = parse(FileId(0), text, Limits::default(), &mut errors);
+        (node, errors)
+    }
+
+    #[test]
+    fn norway_problem_does_not_happen() {
+        let (node, errors) = load("enum: [no, yes, on, off, y, n, true]\n");
+        assert!(errors.is_empty());
+        let json = node.unwrap().to_json();
+        assert_eq!(
+            json,
+            serde_json::json!({"enum": ["no", "yes", "on", "off", "y", "n", true]})
+        );
+    }
+
+    #[test]
+    fn numbers_and_quoted_numbers() {
+        let (node, _) = load("a: 1\nb: '1'\nc: 1.5\nd: -3\ne: 1e3\nf: 0x1F\ng: 1.2.3\n");
+        assert_eq!(
+            node.unwrap().to_json(),
+            serde_json::json!({"a": 1, "b": "1", "c": 1.5, "d": -3, "e": 1000.0, "f": 31, "g": "1.2.3"})
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_are_reported_with_both_places() {
+        let (_, errors) = load("a: 1\nb: 2\na: 3\n");
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].code, "toolc::duplicate-key");
+        assert_eq!(errors[0].primary.as_ref().unwrap().span.start, 10);
+        assert_eq!(errors[0].secondary[0].span.start, 0);
+    }
+
+    #[test]
+    fn spans_are_bytes_after_multibyte_text() {
+        let text = "a: \"é日本\"\nbb: x\n";
+        let (node, _) = load(text);
+        let node = node.unwrap();
+        let (key, value) = node.get("bb").unwrap();
+        assert_eq!(&text[key.span.start..key.span.end], "bb");
+        assert_eq!(&text[value.span.start..value.span.end], "x");
+    }
+
+    #[test]
+    fn alias_bomb_stops_with_an_error() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+            text.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+        }
+        let (node, errors) = load(&text);
+        assert!(node.is_none());
+        assert_eq!(errors[0].code, "toolc::too-large");
+    }
+
+    #[test]
+    fn absurd_nesting_stops_with_an_error() {
+        let text = "[".repeat(100_000);
+        let (node, errors) = load(&text);
+        assert!(node.is_none());
+        assert_eq!(errors[0].code, "toolc::too-deep");
+    }
+
+    #[test]
+    fn pointer_follows_maps_and_lists() {
+        let (node, _) = load("a:\n  b: [1, {c/d: 2}]\n");
+        let node = node.unwrap();
+        let (key, value) = node.pointer("/a/b/1/c~1d").unwrap();
+        assert_eq!(key.unwrap().as_str(), Some("c/d"));
+        assert_eq!(value.to_json(), serde_json::json!(2));
+    }
+}
