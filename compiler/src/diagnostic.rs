@@ -189,14 +189,30 @@ impl HumanRenderer {
             "{c}{word}[{}]{reset}{bold}: {}{reset}",
             d.code, d.message
         );
+        // One gutter width for all labels, so that the `|` columns line up.
+        let gutter = d
+            .primary
+            .iter()
+            .chain(&d.secondary)
+            .map(|l| {
+                sources
+                    .get(l.span.file)
+                    .line_col(l.span.start)
+                    .0
+                    .to_string()
+                    .len()
+            })
+            .max()
+            .unwrap_or(1);
         if let Some(primary) = &d.primary {
-            self.render_label(out, sources, primary, '^', c, blue, reset);
+            self.render_label(out, sources, primary, gutter, '^', c, blue, reset);
         }
         for label in &d.secondary {
-            self.render_label(out, sources, label, '-', blue, blue, reset);
+            self.render_label(out, sources, label, gutter, '-', blue, blue, reset);
         }
         if let Some(help) = &d.help {
-            let _ = writeln!(out, "   {blue}={reset} {bold}help{reset}: {help}");
+            let pad = " ".repeat(gutter);
+            let _ = writeln!(out, "{pad} {blue}={reset} {bold}help{reset}: {help}");
         }
     }
 
@@ -206,6 +222,7 @@ impl HumanRenderer {
         out: &mut String,
         sources: &SourceMap,
         label: &Label,
+        gutter: usize,
         marker: char,
         colour: &str,
         blue: &str,
@@ -214,11 +231,10 @@ impl HumanRenderer {
         let file = sources.get(label.span.file);
         let (line, col) = file.line_col(label.span.start);
         let text = file.line_text(line);
-        let gutter = line.to_string().len();
         let pad = " ".repeat(gutter);
         let _ = writeln!(out, "{pad}{blue}-->{reset} {}:{line}:{col}", file.name);
         let _ = writeln!(out, "{pad} {blue}|{reset}");
-        let _ = writeln!(out, "{blue}{line}{reset} {blue}|{reset} {text}");
+        let _ = writeln!(out, "{blue}{line:>gutter$}{reset} {blue}|{reset} {text}");
         // Underline to the end of the span, or of the line when the span covers several lines.
         let line_chars = text.chars().count();
         let span_chars = file

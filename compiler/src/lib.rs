@@ -12,10 +12,13 @@ pub mod emit;
 pub mod ident;
 pub mod ir;
 pub mod manifest;
+pub mod manifest_schema;
 pub mod output;
 pub mod schema_check;
 pub mod source;
 pub mod suggest;
+#[doc(hidden)]
+pub mod synthetic;
 pub mod yaml;
 
 use std::path::Path;

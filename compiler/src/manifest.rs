@@ -11,7 +11,7 @@ use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ir::{IrTool, Origin};
 use crate::schema_check;
 use crate::source::{FileId, SourceMap, Span};
-use crate::suggest::did_you_mean;
+use crate::suggest::{closest, did_you_mean};
 use crate::yaml::{self, Limits, Node, Value};
 
 pub const FORMAT_VERSION: u64 = 1;
@@ -170,10 +170,20 @@ fn load_tool(
     };
     check_fields(entries, TOOL_FIELDS, "a tool", diags);
     let field = |name: &str| item.get(name);
+    // A misspelt required field is reported once, as the unknown field with its suggestion.
+    let misspelt = |name: &str| {
+        entries.iter().any(|(k, _)| {
+            k.as_str()
+                .is_some_and(|k| !TOOL_FIELDS.contains(&k) && closest(k, [name]).is_some())
+        })
+    };
 
     // name
     let (name, name_span) = match field("name") {
         None => {
+            if misspelt("name") {
+                return None;
+            }
             diags.push(
                 Diagnostic::error("toolc::missing-field", "a tool has no `name`")
                     .at(item.span, "this tool")
@@ -194,6 +204,7 @@ fn load_tool(
 
     // description
     let description = match field("description") {
+        None if misspelt("description") => String::new(),
         None => {
             diags.push(
                 Diagnostic::error("toolc::missing-field", format!("{what} has no `description`"))
@@ -222,6 +233,7 @@ fn load_tool(
     // location
     let mut location_span = None;
     let location = match field("location") {
+        None if misspelt("location") => Location::Server,
         None => {
             diags.push(
                 Diagnostic::error("toolc::missing-field", format!("{what} has no `location`"))

@@ -361,7 +361,7 @@ impl Walker<'_> {
             } else if name == "dict" || name == "map" {
                 "JSON Schema calls it `object`".to_owned()
             } else {
-                format!("{suggestion}the types are {}", TYPES.join(", "))
+                format!("the types are {}", TYPES.join(", "))
             };
             self.error(
                 pointer.to_owned(),

@@ -59,6 +59,8 @@ enum Command {
         #[arg(long)]
         provider: String,
     },
+    /// Print the JSON Schema of the manifest format (the content of `toolc.schema.json`).
+    ManifestSchema,
 }
 
 /// Exit statuses: 0 success, 1 a manifest has errors, 2 usage or I/O error.
@@ -105,6 +107,13 @@ fn run(cli: &Cli) -> Result<(), u8> {
             if let Some(dir) = ts_stubs {
                 write_stubs(&ir, dir)?;
             }
+            Ok(())
+        }
+        Command::ManifestSchema => {
+            let text = toolc::manifest_schema::manifest_json_schema_text();
+            std::io::stdout()
+                .write_all(text.as_bytes())
+                .map_err(|_| USAGE_OR_IO)?;
             Ok(())
         }
         Command::Schema { files, provider } => {

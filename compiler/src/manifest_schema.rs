@@ -1,0 +1,99 @@
+//! The JSON Schema of the manifest format itself (`toolc.schema.json`), so that YAML editors
+//! complete and check manifests. It is generated from the same field lists the loader uses, and
+//! a test keeps the checked-in file equal to this output.
+
+use serde_json::{json, Map, Value};
+
+use crate::manifest::{FORMAT_VERSION, ROOT_FIELDS, TOOL_FIELDS};
+
+/// The schema and documentation of one tool field.
+fn tool_field(name: &str) -> Value {
+    match name {
+        "name" => json!({
+            "description": "Unique tool name, valid for every provider. Generated Rust and TypeScript identifiers derive from it.",
+            "type": "string",
+            "pattern": "^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
+        }),
+        "description" => json!({
+            "description": "What the tool does and when the model should call it. The model reads this.",
+            "type": "string",
+            "minLength": 1
+        }),
+        "location" => json!({
+            "description": "`server`: runs in-process through exactly one executor. `client`: forwarded to the browser or app; never has a server executor.",
+            "enum": ["server", "client"]
+        }),
+        "parameters" => json!({
+            "description": "JSON Schema 2020-12 of the arguments; the root is an object schema. Omit it for a tool without arguments.",
+            "$ref": "https://json-schema.org/draft/2020-12/schema"
+        }),
+        "returns" => json!({
+            "description": "JSON Schema 2020-12 of the result; results are checked against it.",
+            "$ref": "https://json-schema.org/draft/2020-12/schema"
+        }),
+        "timeout" => json!({
+            "description": "Deadline: for server tools the executor's, for client tools the browser's reply (default 10s). A whole number followed by `ms`, `s`, `m` or `h`, at most 1h.",
+            "type": "string",
+            "pattern": "^[0-9]+(\\.[0-9]+)?(ms|s|m|min|h)$"
+        }),
+        "wait_for_response" => json!({
+            "description": "Client tools only. `false` makes the tool fire-and-forget: the model is answered at once.",
+            "type": "boolean",
+            "default": true
+        }),
+        "filler" => json!({
+            "description": "Client tools only. Phrases a voice agent may say while it waits for the browser.",
+            "type": "array",
+            "items": { "type": "string", "minLength": 1 }
+        }),
+        other => unreachable!("TOOL_FIELDS lists `{other}` without documentation"),
+    }
+}
+
+pub fn manifest_json_schema() -> Value {
+    let mut tool_properties = Map::new();
+    for field in TOOL_FIELDS {
+        tool_properties.insert((*field).into(), tool_field(field));
+    }
+    let mut root_properties = Map::new();
+    for field in ROOT_FIELDS {
+        let schema = match *field {
+            "version" => {
+                json!({ "description": "Manifest format version.", "const": FORMAT_VERSION })
+            }
+            "tools" => json!({ "type": "array", "items": { "$ref": "#/$defs/Tool" } }),
+            other => unreachable!("ROOT_FIELDS lists `{other}` without documentation"),
+        };
+        root_properties.insert((*field).into(), schema);
+    }
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "toolc tool manifest",
+        "description": "Tools written once for every provider. Fields starting with `x-` are free for your own use.",
+        "type": "object",
+        "properties": root_properties,
+        "required": ["version", "tools"],
+        "patternProperties": { "^x-": {} },
+        "additionalProperties": false,
+        "$defs": {
+            "Tool": {
+                "type": "object",
+                "properties": tool_properties,
+                "required": ["name", "description", "location"],
+                "patternProperties": { "^x-": {} },
+                "additionalProperties": false,
+                "if": { "properties": { "location": { "const": "server" } } },
+                "then": {
+                    "not": {
+                        "anyOf": [ { "required": ["wait_for_response"] }, { "required": ["filler"] } ]
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// The text of `toolc.schema.json`.
+pub fn manifest_json_schema_text() -> String {
+    crate::emit::to_json_text(&manifest_json_schema())
+}
