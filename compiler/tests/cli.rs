@@ -1,0 +1,240 @@
+//! The `toolc` binary end to end: exit statuses, output files, determinism, formats.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn toolc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolc"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .unwrap()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolc-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn check_accepts_the_reference_manifests() {
+    let o = toolc(&["check", "manifests/"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("checked"), "{}", stderr(&o));
+}
+
+#[test]
+fn build_writes_every_output_and_is_deterministic() {
+    let out = temp_dir("build");
+    let o = toolc(&["build", "manifests/", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let first = files_under(&out);
+    let names: Vec<&str> = first.iter().map(|(n, _)| n.as_str()).collect();
+    for expected in [
+        "tools.rs",
+        "tools.ts",
+        "schemas/search_help_articles.parameters.json",
+        "schemas/search_help_articles.returns.json",
+        "schemas/get_cart.parameters.json",
+        "providers/openai-realtime.json",
+        "providers/openai-chat.json",
+        "providers/openai-responses.json",
+        "providers/anthropic.json",
+        "providers/gemini.json",
+        "providers/mcp.json",
+    ] {
+        assert!(names.contains(&expected), "missing {expected} in {names:?}");
+    }
+    // A tool without `returns` gets no returns schema.
+    assert!(!names.contains(&"schemas/show_toast.returns.json"));
+
+    // Unchanged input: nothing is rewritten, and the bytes are identical.
+    let o = toolc(&["build", "manifests/", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert!(stderr(&o).contains(" 0 files written"), "{}", stderr(&o));
+    assert_eq!(first, files_under(&out));
+
+    // A fresh folder gets byte-identical files too.
+    let again = temp_dir("build-again");
+    assert!(
+        toolc(&["build", "manifests/", "--out", again.to_str().unwrap()])
+            .status
+            .success()
+    );
+    assert_eq!(first, files_under(&again));
+    let _ = std::fs::remove_dir_all(out);
+    let _ = std::fs::remove_dir_all(again);
+}
+
+#[test]
+fn emit_selects_outputs() {
+    let out = temp_dir("emit");
+    let o = toolc(&[
+        "build",
+        "manifests/support.tools.yaml",
+        "--out",
+        out.to_str().unwrap(),
+        "--emit",
+        "schemas",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let files = files_under(&out);
+    assert!(
+        files.iter().all(|(n, _)| n.starts_with("schemas/")),
+        "{files:?}"
+    );
+    let _ = std::fs::remove_dir_all(out);
+}
+
+#[test]
+fn a_manifest_with_errors_exits_1_and_writes_nothing() {
+    let out = temp_dir("fail");
+    let o = toolc(&[
+        "build",
+        "manifests/support.tools.yaml",
+        "compiler/tests/diagnostics/many-errors.tools.yaml",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        !out.exists(),
+        "a failed build must not create the output folder"
+    );
+    let text = stderr(&o);
+    assert!(text.contains("error[toolc::unknown-type]"), "{text}");
+    assert!(
+        text.contains("compiler/tests/diagnostics/many-errors.tools.yaml:11:24"),
+        "{text}"
+    );
+    assert!(text.contains("7 errors"), "{text}");
+    assert!(
+        !text.contains("\x1b["),
+        "no colour when stderr is not a terminal"
+    );
+}
+
+#[test]
+fn json_message_format_gives_one_object_per_diagnostic() {
+    let o = toolc(&[
+        "check",
+        "--message-format",
+        "json",
+        "compiler/tests/diagnostics/many-errors.tools.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    let items: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(items.len(), 7);
+    let unknown_type = items
+        .iter()
+        .find(|d| d["code"] == "toolc::unknown-type")
+        .unwrap();
+    assert_eq!(unknown_type["severity"], "error");
+    assert_eq!(unknown_type["primary"]["line"], 11);
+    assert_eq!(unknown_type["primary"]["column"], 24);
+    assert!(unknown_type["help"].is_string());
+}
+
+#[test]
+fn usage_and_io_errors_exit_2() {
+    assert_eq!(
+        toolc(&["check", "no/such/file.tools.yaml"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        toolc(&["build", "manifests/"]).status.code(),
+        Some(2),
+        "--out is required"
+    );
+    assert_eq!(toolc(&["frobnicate"]).status.code(), Some(2));
+    let o = toolc(&["schema", "manifests/", "--provider", "openai-chatt"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("openai-chat"), "{}", stderr(&o));
+    let o = toolc(&["build", "manifests/", "--out", "/tmp/x", "--emit", "pdf"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn schema_prints_one_provider_file() {
+    let o = toolc(&[
+        "schema",
+        "manifests/support.tools.yaml",
+        "--provider",
+        "anthropic",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let value: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = value
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[0], "search_help_articles");
+    assert_eq!(names.len(), 6);
+}
+
+#[test]
+fn help_lists_the_commands() {
+    let o = toolc(&["--help"]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    for command in [
+        "check",
+        "build",
+        "schema",
+        "manifest-schema",
+        "--message-format",
+    ] {
+        assert!(
+            text.contains(command),
+            "--help does not mention {command}:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn toolc_schema_json_is_up_to_date() {
+    let o = toolc(&["manifest-schema"]);
+    assert!(o.status.success());
+    let checked_in = std::fs::read_to_string(repo().join("toolc.schema.json")).unwrap();
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap(),
+        checked_in,
+        "toolc.schema.json is stale: run `cargo run -p toolc -- manifest-schema > toolc.schema.json`"
+    );
+}

@@ -1,0 +1,75 @@
+//! Property tests: arbitrary bytes and mutated manifests never panic, and every diagnostic they
+//! produce points inside the file it names.
+
+use proptest::prelude::*;
+use toolc::Session;
+
+const SEED: &str = include_str!("../../manifests/commerce.tools.yaml");
+
+fn check_bytes(bytes: &[u8]) {
+    let mut session = Session::new();
+    session.add_manifest("fuzz.tools.yaml", bytes);
+    let ir = session.check();
+    assert_eq!(ir.is_some(), !session.diagnostics.has_errors());
+    for d in session.diagnostics.iter() {
+        if let Some(label) = &d.primary {
+            let file = session.sources.get(label.span.file);
+            assert!(
+                label.span.end <= file.text.len(),
+                "{} points past the end",
+                d.code
+            );
+            assert!(
+                file.text.is_char_boundary(label.span.start),
+                "{} splits a character",
+                d.code
+            );
+        }
+    }
+    // Rendering must not panic either.
+    let _ = session.render(false);
+    let _ = session.render_json();
+}
+
+fn mutate(seed: &str, ops: &[(usize, u8, u8)]) -> Vec<u8> {
+    let mut bytes = seed.as_bytes().to_vec();
+    for &(pos, op, byte) in ops {
+        if bytes.is_empty() {
+            break;
+        }
+        let pos = pos % bytes.len();
+        match op % 4 {
+            0 => {
+                bytes.remove(pos);
+            }
+            1 => bytes.insert(pos, byte),
+            2 => bytes[pos] = byte,
+            _ => {
+                // Duplicate a slice: creates duplicate keys, deeper nesting and odd indentation.
+                let end = (pos + byte as usize).min(bytes.len());
+                let chunk = bytes[pos..end].to_vec();
+                bytes.splice(pos..pos, chunk);
+            }
+        }
+    }
+    bytes
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        check_bytes(&bytes);
+    }
+
+    #[test]
+    fn yaml_shaped_noise_never_panics(text in "[ \\-:\\[\\]{}&*!|>'\"#,a-z0-9\\n]{0,300}") {
+        check_bytes(text.as_bytes());
+    }
+
+    #[test]
+    fn mutated_manifests_never_panic(ops in proptest::collection::vec((any::<usize>(), any::<u8>(), any::<u8>()), 1..8)) {
+        check_bytes(&mutate(SEED, &ops));
+    }
+}
