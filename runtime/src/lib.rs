@@ -1,3 +1,97 @@
 //! toolc-runtime: what generated code and applications link.
+//!
+//! - [`Registry`]: tool definitions plus one executor per server tool, checked against the
+//!   location rule when it is built; calls are parsed, validated against schemas compiled once,
+//!   deserialized, run under the tool's timeout with panics caught, checked against `returns`
+//!   and serialized. Every failure is a [`CallError`] that reads well to a model.
+//! - [`include_tools!`]: pulls in the module that `toolc::Builder` generated in a build script.
+//! - [`load_definitions`]: manifests loaded at run time, for registries assembled dynamically.
 
+pub mod error;
+pub mod executor;
+pub mod registry;
+pub mod tool;
+
+use std::path::Path;
+
+pub use error::{CallError, CallErrorKind, RegistryError, ToolError, Violation};
+pub use executor::{executor_fn, typed_executor, Executor, ToolFuture};
+pub use registry::{Registry, RegistryBuilder};
+pub use tool::Tool;
 pub use toolc::definition::{Location, ToolDefinition, DEFAULT_CLIENT_TIMEOUT};
+
+/// Includes the Rust module that `toolc::Builder` wrote to `OUT_DIR` for a manifest:
+/// `mod support { toolc_runtime::include_tools!("support"); }` for `support.tools.yaml`.
+#[macro_export]
+macro_rules! include_tools {
+    ($name:literal) => {
+        ::core::include!(::core::concat!(::core::env!("OUT_DIR"), "/", $name, ".rs"));
+    };
+}
+
+/// Manifests that failed to load at run time; `rendered` holds every diagnostic as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError {
+    pub rendered: String,
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.rendered.trim_end())
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Loads and checks manifests at run time (the same checks as the build), returning the tool
+/// definitions in declaration order.
+pub fn load_definitions<P: AsRef<Path>>(
+    paths: impl IntoIterator<Item = P>,
+) -> Result<Vec<ToolDefinition>, LoadError> {
+    let mut session = toolc::Session::new();
+    for path in paths {
+        let path = path.as_ref();
+        if let Err(e) = session.add_path(path) {
+            return Err(LoadError {
+                rendered: format!("error: cannot read {}: {e}\n", path.display()),
+            });
+        }
+    }
+    finish(session)
+}
+
+/// Loads one manifest from memory; `name` is used in diagnostics.
+pub fn definitions_from_str(name: &str, yaml: &str) -> Result<Vec<ToolDefinition>, LoadError> {
+    let mut session = toolc::Session::new();
+    session.add_manifest(name, yaml.as_bytes());
+    finish(session)
+}
+
+fn finish(mut session: toolc::Session) -> Result<Vec<ToolDefinition>, LoadError> {
+    match session.check() {
+        Some(ir) => Ok(ir.definitions()),
+        None => Err(LoadError {
+            rendered: session.render(false),
+        }),
+    }
+}
+
+/// What generated code reaches through one path, so users depend on `toolc-runtime` alone.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde;
+    pub use serde_json;
+    pub use std;
+
+    pub use crate::executor::typed_executor;
+
+    /// Parses a schema literal that toolc generated from a checked manifest.
+    pub fn schema(text: &str) -> serde_json::Value {
+        match serde_json::from_str(text) {
+            Ok(value) => value,
+            // toolc writes these literals with serde_json from values it parsed; failing here is
+            // a toolc bug, not a user or model error.
+            Err(e) => panic!("toolc generated an invalid schema literal: {e}"),
+        }
+    }
+}

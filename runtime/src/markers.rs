@@ -1,0 +1,792 @@
+//! Text-marker tool calls, for models without native function calling.
+//!
+//! Such a model is told about the tools in its instructions ([`catalog_instructions`]) and writes
+//! a call into its reply as `<<<TAG:NAME=tool_name,ARGUMENTS={json}>>>`. The [`MarkerScanner`]
+//! finds those markers in the streamed text, however the deltas are split, hides them from the
+//! user and hands out the calls.
+//!
+//! The scanner is independent of the registry: unknown-tool checking takes a set of names or a
+//! predicate, so it can be used alone.
+//!
+//! What the scanner guarantees:
+//! - visible text never contains any byte of a marker, not even of a broken one, and never half
+//!   a UTF-8 character (invalid UTF-8 becomes U+FFFD, as in [`String::from_utf8_lossy`]);
+//! - text that only looks like the start of a marker (`<<`, `<<<APIP`, `<<<OTHER:`) is released
+//!   as soon as it cannot be one, so ordinary text is never held back for long;
+//! - once the full opening `<<<TAG:NAME=` has been seen, everything up to the marker's end is
+//!   part of the marker. The end is the first `>>>` that is outside every brace pair and every
+//!   JSON string inside braces, so `>>>` within argument strings does not end it;
+//! - a broken marker yields exactly one [`MarkerError`], at the moment the problem is known;
+//! - memory is bounded by the configured maximum marker length, whatever the stream length.
+
+mod catalog;
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+pub use catalog::catalog_instructions;
+
+/// Default upper bound of one marker, from `<<<` to `>>>` inclusive.
+pub const DEFAULT_MAX_MARKER_LEN: usize = 64 * 1024;
+
+/// Tool names follow the rule that every provider accepts: `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`.
+const MAX_NAME_LEN: usize = 64;
+
+/// The smallest limit that still fits a useful marker after the opening.
+const MIN_BODY_LEN: usize = 32;
+
+/// The configurable TAG of `<<<TAG:NAME=...>>>`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MarkerTag {
+    tag: String,
+    /// `<<<TAG:NAME=`, the literal that opens every marker.
+    opening: String,
+}
+
+impl MarkerTag {
+    /// A tag of 1 to 64 ASCII letters, digits, `_` or `-`. The restriction keeps `<`, `:` and
+    /// `>` out of it, so that the opening cannot overlap itself in surprising ways and the
+    /// marker stays easy for a model to reproduce.
+    pub fn new(tag: &str) -> Result<MarkerTag, InvalidTag> {
+        let ok = !tag.is_empty()
+            && tag.len() <= 64
+            && tag
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !ok {
+            return Err(InvalidTag(tag.to_owned()));
+        }
+        Ok(MarkerTag {
+            tag: tag.to_owned(),
+            opening: format!("<<<{tag}:NAME="),
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.tag
+    }
+
+    /// The literal every marker starts with: `<<<TAG:NAME=`.
+    pub fn opening(&self) -> &str {
+        &self.opening
+    }
+
+    /// Writes a marker for a call. `arguments` must be the JSON text of an object.
+    pub fn render_call(&self, name: &str, arguments: &str) -> String {
+        format!("{}{name},ARGUMENTS={arguments}>>>", self.opening)
+    }
+}
+
+impl fmt::Display for MarkerTag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.tag)
+    }
+}
+
+/// A tag that [`MarkerTag::new`] refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidTag(pub String);
+
+impl fmt::Display for InvalidTag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid marker tag {:?}: use 1 to 64 ASCII letters, digits, `_` or `-`",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for InvalidTag {}
+
+/// A complete tool call found in the text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MarkerCall {
+    pub name: String,
+    /// The JSON text of the arguments object, exactly as the model wrote it. It is known to be
+    /// syntactically valid JSON and an object; it is kept as text because the dispatcher takes
+    /// arguments as a JSON string and validates them against the tool's schema itself.
+    pub arguments: String,
+}
+
+impl MarkerCall {
+    pub fn parse_arguments(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::from_str(&self.arguments)
+    }
+}
+
+/// Why a marker was not turned into a call. The messages name the tool but never repeat the
+/// marker's text, so they can be logged or shown to the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MarkerError {
+    /// The marker does not follow `NAME=tool,ARGUMENTS={...}>>>`; `name` is set when the tool
+    /// name had been read completely.
+    Malformed {
+        name: Option<String>,
+        reason: &'static str,
+    },
+    /// The marker grew past the configured limit; the rest of it is skipped.
+    TooLong { name: Option<String>, limit: usize },
+    /// The arguments are not valid JSON (or not UTF-8).
+    InvalidJson { name: String, message: String },
+    /// The tool is not in the set of known tools.
+    UnknownTool { name: String },
+    /// The stream ended inside a marker.
+    Unterminated { name: Option<String> },
+}
+
+impl MarkerError {
+    /// The tool's name, when the marker got far enough to have one.
+    pub fn tool_name(&self) -> Option<&str> {
+        match self {
+            MarkerError::Malformed { name, .. }
+            | MarkerError::TooLong { name, .. }
+            | MarkerError::Unterminated { name } => name.as_deref(),
+            MarkerError::InvalidJson { name, .. } | MarkerError::UnknownTool { name } => {
+                Some(name)
+            }
+        }
+    }
+}
+
+impl fmt::Display for MarkerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let of = |name: &Option<String>| match name {
+            Some(n) => format!(" for `{n}`"),
+            None => String::new(),
+        };
+        match self {
+            MarkerError::Malformed { name, reason } => {
+                write!(f, "malformed tool call marker{}: {reason}", of(name))
+            }
+            MarkerError::TooLong { name, limit } => write!(
+                f,
+                "tool call marker{} is longer than the limit of {limit} bytes",
+                of(name)
+            ),
+            MarkerError::InvalidJson { name, message } => write!(
+                f,
+                "the arguments of the call to `{name}` are not valid JSON: {message}"
+            ),
+            MarkerError::UnknownTool { name } => write!(f, "unknown tool `{name}`"),
+            MarkerError::Unterminated { name } => write!(
+                f,
+                "the text ended inside a tool call marker{} (no closing `>>>`)",
+                of(name)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for MarkerError {}
+
+/// One output of the scanner. Text borrows from the input chunk (or from the scanner) so the
+/// common case, text without markers, is passed through without copying.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MarkerEvent<'a> {
+    Text(&'a str),
+    Call(MarkerCall),
+    Error(MarkerError),
+}
+
+impl MarkerEvent<'_> {
+    pub fn into_owned(self) -> ScanEvent {
+        match self {
+            MarkerEvent::Text(t) => ScanEvent::Text(t.to_owned()),
+            MarkerEvent::Call(c) => ScanEvent::Call(c),
+            MarkerEvent::Error(e) => ScanEvent::Error(e),
+        }
+    }
+}
+
+/// An owned [`MarkerEvent`], as collected by [`MarkerScanner::push`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScanEvent {
+    Text(String),
+    Call(MarkerCall),
+    Error(MarkerError),
+}
+
+/// Which tool names a marker may name.
+enum KnownTools {
+    Any,
+    Set(BTreeSet<String>),
+    Filter(Box<dyn Fn(&str) -> bool + Send + Sync>),
+}
+
+impl KnownTools {
+    fn allows(&self, name: &str) -> bool {
+        match self {
+            KnownTools::Any => true,
+            KnownTools::Set(set) => set.contains(name),
+            KnownTools::Filter(f) => f(name),
+        }
+    }
+}
+
+impl fmt::Debug for KnownTools {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KnownTools::Any => f.write_str("Any"),
+            KnownTools::Set(set) => f.debug_tuple("Set").field(set).finish(),
+            KnownTools::Filter(_) => f.write_str("Filter(..)"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Ordinary text.
+    Text,
+    /// The first `n` bytes of the opening have been seen and are held back.
+    Opening(usize),
+    /// Inside a marker, after its opening.
+    Body,
+}
+
+/// Where the marker's grammar stands. Independent of it, [`Structure`] finds the marker's end,
+/// so a marker that breaks the grammar is still skipped as a whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Grammar {
+    Name,
+    /// `n` bytes of `ARGUMENTS=` matched.
+    Keyword(usize),
+    BeforeJson,
+    Json,
+    /// `n` bytes of `>>>` matched.
+    Close(usize),
+    /// An error has been reported for this marker; only its end is still looked for.
+    Failed,
+}
+
+const KEYWORD: &[u8] = b"ARGUMENTS=";
+
+/// Finds the end of a marker: three `>` outside braces. Inside braces, JSON strings (with their
+/// escapes) are skipped, so `>>>` and braces within argument strings do not count. Quotes
+/// outside braces are ordinary characters, so that a stray `"` in a broken tool name cannot
+/// hide the end of the marker.
+#[derive(Clone, Copy, Debug, Default)]
+struct Structure {
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+    closes: u8,
+}
+
+impl Structure {
+    /// Returns true when `b` completes the marker's closing `>>>`.
+    #[inline]
+    fn step(&mut self, b: u8) -> bool {
+        if self.in_string {
+            if self.escaped {
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.in_string = false;
+            }
+            return false;
+        }
+        match b {
+            b'>' if self.depth == 0 => {
+                self.closes += 1;
+                return self.closes == 3;
+            }
+            b'"' if self.depth > 0 => self.in_string = true,
+            b'{' => self.depth = self.depth.saturating_add(1),
+            b'}' => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+        self.closes = 0;
+        false
+    }
+}
+
+/// UTF-8 bytes of a character split across chunks. Only ever holds a valid, incomplete prefix.
+#[derive(Clone, Copy, Debug, Default)]
+struct Utf8Carry {
+    bytes: [u8; 4],
+    len: usize,
+}
+
+const REPLACEMENT: &str = "\u{FFFD}";
+
+fn utf8_width(lead: u8) -> usize {
+    match lead {
+        0xC2..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF4 => 4,
+        _ => 1,
+    }
+}
+
+/// The input of one call, so that `&str` chunks skip UTF-8 validation.
+#[derive(Clone, Copy)]
+enum Chunk<'a> {
+    Bytes(&'a [u8]),
+    Str(&'a str),
+}
+
+impl<'a> Chunk<'a> {
+    fn bytes(self) -> &'a [u8] {
+        match self {
+            Chunk::Bytes(b) => b,
+            Chunk::Str(s) => s.as_bytes(),
+        }
+    }
+}
+
+/// The streaming marker scanner. Feed it text deltas with [`feed`](Self::feed) /
+/// [`feed_str`](Self::feed_str) (or the collecting [`push`](Self::push) /
+/// [`push_str`](Self::push_str)) and call [`finish`](Self::finish) at the end of the stream;
+/// after `finish` it is ready for a new stream.
+#[derive(Debug)]
+pub struct MarkerScanner {
+    tag: MarkerTag,
+    /// KMP failure function of the opening: how much of it to keep held after a mismatch.
+    fallback: Box<[usize]>,
+    max_len: usize,
+    known: KnownTools,
+    state: State,
+    carry: Utf8Carry,
+    // The marker being read.
+    grammar: Grammar,
+    structure: Structure,
+    marker_len: usize,
+    name: String,
+    name_done: bool,
+    json: Vec<u8>,
+}
+
+impl MarkerScanner {
+    pub fn new(tag: MarkerTag) -> MarkerScanner {
+        let fallback = failure_function(tag.opening().as_bytes());
+        MarkerScanner {
+            fallback,
+            max_len: DEFAULT_MAX_MARKER_LEN,
+            known: KnownTools::Any,
+            state: State::Text,
+            carry: Utf8Carry::default(),
+            grammar: Grammar::Name,
+            structure: Structure::default(),
+            marker_len: 0,
+            name: String::new(),
+            name_done: false,
+            json: Vec::new(),
+            tag,
+        }
+    }
+
+    /// The largest marker accepted, from `<<<` to `>>>` inclusive (default
+    /// [`DEFAULT_MAX_MARKER_LEN`]); raised to fit the opening plus a small body if smaller. It
+    /// also bounds the scanner's memory.
+    pub fn with_max_marker_len(mut self, max_len: usize) -> MarkerScanner {
+        self.max_len = max_len.max(self.tag.opening().len() + MIN_BODY_LEN);
+        self
+    }
+
+    /// Report calls of any tool not in `names` as [`MarkerError::UnknownTool`].
+    pub fn with_known_tools<I, S>(mut self, names: I) -> MarkerScanner
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.known = KnownTools::Set(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Report calls of any tool for which `known` is false as [`MarkerError::UnknownTool`].
+    pub fn with_tool_filter(
+        mut self,
+        known: impl Fn(&str) -> bool + Send + Sync + 'static,
+    ) -> MarkerScanner {
+        self.known = KnownTools::Filter(Box::new(known));
+        self
+    }
+
+    pub fn tag(&self) -> &MarkerTag {
+        &self.tag
+    }
+
+    pub fn max_marker_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// True while the scanner holds back bytes that may still turn out to be a marker or is
+    /// inside one.
+    pub fn is_holding(&self) -> bool {
+        self.state != State::Text || self.carry.len > 0
+    }
+
+    /// Scans a chunk of bytes, which may end anywhere (inside a UTF-8 character, inside a
+    /// marker). Events go to `sink` in stream order.
+    pub fn feed<F: FnMut(MarkerEvent<'_>)>(&mut self, chunk: &[u8], sink: &mut F) {
+        self.run(Chunk::Bytes(chunk), sink);
+    }
+
+    /// Like [`feed`](Self::feed), for text already known to be UTF-8.
+    pub fn feed_str<F: FnMut(MarkerEvent<'_>)>(&mut self, chunk: &str, sink: &mut F) {
+        self.run(Chunk::Str(chunk), sink);
+    }
+
+    /// Ends the stream: releases held text that turned out not to be a marker, reports an
+    /// unterminated marker, and resets the scanner for a new stream.
+    pub fn finish<F: FnMut(MarkerEvent<'_>)>(&mut self, sink: &mut F) {
+        match self.state {
+            State::Text => {}
+            State::Opening(n) => sink(MarkerEvent::Text(&self.tag.opening()[..n])),
+            State::Body => {
+                if self.grammar != Grammar::Failed {
+                    let name = self.name_if_done();
+                    sink(MarkerEvent::Error(MarkerError::Unterminated { name }));
+                }
+            }
+        }
+        self.flush_carry(sink);
+        self.state = State::Text;
+        self.reset_marker();
+    }
+
+    /// [`feed`](Self::feed), collecting owned events; adjacent text is joined.
+    pub fn push(&mut self, chunk: &[u8]) -> Vec<ScanEvent> {
+        let mut out = Vec::new();
+        self.feed(chunk, &mut collector(&mut out));
+        out
+    }
+
+    /// [`feed_str`](Self::feed_str), collecting owned events; adjacent text is joined.
+    pub fn push_str(&mut self, chunk: &str) -> Vec<ScanEvent> {
+        let mut out = Vec::new();
+        self.feed_str(chunk, &mut collector(&mut out));
+        out
+    }
+
+    /// [`finish`](Self::finish), collecting owned events.
+    pub fn finish_events(&mut self) -> Vec<ScanEvent> {
+        let mut out = Vec::new();
+        self.finish(&mut collector(&mut out));
+        out
+    }
+
+    fn run<F: FnMut(MarkerEvent<'_>)>(&mut self, chunk: Chunk<'_>, sink: &mut F) {
+        let bytes = chunk.bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            match self.state {
+                State::Text => match memchr::memchr(b'<', &bytes[i..]) {
+                    None => {
+                        self.emit_text(chunk, i, bytes.len(), sink);
+                        i = bytes.len();
+                    }
+                    Some(offset) => {
+                        let at = i + offset;
+                        self.emit_text(chunk, i, at, sink);
+                        // A character cut short by `<` can never be completed.
+                        self.flush_carry(sink);
+                        self.state = State::Opening(1);
+                        i = at + 1;
+                    }
+                },
+                State::Opening(held) => {
+                    let (state, consumed) = self.opening_step(held, bytes[i], sink);
+                    self.state = state;
+                    if consumed {
+                        i += 1;
+                    }
+                    if let State::Opening(n) = self.state {
+                        if n == self.tag.opening().len() {
+                            self.begin_marker();
+                        }
+                    }
+                }
+                State::Body => {
+                    // Markers are rare and short next to text, so a byte-wise loop is enough.
+                    while i < bytes.len() {
+                        let b = bytes[i];
+                        i += 1;
+                        if self.body_step(b, sink) {
+                            self.reset_marker();
+                            self.state = State::Text;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Advances the match of the opening by one byte. Returns the new state and whether the
+    /// byte was used; an unused byte is ordinary text and is read again in the text state.
+    fn opening_step<F: FnMut(MarkerEvent<'_>)>(
+        &self,
+        mut held: usize,
+        b: u8,
+        sink: &mut F,
+    ) -> (State, bool) {
+        let opening = self.tag.opening().as_bytes();
+        loop {
+            if opening[held] == b {
+                return (State::Opening(held + 1), true);
+            }
+            if held == 0 {
+                return (State::Text, false);
+            }
+            // Keep the longest tail of what is held that can still start the opening; the
+            // rest cannot belong to a marker any more.
+            let keep = self.fallback[held - 1];
+            sink(MarkerEvent::Text(&self.tag.opening()[..held - keep]));
+            held = keep;
+        }
+    }
+
+    fn begin_marker(&mut self) {
+        self.state = State::Body;
+        self.reset_marker();
+        self.marker_len = self.tag.opening().len();
+    }
+
+    fn reset_marker(&mut self) {
+        self.grammar = Grammar::Name;
+        self.structure = Structure::default();
+        self.marker_len = 0;
+        self.name.clear();
+        self.name_done = false;
+        self.json.clear();
+    }
+
+    fn name_if_done(&self) -> Option<String> {
+        self.name_done.then(|| self.name.clone())
+    }
+
+    fn fail<F: FnMut(MarkerEvent<'_>)>(&mut self, error: MarkerError, sink: &mut F) {
+        self.grammar = Grammar::Failed;
+        self.json.clear();
+        sink(MarkerEvent::Error(error));
+    }
+
+    fn malformed<F: FnMut(MarkerEvent<'_>)>(&mut self, reason: &'static str, sink: &mut F) {
+        let name = self.name_if_done();
+        self.fail(MarkerError::Malformed { name, reason }, sink);
+    }
+
+    /// One byte inside a marker. Returns true when it ended the marker.
+    fn body_step<F: FnMut(MarkerEvent<'_>)>(&mut self, b: u8, sink: &mut F) -> bool {
+        let ended = self.structure.step(b);
+        self.marker_len += 1;
+        match self.grammar {
+            Grammar::Failed => {}
+            Grammar::Name => {
+                if b == b',' {
+                    if self.name.is_empty() {
+                        self.malformed("the tool name is empty", sink);
+                    } else {
+                        self.name_done = true;
+                        self.grammar = Grammar::Keyword(0);
+                    }
+                } else if !(b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+                    self.malformed(
+                        "the tool name may only contain ASCII letters, digits, `_` and `-`, followed by `,ARGUMENTS=`",
+                        sink,
+                    );
+                } else if self.name.is_empty() && (b.is_ascii_digit() || b == b'-') {
+                    self.malformed("the tool name must start with a letter or `_`", sink);
+                } else if self.name.len() == MAX_NAME_LEN {
+                    self.malformed("the tool name is longer than 64 characters", sink);
+                } else {
+                    self.name.push(char::from(b));
+                }
+            }
+            Grammar::Keyword(n) => {
+                if b == KEYWORD[n] {
+                    self.grammar = if n + 1 == KEYWORD.len() {
+                        Grammar::BeforeJson
+                    } else {
+                        Grammar::Keyword(n + 1)
+                    };
+                } else {
+                    self.malformed("expected `ARGUMENTS=` after the tool name and `,`", sink);
+                }
+            }
+            Grammar::BeforeJson => {
+                if b == b'{' {
+                    self.json.push(b);
+                    self.grammar = Grammar::Json;
+                } else if !b.is_ascii_whitespace() {
+                    self.malformed("the arguments must be a JSON object starting with `{`", sink);
+                }
+            }
+            Grammar::Json => {
+                self.json.push(b);
+                if self.structure.depth == 0 {
+                    self.grammar = Grammar::Close(0);
+                }
+            }
+            Grammar::Close(n) => {
+                if b == b'>' {
+                    self.grammar = Grammar::Close(n + 1);
+                } else if !(n == 0 && b.is_ascii_whitespace()) {
+                    self.malformed("expected `>>>` right after the arguments object", sink);
+                }
+            }
+        }
+        if self.grammar != Grammar::Failed && self.marker_len > self.max_len {
+            let name = self.name_if_done();
+            let limit = self.max_len;
+            self.fail(MarkerError::TooLong { name, limit }, sink);
+        }
+        if ended {
+            self.complete(sink);
+        }
+        ended
+    }
+
+    /// The marker's closing `>>>` has been read.
+    fn complete<F: FnMut(MarkerEvent<'_>)>(&mut self, sink: &mut F) {
+        match self.grammar {
+            Grammar::Failed => {}
+            Grammar::Close(3) => {
+                let name = std::mem::take(&mut self.name);
+                if !self.known.allows(&name) {
+                    sink(MarkerEvent::Error(MarkerError::UnknownTool { name }));
+                    return;
+                }
+                let json = std::mem::take(&mut self.json);
+                match String::from_utf8(json) {
+                    Ok(arguments) => {
+                        match serde_json::from_str::<serde::de::IgnoredAny>(&arguments) {
+                            Ok(_) => sink(MarkerEvent::Call(MarkerCall { name, arguments })),
+                            Err(e) => sink(MarkerEvent::Error(MarkerError::InvalidJson {
+                                name,
+                                message: e.to_string(),
+                            })),
+                        }
+                    }
+                    Err(_) => sink(MarkerEvent::Error(MarkerError::InvalidJson {
+                        name,
+                        message: "the arguments are not valid UTF-8".to_owned(),
+                    })),
+                }
+            }
+            // The structure can only close where the grammar has failed or is complete; this
+            // arm keeps a future change of either from passing a broken marker as a call.
+            _ => self.malformed("the marker ended before its arguments were complete", sink),
+        }
+    }
+
+    /// Emits `chunk[start..end]` as text, joining a character split across chunks.
+    fn emit_text<F: FnMut(MarkerEvent<'_>)>(
+        &mut self,
+        chunk: Chunk<'_>,
+        start: usize,
+        end: usize,
+        sink: &mut F,
+    ) {
+        if start >= end {
+            return;
+        }
+        if self.carry.len == 0 {
+            if let Chunk::Str(s) = chunk {
+                // Segments begin and end at ASCII bytes or at the chunk's ends, so they are
+                // character boundaries; `get` keeps that an assumption rather than a panic.
+                if let Some(text) = s.get(start..end) {
+                    sink(MarkerEvent::Text(text));
+                    return;
+                }
+            }
+        }
+        self.emit_bytes(&chunk.bytes()[start..end], sink);
+    }
+
+    fn emit_bytes<F: FnMut(MarkerEvent<'_>)>(&mut self, mut rest: &[u8], sink: &mut F) {
+        if self.carry.len > 0 {
+            let have = self.carry.len;
+            let need = utf8_width(self.carry.bytes[0]);
+            let take = (need - have).min(rest.len());
+            let mut joined = self.carry.bytes;
+            joined[have..have + take].copy_from_slice(&rest[..take]);
+            let joined = &joined[..have + take];
+            match std::str::from_utf8(joined) {
+                Ok(ch) => {
+                    sink(MarkerEvent::Text(ch));
+                    self.carry.len = 0;
+                    rest = &rest[take..];
+                }
+                Err(e) if e.error_len().is_none() => {
+                    // Still incomplete: all of `rest` was too short and is now carried.
+                    self.carry.bytes[have..have + take].copy_from_slice(&rest[..take]);
+                    self.carry.len = have + take;
+                    return;
+                }
+                Err(_) => {
+                    // The carried prefix was valid, so the byte after it is the bad one: drop
+                    // the prefix and read that byte again as the start of new text.
+                    sink(MarkerEvent::Text(REPLACEMENT));
+                    self.carry.len = 0;
+                }
+            }
+        }
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(text) => {
+                    if !text.is_empty() {
+                        sink(MarkerEvent::Text(text));
+                    }
+                    return;
+                }
+                Err(e) => {
+                    let (valid, after) = rest.split_at(e.valid_up_to());
+                    if let Ok(text) = std::str::from_utf8(valid) {
+                        if !text.is_empty() {
+                            sink(MarkerEvent::Text(text));
+                        }
+                    }
+                    match e.error_len() {
+                        None => {
+                            self.carry.bytes[..after.len()].copy_from_slice(after);
+                            self.carry.len = after.len();
+                            return;
+                        }
+                        Some(bad) => {
+                            sink(MarkerEvent::Text(REPLACEMENT));
+                            rest = &after[bad..];
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn flush_carry<F: FnMut(MarkerEvent<'_>)>(&mut self, sink: &mut F) {
+        if self.carry.len > 0 {
+            self.carry.len = 0;
+            sink(MarkerEvent::Text(REPLACEMENT));
+        }
+    }
+}
+
+fn collector(out: &mut Vec<ScanEvent>) -> impl FnMut(MarkerEvent<'_>) + '_ {
+    move |event| match (out.last_mut(), event) {
+        (Some(ScanEvent::Text(prev)), MarkerEvent::Text(t)) => prev.push_str(t),
+        (_, event) => out.push(event.into_owned()),
+    }
+}
+
+/// `fallback[i]`: the length of the longest proper prefix of `pattern[..=i]` that is also its
+/// suffix (Knuth–Morris–Pratt).
+fn failure_function(pattern: &[u8]) -> Box<[usize]> {
+    let mut fallback = vec![0; pattern.len()];
+    let mut k = 0;
+    for i in 1..pattern.len() {
+        while k > 0 && pattern[i] != pattern[k] {
+            k = fallback[k - 1];
+        }
+        if pattern[i] == pattern[k] {
+            k += 1;
+        }
+        fallback[i] = k;
+    }
+    fallback.into_boxed_slice()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,406 @@
+//! The runtime registry: tool definitions, one executor per server tool, and validators compiled
+//! once when the registry is built. It enforces the location rule at construction and routes
+//! server calls through parse → validate → deserialize → execute (timeout, panics caught) →
+//! check `returns` → serialize.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Duration;
+
+use jsonschema::Validator;
+use serde_json::Value;
+
+use crate::error::{CallError, RegistryError, Violation};
+use crate::executor::{catch_panics, panic_message, Executor};
+use crate::tool::Tool;
+use crate::{Location, ToolDefinition};
+
+/// At most this many violations are reported for one value, so that a hostile argument object
+/// cannot make the model's error text arbitrarily long.
+const MAX_VIOLATIONS: usize = 16;
+
+struct Entry {
+    def: ToolDefinition,
+    parameters: Validator,
+    returns: Option<Validator>,
+    executor: Option<Arc<dyn Executor>>,
+}
+
+/// Definitions plus executors that satisfy the location rule. Cheap to share behind an `Arc`;
+/// every method takes `&self`.
+pub struct Registry {
+    entries: Vec<Entry>,
+    index: HashMap<String, usize>,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.entries.iter().map(|e| {
+                (
+                    &e.def.name,
+                    e.def.location,
+                    if e.executor.is_some() {
+                        "executor"
+                    } else {
+                        "no executor"
+                    },
+                )
+            }))
+            .finish()
+    }
+}
+
+/// Collects definitions and executors; [`RegistryBuilder::build`] checks them all at once.
+#[derive(Default)]
+pub struct RegistryBuilder {
+    definitions: Vec<ToolDefinition>,
+    executors: Vec<(String, Arc<dyn Executor>)>,
+}
+
+impl fmt::Debug for RegistryBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegistryBuilder")
+            .field(
+                "definitions",
+                &self
+                    .definitions
+                    .iter()
+                    .map(|d| d.name.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .field(
+                "executors",
+                &self
+                    .executors
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl RegistryBuilder {
+    pub fn definition(mut self, definition: ToolDefinition) -> RegistryBuilder {
+        self.definitions.push(definition);
+        self
+    }
+
+    pub fn definitions(
+        mut self,
+        definitions: impl IntoIterator<Item = ToolDefinition>,
+    ) -> RegistryBuilder {
+        self.definitions.extend(definitions);
+        self
+    }
+
+    pub fn executor(self, name: impl Into<String>, executor: impl Executor) -> RegistryBuilder {
+        self.shared_executor(name, Arc::new(executor))
+    }
+
+    pub fn shared_executor(
+        mut self,
+        name: impl Into<String>,
+        executor: Arc<dyn Executor>,
+    ) -> RegistryBuilder {
+        self.executors.push((name.into(), executor));
+        self
+    }
+
+    /// Checks the location rule and compiles every schema. On failure the error lists every
+    /// problem found, not only the first.
+    pub fn build(self) -> Result<Registry, RegistryError> {
+        let mut error = RegistryError::default();
+        let mut entries: Vec<Entry> = Vec::with_capacity(self.definitions.len());
+        let mut index = HashMap::with_capacity(self.definitions.len());
+        for def in self.definitions {
+            if index.contains_key(&def.name) {
+                if !error.duplicate_definitions.contains(&def.name) {
+                    error.duplicate_definitions.push(def.name.clone());
+                }
+                continue;
+            }
+            let parameters = match compile(&def.parameters) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    error
+                        .invalid_schemas
+                        .push((def.name.clone(), format!("parameters: {e}")));
+                    None
+                }
+            };
+            let returns = match def.returns.as_ref().map(compile).transpose() {
+                Ok(v) => v,
+                Err(e) => {
+                    error
+                        .invalid_schemas
+                        .push((def.name.clone(), format!("returns: {e}")));
+                    None
+                }
+            };
+            index.insert(def.name.clone(), entries.len());
+            if let Some(parameters) = parameters {
+                entries.push(Entry {
+                    def,
+                    parameters,
+                    returns,
+                    executor: None,
+                });
+            } else {
+                // Keep the name known (so its executor is not reported as unknown) but
+                // unusable: the build fails anyway.
+                index.insert(def.name.clone(), usize::MAX);
+            }
+        }
+        let mut seen = BTreeSet::new();
+        for (name, executor) in self.executors {
+            if !seen.insert(name.clone()) {
+                if !error.duplicate_executors.contains(&name) {
+                    error.duplicate_executors.push(name);
+                }
+                continue;
+            }
+            match index.get(&name) {
+                None => error.unknown_executors.push(name),
+                Some(&usize::MAX) => {}
+                Some(&i) => {
+                    let entry = &mut entries[i];
+                    match entry.def.location {
+                        Location::Client => error.client_executors.push(name),
+                        Location::Server => entry.executor = Some(executor),
+                    }
+                }
+            }
+        }
+        for entry in &entries {
+            if entry.def.location == Location::Server && entry.executor.is_none() {
+                error.missing_executors.push(entry.def.name.clone());
+            }
+        }
+        if error.is_empty() {
+            Ok(Registry { entries, index })
+        } else {
+            Err(error)
+        }
+    }
+}
+
+fn compile(schema: &Value) -> Result<Validator, String> {
+    jsonschema::draft202012::new(schema).map_err(|e| e.to_string())
+}
+
+fn violations(validator: &Validator, value: &Value) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let mut more = 0usize;
+    for error in validator.iter_errors(value) {
+        if out.len() < MAX_VIOLATIONS {
+            out.push(Violation {
+                pointer: error.instance_path().as_str().to_owned(),
+                message: error.to_string(),
+            });
+        } else {
+            more += 1;
+        }
+    }
+    if more > 0 {
+        out.push(Violation {
+            pointer: String::new(),
+            message: format!("and {more} more problems"),
+        });
+    }
+    out
+}
+
+impl Registry {
+    pub fn builder() -> RegistryBuilder {
+        RegistryBuilder::default()
+    }
+
+    /// Builds a registry from definitions (e.g. loaded at run time with
+    /// [`crate::load_definitions`]) and `(tool name, executor)` pairs.
+    pub fn new(
+        definitions: impl IntoIterator<Item = ToolDefinition>,
+        executors: impl IntoIterator<Item = (String, Arc<dyn Executor>)>,
+    ) -> Result<Registry, RegistryError> {
+        let mut builder = Registry::builder().definitions(definitions);
+        for (name, executor) in executors {
+            builder = builder.shared_executor(name, executor);
+        }
+        builder.build()
+    }
+
+    fn entry(&self, name: &str) -> Result<&Entry, CallError> {
+        match self.index.get(name) {
+            Some(&i) => Ok(&self.entries[i]),
+            None => {
+                let known: Vec<&str> = self.names().collect();
+                Err(CallError::unknown_tool(name, &known))
+            }
+        }
+    }
+
+    /// Tool names in definition order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|e| e.def.name.as_str())
+    }
+
+    /// Every definition, in definition order (what provider declarations are built from).
+    pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
+        self.entries.iter().map(|e| &e.def)
+    }
+
+    pub fn definition(&self, name: &str) -> Option<&ToolDefinition> {
+        self.index.get(name).map(|&i| &self.entries[i].def)
+    }
+
+    pub fn location(&self, name: &str) -> Option<Location> {
+        self.definition(name).map(|d| d.location)
+    }
+
+    /// The deadline of a call of `name`: its own timeout, or the client default for client tools.
+    pub fn timeout(&self, name: &str) -> Option<Duration> {
+        self.definition(name).and_then(|d| d.effective_timeout())
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Parses and validates the arguments of a call of any tool, server or client, without
+    /// running anything: what a dispatcher does before forwarding a client call.
+    pub fn validate_arguments(&self, name: &str, arguments: &str) -> Result<Value, CallError> {
+        let entry = self.entry(name)?;
+        let value = parse_arguments(name, arguments)?;
+        check(entry, name, &value)?;
+        Ok(value)
+    }
+
+    /// Validates already-parsed arguments of any tool.
+    pub fn check_arguments(&self, name: &str, arguments: &Value) -> Result<(), CallError> {
+        check(self.entry(name)?, name, arguments)
+    }
+
+    /// Checks a result (e.g. a client tool's reply) against the tool's `returns` schema; tools
+    /// without one accept any result.
+    pub fn check_output(&self, name: &str, output: &Value) -> Result<(), CallError> {
+        let entry = self.entry(name)?;
+        check_output(entry, name, output)
+    }
+
+    /// Calls a server tool with JSON-text arguments; the result is JSON text for the model.
+    /// On failure, [`CallError::model_text`] is the text to send instead.
+    pub async fn call(&self, name: &str, arguments: &str) -> Result<String, CallError> {
+        let entry = self.entry(name)?;
+        if entry.def.location == Location::Client {
+            return Err(CallError::client_tool(name));
+        }
+        let value = parse_arguments(name, arguments)?;
+        let output = self.run(entry, name, value).await?;
+        Ok(output.to_string())
+    }
+
+    /// Calls a server tool with parsed arguments and returns the checked result as a value.
+    pub async fn call_value(&self, name: &str, arguments: Value) -> Result<Value, CallError> {
+        let entry = self.entry(name)?;
+        if entry.def.location == Location::Client {
+            return Err(CallError::client_tool(name));
+        }
+        self.run(entry, name, arguments).await
+    }
+
+    /// Calls a server tool through its generated types.
+    pub async fn call_typed<T: Tool>(&self, arguments: &T::Args) -> Result<T::Output, CallError> {
+        let value = serde_json::to_value(arguments).map_err(|e| {
+            CallError::invalid_arguments(
+                T::NAME,
+                vec![Violation {
+                    pointer: String::new(),
+                    message: format!("the arguments could not be serialized: {e}"),
+                }],
+            )
+        })?;
+        let output = self.call_value(T::NAME, value).await?;
+        serde_json::from_value(output).map_err(|e| {
+            CallError::invalid_output(
+                T::NAME,
+                vec![Violation {
+                    pointer: String::new(),
+                    message: format!("the result does not fit the output type: {e}"),
+                }],
+            )
+        })
+    }
+
+    async fn run(&self, entry: &Entry, name: &str, arguments: Value) -> Result<Value, CallError> {
+        check(entry, name, &arguments)?;
+        let Some(executor) = &entry.executor else {
+            // Unreachable after `build`, which refuses server tools without executors; kept as an
+            // error rather than a panic because this path serves model input.
+            return Err(CallError::client_tool(name));
+        };
+        let started = catch_unwind(AssertUnwindSafe(|| executor.start(arguments)));
+        let fut = match started {
+            Ok(Ok(fut)) => fut,
+            Ok(Err(e)) => return Err(CallError::undeserializable(name, &e)),
+            Err(payload) => return Err(CallError::panic(name, panic_message(payload.as_ref()))),
+        };
+        let guarded = catch_panics(fut);
+        let outcome = match entry.def.timeout {
+            None => guarded.await,
+            Some(limit) => {
+                if tokio::runtime::Handle::try_current().is_err() {
+                    return Err(CallError::no_runtime(name));
+                }
+                // Tokio panics when the runtime has no time driver; report it as configuration.
+                let timed = catch_unwind(AssertUnwindSafe(|| tokio::time::timeout(limit, guarded)))
+                    .map_err(|_| CallError::no_runtime(name))?;
+                match timed.await {
+                    Ok(outcome) => outcome,
+                    Err(_) => return Err(CallError::timeout(name, limit)),
+                }
+            }
+        };
+        let output = match outcome {
+            Ok(Ok(output)) => output,
+            Ok(Err(tool_error)) => return Err(CallError::tool_failed(name, tool_error)),
+            Err(panic) => return Err(CallError::panic(name, panic)),
+        };
+        check_output(entry, name, &output)?;
+        Ok(output)
+    }
+}
+
+fn parse_arguments(name: &str, arguments: &str) -> Result<Value, CallError> {
+    // Models sometimes send an empty string for a tool without parameters.
+    if arguments.trim().is_empty() {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    serde_json::from_str(arguments).map_err(|e| CallError::invalid_json(name, &e))
+}
+
+fn check(entry: &Entry, name: &str, arguments: &Value) -> Result<(), CallError> {
+    if entry.parameters.is_valid(arguments) {
+        Ok(())
+    } else {
+        Err(CallError::invalid_arguments(
+            name,
+            violations(&entry.parameters, arguments),
+        ))
+    }
+}
+
+fn check_output(entry: &Entry, name: &str, output: &Value) -> Result<(), CallError> {
+    match &entry.returns {
+        Some(v) if !v.is_valid(output) => {
+            Err(CallError::invalid_output(name, violations(v, output)))
+        }
+        _ => Ok(()),
+    }
+}
