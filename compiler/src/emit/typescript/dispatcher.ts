@@ -1,0 +1,239 @@
+// ---------------------------------------------------------------------------------------------
+// The dispatcher: the browser side of toolc's client-tool protocol.
+// ---------------------------------------------------------------------------------------------
+
+/** Names the messages of the browser protocol. */
+export type ToolMessageNaming =
+  /** `{"type":"function_call","call_id",...}` → `{"type":"function_call.result","call_id","output"}` */
+  | "function_call"
+  /** `{"type":"tool.call","callId",...}` → `{"type":"tool.result","callId","output"}` */
+  | "tool.call";
+
+/** What a socket's message event must carry. */
+export interface ToolMessageEvent {
+  readonly data: unknown;
+}
+
+/**
+ * Anything WebSocket-like: the browser's `WebSocket`, the `ws` package's client, or your own
+ * object with `send` and message listeners.
+ */
+export interface ToolSocket {
+  send(data: string): void;
+  addEventListener(type: "message", listener: (event: ToolMessageEvent) => void): void;
+  removeEventListener(type: "message", listener: (event: ToolMessageEvent) => void): void;
+}
+
+export interface ToolDispatcherOptions {
+  /** The message names to speak; `"function_call"` unless given. */
+  readonly naming?: ToolMessageNaming;
+  /**
+   * Told about failures that no reply can carry: a fire-and-forget handler that threw, a call
+   * message without an id, a reply the socket refused to send.
+   */
+  readonly onError?: (error: unknown, call: ToolCallInfo | undefined) => void;
+}
+
+export interface ToolDispatcher {
+  /** Calls whose handler has not finished yet. */
+  readonly pending: number;
+  /** Stops listening. Replies of calls still running are dropped. */
+  dispose(): void;
+}
+
+type ParsedArguments =
+  | { readonly ok: true; readonly value: { readonly [key: string]: unknown } }
+  | { readonly ok: false; readonly error: string };
+
+type AnyHandler = (args: unknown, call: ToolCallInfo) => unknown;
+
+function isJsonObject(value: unknown): value is { readonly [key: string]: unknown } {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function hasOwn(object: object, key: string): boolean {
+  return Object.prototype.hasOwnProperty.call(object, key);
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof Error) {
+    return error.message === "" ? error.name : error.message;
+  }
+  if (typeof error === "string") {
+    return error;
+  }
+  try {
+    return JSON.stringify(error) ?? String(error);
+  } catch {
+    return "the handler failed with a value that cannot be shown";
+  }
+}
+
+/** The output the model reads when a call fails. */
+function errorOutput(message: string): string {
+  return JSON.stringify({ error: message });
+}
+
+function resultOutput(name: string, result: unknown): string {
+  try {
+    // `undefined` (a handler that returns nothing) has no JSON form; the model sees `null`.
+    return JSON.stringify(result) ?? "null";
+  } catch (error) {
+    return errorOutput(`the result of \`${name}\` cannot be sent as JSON: ${messageOf(error)}`);
+  }
+}
+
+function parseArguments(raw: unknown): ParsedArguments {
+  // Models stream no argument text at all for some tools without parameters.
+  if (raw === undefined || (typeof raw === "string" && raw.trim() === "")) {
+    return { ok: true, value: {} };
+  }
+  if (typeof raw !== "string") {
+    return { ok: false, error: "`arguments` must be a string of JSON" };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (error) {
+    return { ok: false, error: `the arguments are not valid JSON: ${messageOf(error)}` };
+  }
+  if (!isJsonObject(value)) {
+    const found = value === null ? "null" : Array.isArray(value) ? "an array" : typeof value;
+    return { ok: false, error: `the arguments must be a JSON object, found ${found}` };
+  }
+  return { ok: true, value };
+}
+
+/**
+ * Answers client tool calls that arrive on `socket` with `handlers`, and leaves every other
+ * message to the application's own listeners.
+ *
+ * A call's arguments are parsed before its handler runs; malformed arguments, an unknown or
+ * server tool, and a handler that throws or rejects all become `{"error": "..."}` outputs that
+ * the model can read. A fire-and-forget tool (`wait_for_response: false`) gets no reply.
+ */
+export function createToolDispatcher(
+  socket: ToolSocket,
+  handlers: ClientToolHandlers,
+  options: ToolDispatcherOptions = {},
+): ToolDispatcher {
+  const alternative = options.naming === "tool.call";
+  const callType = alternative ? "tool.call" : "function_call";
+  const resultType = alternative ? "tool.result" : "function_call.result";
+  const idKey = alternative ? "callId" : "call_id";
+  // The handler table is typed for callers; here names come from the wire and are checked.
+  const table: object = handlers;
+  let disposed = false;
+  let pending = 0;
+
+  const report = (error: unknown, call: ToolCallInfo | undefined): void => {
+    if (options.onError === undefined) {
+      return;
+    }
+    try {
+      options.onError(error, call);
+    } catch {
+      // A failing error hook must not take the dispatcher down with it.
+    }
+  };
+
+  const reply = (callId: string, output: string, call: ToolCallInfo | undefined): void => {
+    if (disposed) {
+      return;
+    }
+    try {
+      socket.send(JSON.stringify({ type: resultType, [idKey]: callId, output }));
+    } catch (error) {
+      report(error, call);
+    }
+  };
+
+  const onMessage = (event: ToolMessageEvent): void => {
+    if (disposed || typeof event.data !== "string") {
+      return;
+    }
+    let message: unknown;
+    try {
+      message = JSON.parse(event.data);
+    } catch {
+      return; // not JSON, so not ours
+    }
+    if (!isJsonObject(message) || message["type"] !== callType) {
+      return;
+    }
+    const callId = message[idKey];
+    if (typeof callId !== "string" || callId === "") {
+      report(new Error(`a \`${callType}\` message without a \`${idKey}\` cannot be answered`), undefined);
+      return;
+    }
+    const name = message["name"];
+    if (typeof name !== "string") {
+      reply(callId, errorOutput("the call names no tool"), undefined);
+      return;
+    }
+    if (!hasOwn(TOOLS, name)) {
+      reply(callId, errorOutput(`unknown tool \`${name}\`; this page runs ${CLIENT_TOOL_LIST}`), undefined);
+      return;
+    }
+    const tool: ToolDefinition = TOOLS[name as ToolName];
+    if (tool.location !== "client") {
+      reply(callId, errorOutput(`\`${name}\` is a server tool; the page does not run it`), undefined);
+      return;
+    }
+    const call = { callId, name } as ToolCallInfo;
+    const wait = tool.wait_for_response;
+    const fail = (error: string): void => {
+      if (wait) {
+        reply(callId, errorOutput(error), call);
+      } else {
+        report(new Error(error), call);
+      }
+    };
+    const parsed = parseArguments(message["arguments"]);
+    if (!parsed.ok) {
+      fail(`\`${name}\` was not run: ${parsed.error}`);
+      return;
+    }
+    const handler: unknown = hasOwn(table, name) ? (table as { [key: string]: unknown })[name] : undefined;
+    if (typeof handler !== "function") {
+      fail(`\`${name}\` has no handler on this page`);
+      return;
+    }
+    pending += 1;
+    let outcome: Promise<unknown>;
+    try {
+      outcome = Promise.resolve((handler as AnyHandler)(parsed.value, call));
+    } catch (error) {
+      outcome = Promise.reject(error);
+    }
+    outcome.then(
+      (result) => {
+        pending -= 1;
+        if (wait) {
+          reply(callId, resultOutput(name, result), call);
+        }
+      },
+      (error: unknown) => {
+        pending -= 1;
+        if (wait) {
+          reply(callId, errorOutput(messageOf(error)), call);
+        } else {
+          report(error, call);
+        }
+      },
+    );
+  };
+
+  socket.addEventListener("message", onMessage);
+  return {
+    get pending(): number {
+      return pending;
+    },
+    dispose(): void {
+      if (!disposed) {
+        disposed = true;
+        socket.removeEventListener("message", onMessage);
+      }
+    },
+  };
+}

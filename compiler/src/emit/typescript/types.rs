@@ -1,0 +1,643 @@
+//! JSON Schema → TypeScript types, over the subset that has a faithful TypeScript form.
+//!
+//! Mapped: `type` (one or a list; `integer` → `number`), `properties`/`required`,
+//! `additionalProperties`, `items`/`prefixItems`, `enum`, `const`, OpenAPI-style `nullable`,
+//! `anyOf`/`oneOf` (unions), `allOf` (intersections), `$ref` to `#`, to `#/$defs/X` or
+//! `#/definitions/X` (named types) and to any other pointer inside the schema (inlined).
+//! Everything else (`not`, `if`/`then`/`else`, numeric and string constraints) has no TypeScript
+//! form and is left to the runtime's validation: such a schema widens to `unknown` rather than to
+//! a type that would reject valid values.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::ident::is_ts_identifier;
+
+/// Inlined (non-`$defs`) references can form cycles; past this depth a type becomes `unknown`.
+const MAX_INLINE_DEPTH: usize = 32;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TsType {
+    Unknown,
+    Never,
+    Null,
+    String,
+    Number,
+    Boolean,
+    /// A literal type written as JSON text (a string, number or boolean).
+    Literal(String),
+    Named(String),
+    Array(Box<TsType>),
+    Tuple {
+        items: Vec<TsType>,
+        /// Elements from this index on are optional (`minItems`).
+        required: usize,
+        rest: Option<Box<TsType>>,
+    },
+    Object(ObjectType),
+    Union(Vec<TsType>),
+    Intersection(Vec<TsType>),
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ObjectType {
+    pub properties: Vec<Property>,
+    /// The type of properties not listed; `None` when the schema forbids them.
+    pub index: Option<Box<TsType>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Property {
+    pub name: String,
+    pub ty: TsType,
+    pub optional: bool,
+    pub doc: Option<String>,
+}
+
+impl TsType {
+    /// A union, flattened: `unknown` absorbs everything, `never` disappears, duplicates go.
+    pub fn union(parts: impl IntoIterator<Item = TsType>) -> TsType {
+        let mut out: Vec<TsType> = Vec::new();
+        for part in parts {
+            match part {
+                TsType::Unknown => return TsType::Unknown,
+                TsType::Never => {}
+                TsType::Union(inner) => {
+                    for p in inner {
+                        if !out.contains(&p) {
+                            out.push(p);
+                        }
+                    }
+                }
+                p => {
+                    if !out.contains(&p) {
+                        out.push(p);
+                    }
+                }
+            }
+        }
+        match out.len() {
+            0 => TsType::Never,
+            1 => out.pop().unwrap_or(TsType::Never),
+            _ => TsType::Union(out),
+        }
+    }
+
+    /// An intersection, flattened: `unknown` disappears, `never` absorbs everything.
+    pub fn intersection(parts: impl IntoIterator<Item = TsType>) -> TsType {
+        let mut out: Vec<TsType> = Vec::new();
+        for part in parts {
+            match part {
+                TsType::Unknown => {}
+                TsType::Never => return TsType::Never,
+                TsType::Intersection(inner) => {
+                    for p in inner {
+                        if !out.contains(&p) {
+                            out.push(p);
+                        }
+                    }
+                }
+                p => {
+                    if !out.contains(&p) {
+                        out.push(p);
+                    }
+                }
+            }
+        }
+        match out.len() {
+            0 => TsType::Unknown,
+            1 => out.pop().unwrap_or(TsType::Unknown),
+            _ => TsType::Intersection(out),
+        }
+    }
+
+    /// The type's text; `indent` is the indentation of the line it starts on.
+    pub fn render(&self, indent: usize, out: &mut String) {
+        self.render_in(Position::Top, indent, out);
+    }
+
+    fn render_in(&self, position: Position, indent: usize, out: &mut String) {
+        match self {
+            TsType::Unknown => out.push_str("unknown"),
+            TsType::Never => out.push_str("never"),
+            TsType::Null => out.push_str("null"),
+            TsType::String => out.push_str("string"),
+            TsType::Number => out.push_str("number"),
+            TsType::Boolean => out.push_str("boolean"),
+            TsType::Literal(text) | TsType::Named(text) => out.push_str(text),
+            TsType::Array(item) => {
+                item.render_in(Position::ArrayItem, indent, out);
+                out.push_str("[]");
+            }
+            TsType::Tuple {
+                items,
+                required,
+                rest,
+            } => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    item.render_in(Position::Top, indent, out);
+                    if i >= *required {
+                        out.push('?');
+                    }
+                }
+                if let Some(rest) = rest {
+                    if !items.is_empty() {
+                        out.push_str(", ");
+                    }
+                    out.push_str("...");
+                    rest.render_in(Position::ArrayItem, indent, out);
+                    out.push_str("[]");
+                }
+                out.push(']');
+            }
+            TsType::Object(object) => object.render(indent, out),
+            TsType::Union(parts) => {
+                let parens = matches!(position, Position::ArrayItem | Position::Intersection);
+                if parens {
+                    out.push('(');
+                }
+                for (i, part) in parts.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(" | ");
+                    }
+                    part.render_in(Position::Union, indent, out);
+                }
+                if parens {
+                    out.push(')');
+                }
+            }
+            TsType::Intersection(parts) => {
+                let parens = matches!(position, Position::ArrayItem);
+                if parens {
+                    out.push('(');
+                }
+                for (i, part) in parts.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(" & ");
+                    }
+                    part.render_in(Position::Intersection, indent, out);
+                }
+                if parens {
+                    out.push(')');
+                }
+            }
+        }
+    }
+
+    /// The TypeScript type of one JSON value, as used by `const` and `enum`.
+    fn of_value(value: &Value) -> TsType {
+        match value {
+            Value::Null => TsType::Null,
+            Value::Bool(_) | Value::Number(_) | Value::String(_) => {
+                TsType::Literal(value.to_string())
+            }
+            Value::Array(items) => TsType::Tuple {
+                items: items.iter().map(TsType::of_value).collect(),
+                required: items.len(),
+                rest: None,
+            },
+            Value::Object(map) => TsType::Object(ObjectType {
+                properties: map
+                    .iter()
+                    .map(|(k, v)| Property {
+                        name: k.clone(),
+                        ty: TsType::of_value(v),
+                        optional: false,
+                        doc: None,
+                    })
+                    .collect(),
+                index: None,
+            }),
+        }
+    }
+}
+
+/// Where a type is written, which decides whether a union or intersection needs parentheses.
+#[derive(Clone, Copy)]
+enum Position {
+    Top,
+    Union,
+    Intersection,
+    ArrayItem,
+}
+
+impl ObjectType {
+    fn render(&self, indent: usize, out: &mut String) {
+        if self.properties.is_empty() {
+            match &self.index {
+                // `{}` would mean "any value but null"; this is the type of exactly `{}`.
+                None => out.push_str("Record<string, never>"),
+                Some(index) => {
+                    out.push_str("{ [key: string]: ");
+                    index.render(indent, out);
+                    out.push_str(" }");
+                }
+            }
+            return;
+        }
+        out.push_str("{\n");
+        let inner = indent + 2;
+        for property in &self.properties {
+            if let Some(doc) = &property.doc {
+                doc_comment(doc, inner, out);
+            }
+            push_indent(inner, out);
+            property_name(&property.name, out);
+            if property.optional {
+                out.push('?');
+            }
+            out.push_str(": ");
+            property.ty.render(inner, out);
+            out.push_str(";\n");
+        }
+        if let Some(index) = &self.index {
+            push_indent(inner, out);
+            out.push_str("[key: string]: ");
+            index.render(inner, out);
+            out.push_str(";\n");
+        }
+        push_indent(indent, out);
+        out.push('}');
+    }
+}
+
+pub fn push_indent(indent: usize, out: &mut String) {
+    for _ in 0..indent {
+        out.push(' ');
+    }
+}
+
+/// A property name: bare when it is an identifier, otherwise a quoted string.
+pub fn property_name(name: &str, out: &mut String) {
+    if is_ts_identifier(name) {
+        out.push_str(name);
+    } else {
+        out.push_str(&Value::String(name.to_owned()).to_string());
+    }
+}
+
+/// A `/** ... */` comment on its own lines. `*/` inside the text would end the comment early, so
+/// it is broken up; trailing spaces are dropped so that the output is stable under formatters.
+pub fn doc_comment(text: &str, indent: usize, out: &mut String) {
+    let text = text.trim().replace("*/", "*\\/");
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    if lines.is_empty() {
+        return;
+    }
+    push_indent(indent, out);
+    if lines.len() == 1 {
+        out.push_str("/** ");
+        out.push_str(lines[0]);
+        out.push_str(" */\n");
+        return;
+    }
+    out.push_str("/**\n");
+    for line in lines {
+        push_indent(indent, out);
+        if line.is_empty() {
+            out.push_str(" *\n");
+        } else {
+            out.push_str(" * ");
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    push_indent(indent, out);
+    out.push_str(" */\n");
+}
+
+/// The documentation of a schema: its description (or title), its default and its format.
+pub fn schema_doc(schema: &Value) -> Option<String> {
+    let object = schema.as_object()?;
+    let mut doc = String::new();
+    let text = object
+        .get("description")
+        .or_else(|| object.get("title"))
+        .and_then(Value::as_str);
+    if let Some(text) = text {
+        doc.push_str(text.trim());
+    }
+    if let Some(format) = object.get("format").and_then(Value::as_str) {
+        if !doc.is_empty() {
+            doc.push('\n');
+        }
+        doc.push_str("@format ");
+        doc.push_str(format);
+    }
+    if let Some(default) = object.get("default") {
+        if !doc.is_empty() {
+            doc.push('\n');
+        }
+        doc.push_str("@default ");
+        doc.push_str(&default.to_string());
+    }
+    (!doc.is_empty()).then_some(doc)
+}
+
+/// Maps the schemas of one root (a tool's `parameters` or `returns`).
+#[derive(Debug)]
+pub struct Mapper<'a> {
+    pub root: &'a Value,
+    /// The exported name of the root's type, for `$ref: "#"`.
+    pub root_name: &'a str,
+    /// `$defs/<name>` or `definitions/<name>` → the exported type name.
+    pub defs: &'a BTreeMap<String, String>,
+}
+
+impl Mapper<'_> {
+    pub fn map(&self, schema: &Value) -> TsType {
+        self.map_at(schema, 0)
+    }
+
+    fn map_at(&self, schema: &Value, depth: usize) -> TsType {
+        let object = match schema {
+            Value::Bool(true) => return TsType::Unknown,
+            Value::Bool(false) => return TsType::Never,
+            Value::Object(object) => object,
+            _ => return TsType::Unknown,
+        };
+        if depth > MAX_INLINE_DEPTH {
+            return TsType::Unknown;
+        }
+        if let Some(target) = object.get("$ref").and_then(Value::as_str) {
+            // 2020-12 allows keywords beside `$ref`; in practice they are annotations
+            // (description, default), so the referenced type alone is the type.
+            return self.reference(target, depth);
+        }
+
+        let mut base = if let Some(value) = object.get("const") {
+            Some(TsType::of_value(value))
+        } else if let Some(values) = object.get("enum").and_then(Value::as_array) {
+            Some(TsType::union(values.iter().map(TsType::of_value)))
+        } else {
+            self.from_type(object, depth)
+        };
+        if object.get("nullable") == Some(&Value::Bool(true)) {
+            base = base.map(|b| TsType::union([b, TsType::Null]));
+        }
+
+        let mut parts: Vec<TsType> = base.into_iter().collect();
+        for keyword in ["anyOf", "oneOf"] {
+            if let Some(alternatives) = object.get(keyword).and_then(Value::as_array) {
+                parts.push(TsType::union(
+                    alternatives.iter().map(|s| self.map_at(s, depth + 1)),
+                ));
+            }
+        }
+        if let Some(all) = object.get("allOf").and_then(Value::as_array) {
+            parts.extend(all.iter().map(|s| self.map_at(s, depth + 1)));
+        }
+        TsType::intersection(parts)
+    }
+
+    /// The type from `type` (or implied by object/array keywords); `None` when unconstrained.
+    fn from_type(&self, object: &Map<String, Value>, depth: usize) -> Option<TsType> {
+        let names: Vec<&str> = match object.get("type") {
+            Some(Value::String(name)) => vec![name.as_str()],
+            Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
+            _ => {
+                if ["properties", "additionalProperties", "patternProperties"]
+                    .iter()
+                    .any(|k| object.contains_key(*k))
+                {
+                    vec!["object"]
+                } else if object.contains_key("items") || object.contains_key("prefixItems") {
+                    vec!["array"]
+                } else {
+                    return None;
+                }
+            }
+        };
+        Some(TsType::union(names.into_iter().map(|name| match name {
+            "string" => TsType::String,
+            "number" | "integer" => TsType::Number,
+            "boolean" => TsType::Boolean,
+            "null" => TsType::Null,
+            "object" => self.object(object, depth),
+            "array" => self.array(object, depth),
+            _ => TsType::Unknown,
+        })))
+    }
+
+    fn object(&self, object: &Map<String, Value>, depth: usize) -> TsType {
+        let required: Vec<&str> = object
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let properties: Vec<Property> = object
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|props| {
+                props
+                    .iter()
+                    .map(|(name, schema)| Property {
+                        name: name.clone(),
+                        ty: self.map_at(schema, depth + 1),
+                        optional: !required.contains(&name.as_str()),
+                        doc: schema_doc(schema),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let additional = object
+            .get("additionalProperties")
+            .or_else(|| object.get("unevaluatedProperties"));
+        let has_patterns = object
+            .get("patternProperties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| !p.is_empty());
+        let index = match additional {
+            Some(Value::Bool(false)) if !has_patterns => None,
+            // A typed index signature must also admit every listed property's type; with
+            // properties beside it, `unknown` is the honest common type.
+            Some(schema) if properties.is_empty() && !has_patterns => {
+                Some(Box::new(self.map_at(schema, depth + 1)))
+            }
+            _ => Some(Box::new(TsType::Unknown)),
+        };
+        TsType::Object(ObjectType { properties, index })
+    }
+
+    fn array(&self, object: &Map<String, Value>, depth: usize) -> TsType {
+        let items = object.get("items");
+        match object.get("prefixItems").and_then(Value::as_array) {
+            Some(prefix) => {
+                let min = object
+                    .get("minItems")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0)
+                    .min(prefix.len() as u64) as usize;
+                let rest = match items {
+                    Some(Value::Bool(false)) => None,
+                    Some(schema) => Some(Box::new(self.map_at(schema, depth + 1))),
+                    None => Some(Box::new(TsType::Unknown)),
+                };
+                TsType::Tuple {
+                    items: prefix.iter().map(|s| self.map_at(s, depth + 1)).collect(),
+                    required: min,
+                    rest,
+                }
+            }
+            None => match items {
+                Some(Value::Bool(false)) => TsType::Tuple {
+                    items: Vec::new(),
+                    required: 0,
+                    rest: None,
+                },
+                Some(schema) => TsType::Array(Box::new(self.map_at(schema, depth + 1))),
+                None => TsType::Array(Box::new(TsType::Unknown)),
+            },
+        }
+    }
+
+    fn reference(&self, target: &str, depth: usize) -> TsType {
+        let Some(pointer) = target.strip_prefix('#') else {
+            // The manifest check only admits references inside the same schema.
+            return TsType::Unknown;
+        };
+        let pointer = percent_decode(pointer);
+        if pointer.is_empty() {
+            return TsType::Named(self.root_name.to_owned());
+        }
+        if let Some(name) = def_key(&pointer).and_then(|key| self.defs.get(&key)) {
+            return TsType::Named(name.clone());
+        }
+        match self.root.pointer(&pointer) {
+            Some(schema) => self.map_at(schema, depth + 1),
+            None => TsType::Unknown,
+        }
+    }
+}
+
+/// `/$defs/A~1B` → `$defs/A/B`: the key of a named definition, or `None` for deeper pointers.
+fn def_key(pointer: &str) -> Option<String> {
+    let rest = pointer.strip_prefix('/')?;
+    let (container, name) = rest.split_once('/')?;
+    if !matches!(container, "$defs" | "definitions") || name.contains('/') {
+        return None;
+    }
+    Some(format!(
+        "{container}/{}",
+        name.replace("~1", "/").replace("~0", "~")
+    ))
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 3 <= bytes.len() {
+            if let Some(byte) = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+            {
+                out.push(byte);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn ts(schema: Value) -> String {
+        let defs = BTreeMap::from([("$defs/Item".to_owned(), "ToolItem".to_owned())]);
+        let mapper = Mapper {
+            root: &schema,
+            root_name: "ToolArgs",
+            defs: &defs,
+        };
+        let mut out = String::new();
+        mapper.map(&schema).render(0, &mut out);
+        out
+    }
+
+    #[test]
+    fn scalars_and_unions() {
+        assert_eq!(ts(json!({"type": "string"})), "string");
+        assert_eq!(ts(json!({"type": "integer"})), "number");
+        assert_eq!(ts(json!({"type": ["string", "null"]})), "string | null");
+        assert_eq!(ts(json!({"type": "string", "nullable": true})), "string | null");
+        assert_eq!(ts(json!({"enum": ["a", "b\"c"]})), "\"a\" | \"b\\\"c\"");
+        assert_eq!(ts(json!({"const": 3})), "3");
+        assert_eq!(ts(json!({})), "unknown");
+        assert_eq!(ts(json!(false)), "never");
+        assert_eq!(
+            ts(json!({"anyOf": [{"type": "string"}, {"type": "number"}]})),
+            "string | number"
+        );
+        // An alternative without a type widens the union to `unknown`.
+        assert_eq!(
+            ts(json!({"oneOf": [{"type": "string"}, {"minLength": 2}]})),
+            "unknown"
+        );
+    }
+
+    #[test]
+    fn arrays_need_parentheses_around_unions() {
+        assert_eq!(
+            ts(json!({"type": "array", "items": {"type": ["string", "number"]}})),
+            "(string | number)[]"
+        );
+        assert_eq!(ts(json!({"type": "array"})), "unknown[]");
+        assert_eq!(
+            ts(json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "number"}], "minItems": 1, "items": false})),
+            "[string, number?]"
+        );
+    }
+
+    #[test]
+    fn objects() {
+        assert_eq!(
+            ts(json!({"type": "object", "properties": {"a b": {"type": "string", "description": "x */ y"}, "c": {"$ref": "#/$defs/Item"}}, "required": ["c"], "additionalProperties": false})),
+            "{\n  /** x *\\/ y */\n  \"a b\"?: string;\n  c: ToolItem;\n}"
+        );
+        assert_eq!(
+            ts(json!({"type": "object"})),
+            "{ [key: string]: unknown }"
+        );
+        assert_eq!(
+            ts(json!({"type": "object", "additionalProperties": {"type": "number"}})),
+            "{ [key: string]: number }"
+        );
+        assert_eq!(
+            ts(json!({"type": "object", "properties": {}, "additionalProperties": false})),
+            "Record<string, never>"
+        );
+    }
+
+    #[test]
+    fn references() {
+        assert_eq!(
+            ts(json!({"type": "object", "properties": {"next": {"$ref": "#"}}, "additionalProperties": false})),
+            "{\n  next?: ToolArgs;\n}"
+        );
+        assert_eq!(
+            ts(json!({"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"$ref": "#/properties/a"}}, "additionalProperties": false})),
+            "{\n  a?: boolean;\n  b?: boolean;\n}"
+        );
+        // A pointer cycle that never reaches a named type stops at the depth limit.
+        assert_eq!(
+            ts(json!({"type": "object", "properties": {"a": {"$ref": "#/properties/a"}}, "additionalProperties": false})),
+            "{\n  a?: unknown;\n}"
+        );
+        assert_eq!(def_key("/$defs/A~1B").as_deref(), Some("$defs/A/B"));
+        assert_eq!(def_key("/$defs/A/properties/x"), None);
+        assert_eq!(percent_decode("/$defs/A%20B"), "/$defs/A B");
+    }
+}
