@@ -3,6 +3,7 @@
 pub mod providers;
 pub mod rust;
 pub mod schemas;
+pub mod strict;
 pub mod typescript;
 
 use crate::diagnostic::Diagnostics;

@@ -1,0 +1,679 @@
+//! Gemini `functionDeclarations`: `parameters` is a `Schema`, a subset of OpenAPI 3.0.
+//!
+//! `Schema` knows `type` (upper case: `STRING`, `NUMBER`, `INTEGER`, `BOOLEAN`, `ARRAY`,
+//! `OBJECT`), `format`, `title`, `description`, `nullable`, `enum` (strings only), `properties`,
+//! `required`, `items`, `anyOf`, `minItems`/`maxItems`, `minLength`/`maxLength`, `pattern`,
+//! `minProperties`/`maxProperties`, `minimum`/`maximum`, `default`, `example`,
+//! `propertyOrdering`; no `$ref`, no `const`, no type lists, and an `OBJECT` needs at least one
+//! property ("should be non-empty for OBJECT type").
+//!
+//! Lowering: `$ref` is inlined (a recursive one is unrolled [`UNROLL`] levels, then left out);
+//! `allOf` is merged; `oneOf` becomes `anyOf`; `type: [T, "null"]` and `null` alternatives become
+//! `nullable: true`; a string `const` becomes a one-value `enum`; an integer `exclusiveMinimum`
+//! becomes `minimum + 1`. Constraints Gemini cannot express (`multipleOf`, non-string enums, open
+//! objects, ...) are said in the description instead and reported as warnings; annotations that
+//! constrain nothing (`$comment`, `examples`, `readOnly`, ...) are dropped silently. A tool without
+//! parameters is declared without `parameters`.
+
+use serde_json::{json, Map, Value};
+
+use super::{codes, describe_pointer, object_root, parameters_span};
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::emit::strict::{escape_pointer, resolve_ref};
+use crate::ir::IrTool;
+
+/// How many times one `$ref` may be inlined inside itself before deeper levels are left out.
+pub const UNROLL: usize = 2;
+
+/// Keywords Gemini's `Schema` takes with the same meaning as JSON Schema.
+const KEPT: &[&str] = &[
+    "description",
+    "title",
+    "format",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+    "minimum",
+    "maximum",
+    "default",
+];
+
+/// Annotations that constrain no value: dropping them loses nothing the model needs.
+const SILENT: &[&str] = &[
+    "$schema",
+    "$id",
+    "$comment",
+    "$anchor",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "contentMediaType",
+    "contentEncoding",
+];
+
+pub(super) fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
+    let d = &tool.def;
+    let schema = object_root(&d.parameters);
+    let mut cx = Lowering {
+        root: &schema,
+        stack: Vec::new(),
+        depth: 0,
+        issues: Vec::new(),
+    };
+    let lowered = cx.lower(&schema, "");
+    let mut out = Map::new();
+    out.insert("name".into(), d.name.clone().into());
+    out.insert("description".into(), d.description.clone().into());
+    let declared = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty());
+    match lowered {
+        Some(params) if has_properties(&params) => {
+            out.insert("parameters".into(), Value::Object(params));
+        }
+        // No arguments: Gemini rejects an OBJECT without properties, so `parameters` is omitted.
+        _ if !declared && schema.get("additionalProperties") == Some(&Value::Bool(false)) => {}
+        _ if !declared => cx.issue(Issue {
+            code: codes::GEMINI_UNSUPPORTED,
+            pointer: String::new(),
+            keyword: "properties".into(),
+            what: "is missing, so any arguments are accepted; Gemini declares only listed keys"
+                .into(),
+            fallback: "the tool is declared without parameters".into(),
+        }),
+        // Every property was left out; the issues that did it were reported.
+        _ => {}
+    }
+    for issue in cx.issues {
+        diags.push(issue.diagnostic(tool));
+    }
+    Value::Object(out)
+}
+
+fn has_properties(schema: &Map<String, Value>) -> bool {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty())
+}
+
+struct Issue {
+    code: &'static str,
+    pointer: String,
+    keyword: String,
+    what: String,
+    fallback: String,
+}
+
+impl Issue {
+    fn diagnostic(&self, tool: &IrTool) -> Diagnostic {
+        let mut d = Diagnostic::warning(
+            self.code,
+            format!(
+                "tool `{}`: gemini.json cannot express `{}` at {}: it {}",
+                tool.def.name,
+                self.keyword,
+                describe_pointer(&self.pointer),
+                self.what
+            ),
+        )
+        .help(format!(
+            "in gemini.json {}; the other provider files keep it, and the runtime still validates arguments against the manifest",
+            self.fallback
+        ));
+        if let Some(span) = parameters_span(tool, &self.pointer, Some(&self.keyword)) {
+            d = d.at(
+                span,
+                format!("`{}` is not expressible for Gemini", self.keyword),
+            );
+        }
+        d
+    }
+}
+
+struct Lowering<'a> {
+    root: &'a Value,
+    /// The `$ref`s being inlined, outermost first.
+    stack: Vec<String>,
+    depth: usize,
+    issues: Vec<Issue>,
+}
+
+impl<'a> Lowering<'a> {
+    fn issue(&mut self, issue: Issue) {
+        let seen = self.issues.iter().any(|i| {
+            i.code == issue.code && i.pointer == issue.pointer && i.keyword == issue.keyword
+        });
+        if !seen {
+            self.issues.push(issue);
+        }
+    }
+
+    fn unsupported(
+        &mut self,
+        pointer: &str,
+        keyword: &str,
+        what: impl Into<String>,
+        fallback: impl Into<String>,
+    ) {
+        self.issue(Issue {
+            code: codes::GEMINI_UNSUPPORTED,
+            pointer: pointer.to_owned(),
+            keyword: keyword.to_owned(),
+            what: what.into(),
+            fallback: fallback.into(),
+        });
+    }
+
+    /// The Gemini schema for `schema`, or `None` when it cannot be declared at all (its parent
+    /// then leaves it out).
+    fn lower(&mut self, schema: &'a Value, pointer: &str) -> Option<Map<String, Value>> {
+        self.depth += 1;
+        let out = self.lower_inner(schema, pointer);
+        self.depth -= 1;
+        out
+    }
+
+    fn lower_inner(&mut self, schema: &'a Value, pointer: &str) -> Option<Map<String, Value>> {
+        let map = match schema {
+            Value::Object(map) => map,
+            Value::Bool(true) => {
+                self.unsupported(
+                    pointer,
+                    "true",
+                    "accepts any value, and Gemini needs a type",
+                    "it is declared as a string",
+                );
+                return Some(string_schema());
+            }
+            _ => {
+                self.unsupported(pointer, "false", "accepts no value", "it is left out");
+                return None;
+            }
+        };
+        let mut out = Map::new();
+        let mut nullable = false;
+        let mut notes: Vec<String> = Vec::new();
+
+        // The target's keywords first; the keywords beside `$ref` override them.
+        if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
+            if let Some(target) = resolve_ref(self.root, reference) {
+                if self.stack.iter().filter(|s| *s == reference).count() >= UNROLL {
+                    self.issue(Issue {
+                        code: codes::GEMINI_RECURSIVE_REF,
+                        pointer: pointer.to_owned(),
+                        keyword: "$ref".into(),
+                        what: format!("refers to `{reference}` inside itself; Gemini has no references, and a recursive one cannot be inlined"),
+                        fallback: format!("the structure is inlined {UNROLL} levels deep and deeper levels are left out"),
+                    });
+                    return None;
+                }
+                self.stack.push(reference.to_owned());
+                let target_pointer = reference.trim_start_matches('#').to_owned();
+                let lowered = self.lower(target, &target_pointer);
+                self.stack.pop();
+                out = lowered?;
+            }
+        }
+        if let Some(Value::Array(members)) = map.get("allOf") {
+            for (i, member) in members.iter().enumerate() {
+                let lowered = self.lower(member, &format!("{pointer}/allOf/{i}"))?;
+                merge(&mut out, lowered);
+            }
+        }
+
+        for (key, value) in map {
+            let here = format!("{pointer}/{}", escape_pointer(key));
+            match key.as_str() {
+                "$ref" | "allOf" | "$defs" | "definitions" | "required" => {}
+                "type" => {
+                    let (types, has_null) = split_types(value);
+                    nullable |= has_null;
+                    match types.as_slice() {
+                        [] => {}
+                        [one] => {
+                            out.insert("type".into(), gemini_type(one).into());
+                        }
+                        many => {
+                            let branches = many
+                                .iter()
+                                .map(|t| json!({ "type": gemini_type(t) }))
+                                .collect();
+                            out.insert("anyOf".into(), Value::Array(branches));
+                        }
+                    }
+                }
+                "enum" => {
+                    let values = value.as_array().map(Vec::as_slice).unwrap_or_default();
+                    self.lower_enum(
+                        map,
+                        pointer,
+                        key,
+                        values,
+                        &mut out,
+                        &mut nullable,
+                        &mut notes,
+                    );
+                }
+                "const" => {
+                    let values = std::slice::from_ref(value);
+                    self.lower_enum(
+                        map,
+                        pointer,
+                        key,
+                        values,
+                        &mut out,
+                        &mut nullable,
+                        &mut notes,
+                    );
+                }
+                "properties" => {
+                    let Some(props) = value.as_object() else {
+                        continue;
+                    };
+                    let mut lowered = match out.shift_remove("properties") {
+                        Some(Value::Object(m)) => m,
+                        _ => Map::new(),
+                    };
+                    for (name, sub) in props {
+                        let sub_pointer = format!("{here}/{}", escape_pointer(name));
+                        match self.lower(sub, &sub_pointer) {
+                            Some(m) => {
+                                lowered.insert(name.clone(), Value::Object(m));
+                            }
+                            None => {
+                                lowered.shift_remove(name);
+                            }
+                        }
+                    }
+                    out.insert("properties".into(), Value::Object(lowered));
+                }
+                "items" => {
+                    if value.is_object() || value.is_boolean() {
+                        let lowered = self.lower(value, &here)?;
+                        out.insert("items".into(), Value::Object(lowered));
+                    }
+                }
+                "anyOf" | "oneOf" => {
+                    let Some(branches) = value.as_array() else {
+                        continue;
+                    };
+                    let mut lowered = Vec::new();
+                    for (i, branch) in branches.iter().enumerate() {
+                        if is_null_only(branch, self.root) {
+                            nullable = true;
+                            continue;
+                        }
+                        if let Some(m) = self.lower(branch, &format!("{here}/{i}")) {
+                            lowered.push(m);
+                        }
+                    }
+                    match lowered.len() {
+                        0 if nullable => {}
+                        0 => return None,
+                        1 => {
+                            if let Some(only) = lowered.pop() {
+                                merge(&mut out, only);
+                            }
+                        }
+                        _ => {
+                            out.insert(
+                                "anyOf".into(),
+                                Value::Array(lowered.into_iter().map(Value::Object).collect()),
+                            );
+                        }
+                    }
+                }
+                "additionalProperties" => {
+                    if value != &Value::Bool(false) {
+                        notes.push("It may also have keys not listed here.".into());
+                        self.unsupported(pointer, key, "leaves the object open, and Gemini declares only listed keys", "the model sees only the listed keys; the description says there may be others");
+                    }
+                }
+                "exclusiveMinimum" | "exclusiveMaximum" => {
+                    let minimum = key == "exclusiveMinimum";
+                    let integer =
+                        split_types(map.get("type").unwrap_or(&Value::Null)).0 == ["integer"];
+                    match value.as_i64() {
+                        Some(n) if integer => {
+                            let (bound, limit) = if minimum {
+                                ("minimum", n.saturating_add(1))
+                            } else {
+                                ("maximum", n.saturating_sub(1))
+                            };
+                            out.insert(bound.into(), limit.into());
+                        }
+                        _ => {
+                            let word = if minimum { "greater" } else { "less" };
+                            notes.push(format!("Must be {word} than {}.", text(value)));
+                            self.unsupported(
+                                pointer,
+                                key,
+                                "is not in Gemini's schema subset",
+                                "the bound is stated in the description",
+                            );
+                        }
+                    }
+                }
+                "multipleOf" => {
+                    notes.push(format!("Must be a multiple of {}.", text(value)));
+                    self.unsupported(
+                        pointer,
+                        key,
+                        "is not in Gemini's schema subset",
+                        "the rule is stated in the description",
+                    );
+                }
+                "uniqueItems" => {
+                    if value == &Value::Bool(true) {
+                        notes.push("The items must be unique.".into());
+                        self.unsupported(
+                            pointer,
+                            key,
+                            "is not in Gemini's schema subset",
+                            "the rule is stated in the description",
+                        );
+                    }
+                }
+                k if KEPT.contains(&k) => {
+                    out.insert(key.clone(), value.clone());
+                }
+                k if SILENT.contains(&k) => {}
+                _ => self.unsupported(
+                    pointer,
+                    key,
+                    "is not in Gemini's schema subset",
+                    "it is dropped",
+                ),
+            }
+        }
+
+        if let Some(required) = map.get("required").and_then(Value::as_array) {
+            let declared: Vec<String> = out
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default();
+            let mut names = match out.shift_remove("required") {
+                Some(Value::Array(names)) => names,
+                _ => Vec::new(),
+            };
+            for name in required {
+                if name
+                    .as_str()
+                    .is_some_and(|n| declared.iter().any(|d| d == n))
+                    && !names.contains(name)
+                {
+                    names.push(name.clone());
+                }
+            }
+            if !names.is_empty() {
+                out.insert("required".into(), Value::Array(names));
+            }
+        }
+        if !out.contains_key("type") && !out.contains_key("anyOf") {
+            let inferred = if out.contains_key("properties") {
+                Some("OBJECT")
+            } else if out.contains_key("items") {
+                Some("ARRAY")
+            } else if out.contains_key("enum") {
+                Some("STRING")
+            } else {
+                None
+            };
+            match inferred {
+                Some(t) => {
+                    out.insert("type".into(), t.into());
+                }
+                None => {
+                    self.unsupported(
+                        pointer,
+                        "type",
+                        "is missing, so any value is accepted, and Gemini needs a type",
+                        "it is declared as a string",
+                    );
+                    out.insert("type".into(), "STRING".into());
+                }
+            }
+        }
+        if nullable {
+            out.insert("nullable".into(), true.into());
+        }
+        if out.get("type").and_then(Value::as_str) == Some("OBJECT")
+            && !has_properties(&out)
+            && self.depth > 1
+        {
+            self.unsupported(
+                pointer,
+                "properties",
+                "is an object without listed keys, which Gemini cannot declare",
+                "it is left out",
+            );
+            return None;
+        }
+        if !notes.is_empty() {
+            let description = match out.get("description").and_then(Value::as_str) {
+                Some(d) if !d.trim().is_empty() => format!("{} {}", d.trim_end(), notes.join(" ")),
+                _ => notes.join(" "),
+            };
+            out.insert("description".into(), description.into());
+        }
+        Some(out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn lower_enum(
+        &mut self,
+        map: &Map<String, Value>,
+        pointer: &str,
+        keyword: &str,
+        values: &[Value],
+        out: &mut Map<String, Value>,
+        nullable: &mut bool,
+        notes: &mut Vec<String>,
+    ) {
+        let non_null: Vec<&Value> = values.iter().filter(|v| !v.is_null()).collect();
+        if non_null.len() < values.len() {
+            *nullable = true;
+        }
+        if non_null.is_empty() {
+            return;
+        }
+        if non_null.iter().all(|v| v.is_string()) {
+            out.insert(
+                "enum".into(),
+                Value::Array(non_null.into_iter().cloned().collect()),
+            );
+            out.entry("type").or_insert_with(|| "STRING".into());
+            return;
+        }
+        let list: Vec<String> = non_null.iter().map(|v| v.to_string()).collect();
+        let list = list.join(", ");
+        notes.push(if non_null.len() == 1 {
+            format!("Must be {list}.")
+        } else {
+            format!("Allowed values: {list}.")
+        });
+        if !map.contains_key("type") {
+            let inferred = if non_null.iter().all(|v| v.is_i64() || v.is_u64()) {
+                Some("INTEGER")
+            } else if non_null.iter().all(|v| v.is_number()) {
+                Some("NUMBER")
+            } else if non_null.iter().all(|v| v.is_boolean()) {
+                Some("BOOLEAN")
+            } else {
+                None
+            };
+            if let Some(t) = inferred {
+                out.insert("type".into(), t.into());
+            }
+        }
+        self.issue(Issue {
+            code: codes::GEMINI_ENUM,
+            pointer: pointer.to_owned(),
+            keyword: keyword.to_owned(),
+            what: format!("has non-string values ({list}), and Gemini takes only string enums"),
+            fallback:
+                "the allowed values are listed in the description instead and the type is kept"
+                    .into(),
+        });
+    }
+}
+
+/// Adds `other`'s keywords to `out` without overriding any: `properties` and `required` are
+/// united, for the other keywords the first one wins.
+fn merge(out: &mut Map<String, Value>, other: Map<String, Value>) {
+    for (key, value) in other {
+        match (key.as_str(), out.get_mut(&key), value) {
+            ("properties", Some(Value::Object(mine)), Value::Object(theirs)) => {
+                for (name, sub) in theirs {
+                    mine.entry(name).or_insert(sub);
+                }
+            }
+            ("required", Some(Value::Array(mine)), Value::Array(theirs)) => {
+                for name in theirs {
+                    if !mine.contains(&name) {
+                        mine.push(name);
+                    }
+                }
+            }
+            (_, Some(_), _) => {}
+            (_, None, value) => {
+                out.insert(key, value);
+            }
+        }
+    }
+}
+
+fn split_types(value: &Value) -> (Vec<&str>, bool) {
+    let all: Vec<&str> = match value {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let has_null = all.contains(&"null");
+    (all.into_iter().filter(|t| *t != "null").collect(), has_null)
+}
+
+fn gemini_type(t: &str) -> String {
+    t.to_ascii_uppercase()
+}
+
+fn string_schema() -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("type".into(), "STRING".into());
+    m
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A schema that accepts only `null` (`{type: null}`, `{const: null}`, `{enum: [null]}`).
+fn is_null_only(schema: &Value, root: &Value) -> bool {
+    let schema = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| resolve_ref(root, r))
+        .unwrap_or(schema);
+    let Some(map) = schema.as_object() else {
+        return false;
+    };
+    map.get("type").and_then(Value::as_str) == Some("null")
+        || map.get("const").is_some_and(Value::is_null)
+        || map
+            .get("enum")
+            .and_then(Value::as_array)
+            .is_some_and(|v| !v.is_empty() && v.iter().all(Value::is_null))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::definition::{Location, ToolDefinition};
+    use crate::ir::Ir;
+
+    fn lower(parameters: Value) -> (Value, Vec<(String, String, String)>) {
+        let ir = Ir::from_definitions([ToolDefinition {
+            name: "t".into(),
+            description: "d".into(),
+            location: Location::Server,
+            parameters,
+            returns: None,
+            timeout: None,
+            wait_for_response: true,
+            filler: Vec::new(),
+        }]);
+        let mut diags = Diagnostics::default();
+        let out = declaration(&ir.tools[0], &mut diags);
+        let issues = diags
+            .iter()
+            .map(|d| {
+                let keyword = d.message.split('`').nth(3).unwrap_or_default().to_owned();
+                (d.code.to_owned(), keyword, d.message.clone())
+            })
+            .collect();
+        (out, issues)
+    }
+
+    #[test]
+    fn nullable_const_and_types_are_lowered_without_warnings() {
+        let (out, issues) = lower(json!({
+            "type": "object",
+            "properties": {
+                "a": { "type": ["string", "null"], "description": "A." },
+                "b": { "const": "fixed" },
+                "c": { "anyOf": [{ "type": "integer", "exclusiveMinimum": 0 }, { "type": "null" }] },
+                "d": { "oneOf": [{ "type": "string" }, { "type": "boolean" }] }
+            },
+            "required": ["a"],
+            "additionalProperties": false
+        }));
+        assert!(issues.is_empty(), "{issues:?}");
+        assert_eq!(
+            out["parameters"],
+            json!({
+                "type": "OBJECT",
+                "properties": {
+                    "a": { "type": "STRING", "description": "A.", "nullable": true },
+                    "b": { "enum": ["fixed"], "type": "STRING" },
+                    "c": { "type": "INTEGER", "minimum": 1, "nullable": true },
+                    "d": { "anyOf": [{ "type": "STRING" }, { "type": "BOOLEAN" }] }
+                },
+                "required": ["a"]
+            })
+        );
+    }
+
+    #[test]
+    fn no_parameters_means_no_parameters_field() {
+        let (out, issues) = lower(ToolDefinition::empty_parameters());
+        assert!(issues.is_empty());
+        assert_eq!(out, json!({ "name": "t", "description": "d" }));
+    }
+
+    #[test]
+    fn allof_is_merged() {
+        let (out, issues) = lower(json!({
+            "type": "object",
+            "allOf": [{ "$ref": "#/$defs/Base" }],
+            "properties": { "b": { "type": "integer" } },
+            "$defs": { "Base": { "type": "object", "properties": { "a": { "type": "string" } }, "required": ["a"] } }
+        }));
+        assert!(issues.is_empty(), "{issues:?}");
+        assert_eq!(
+            out["parameters"]["properties"],
+            json!({ "a": { "type": "STRING" }, "b": { "type": "INTEGER" } })
+        );
+        assert_eq!(out["parameters"]["required"], json!(["a"]));
+    }
+}

@@ -1,0 +1,956 @@
+//! OpenAI strict mode (Structured Outputs for function calling), and its inverse for the runtime.
+//!
+//! Strict mode constrains decoding to the schema, but only for a subset of JSON Schema: every
+//! object closed (`additionalProperties: false`) with every property listed in `required`;
+//! `anyOf` but not `allOf`/`oneOf`/`not`/`if`; for strings only `pattern` and a list of `format`s,
+//! for numbers `minimum`/`maximum`/`exclusive*`/`multipleOf`, for arrays `minItems`/`maxItems`;
+//! `$defs`/`$ref` (also recursive), `enum`, `const`; no `default`. The root must be an object,
+//! not a composition. Nesting is limited to 10 levels and 5,000 properties, enums to 1,000 values.
+//!
+//! [`to_strict`] rewrites a schema into that subset where it can do so without changing what the
+//! model may send (optional properties become required-but-nullable, `default` moves into the
+//! description); anything else is reported as a [`StrictIssue`] and the caller keeps the original
+//! schema with `strict: false`. [`strip_strict_nulls`] maps the nulls that strict mode makes the
+//! model send for omitted optional arguments back to "absent" before an executor sees them.
+
+use serde_json::{Map, Value};
+
+/// Object nesting that strict mode accepts.
+pub const MAX_DEPTH: usize = 10;
+/// Properties across the whole schema that strict mode accepts.
+pub const MAX_PROPERTIES: usize = 5000;
+/// Enum values across the whole schema that strict mode accepts.
+pub const MAX_ENUM_VALUES: usize = 1000;
+
+/// String formats that strict mode accepts.
+pub const STRICT_FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+/// Keywords kept as they are in a strict schema.
+const KEPT: &[&str] = &[
+    "type",
+    "description",
+    "title",
+    "enum",
+    "const",
+    "pattern",
+    "format",
+    "multipleOf",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minItems",
+    "maxItems",
+];
+
+/// Annotations without any effect on which values are valid; strict mode does not take them, and
+/// dropping them changes nothing the model may send.
+const DROPPED: &[&str] = &[
+    "$schema",
+    "$id",
+    "$comment",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// Why a schema cannot be made strict: the keyword at `pointer` (a JSON pointer into the
+/// original schema, to the schema object that holds the keyword).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StrictIssue {
+    pub pointer: String,
+    pub keyword: String,
+    pub reason: String,
+}
+
+impl StrictIssue {
+    /// The pointer of the keyword's own value, for a span as precise as the manifest allows.
+    pub fn keyword_pointer(&self) -> String {
+        format!("{}/{}", self.pointer, escape_pointer(&self.keyword))
+    }
+
+    /// What the author can change to get strict mode.
+    pub fn fix(&self) -> String {
+        match self.keyword.as_str() {
+            "minLength" | "maxLength" => "remove the length limit (say it in `description`; arguments are still checked against the manifest at run time)".into(),
+            "oneOf" => "use `anyOf` when the alternatives cannot both match".into(),
+            "allOf" => "merge the `allOf` members into one schema".into(),
+            "additionalProperties" => "declare every key under `properties` and set `additionalProperties: false`".into(),
+            "properties" => "declare the object's keys under `properties`".into(),
+            "type" => "give the schema a `type`".into(),
+            "format" => format!("use one of the formats strict mode supports ({}) or drop `format`", STRICT_FORMATS.join(", ")),
+            "pattern" => "write the pattern without look-around (`(?=`, `(?!`, `(?<=`, `(?<!`)".into(),
+            "anyOf" => "put the alternatives inside a property; the root of `parameters` must be a plain object".into(),
+            _ => format!("remove `{}` or express it in `description`", self.keyword),
+        }
+    }
+}
+
+/// Rewrites `schema` (a `parameters` schema, root an object) for strict mode, or says why not.
+pub fn to_strict(schema: &Value) -> Result<Value, Vec<StrictIssue>> {
+    let mut cx = Strict {
+        root: schema,
+        issues: Vec::new(),
+        properties: 0,
+        enum_values: 0,
+    };
+    if let Value::Object(map) = schema {
+        for key in ["anyOf", "oneOf", "allOf"] {
+            if map.contains_key(key) {
+                cx.issue(
+                    "",
+                    key,
+                    "is not allowed at the root: strict mode needs a plain object",
+                );
+            }
+        }
+        if map.get("type").and_then(Value::as_str) != Some("object") {
+            cx.issue("", "type", "must be `object` at the root");
+        }
+    }
+    let out = cx.convert(schema, "", 0);
+    if cx.properties > MAX_PROPERTIES {
+        cx.issue(
+            "",
+            "properties",
+            &format!(
+                "declares {} properties in all; strict mode allows {MAX_PROPERTIES}",
+                cx.properties
+            ),
+        );
+    }
+    if cx.enum_values > MAX_ENUM_VALUES {
+        cx.issue(
+            "",
+            "enum",
+            &format!(
+                "lists {} enum values in all; strict mode allows {MAX_ENUM_VALUES}",
+                cx.enum_values
+            ),
+        );
+    }
+    if cx.issues.is_empty() {
+        Ok(out)
+    } else {
+        Err(cx.issues)
+    }
+}
+
+struct Strict<'a> {
+    root: &'a Value,
+    issues: Vec<StrictIssue>,
+    properties: usize,
+    enum_values: usize,
+}
+
+impl Strict<'_> {
+    fn issue(&mut self, pointer: &str, keyword: &str, reason: &str) {
+        let issue = StrictIssue {
+            pointer: pointer.to_owned(),
+            keyword: keyword.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if !self.issues.contains(&issue) {
+            self.issues.push(issue);
+        }
+    }
+
+    /// `depth` counts the objects around this schema.
+    fn convert(&mut self, schema: &Value, pointer: &str, depth: usize) -> Value {
+        let Value::Object(map) = schema else {
+            self.issue(
+                pointer,
+                "type",
+                "is a boolean schema; strict mode needs a schema with a `type`",
+            );
+            return schema.clone();
+        };
+        let mut out = Map::new();
+        let mut notes: Vec<String> = Vec::new();
+        let is_object = map.get("type").is_some_and(|t| type_includes(t, "object"))
+            || map.contains_key("properties");
+        let depth = if is_object { depth + 1 } else { depth };
+        if is_object && depth > MAX_DEPTH {
+            self.issue(
+                pointer,
+                "properties",
+                &format!("nests objects {depth} levels deep; strict mode allows {MAX_DEPTH}"),
+            );
+        }
+        for (key, value) in map {
+            let here = format!("{pointer}/{}", escape_pointer(key));
+            match key.as_str() {
+                "properties" => {
+                    let Some(props) = value.as_object() else {
+                        out.insert(key.clone(), value.clone());
+                        continue;
+                    };
+                    self.properties += props.len();
+                    let mut converted = Map::new();
+                    for (name, sub) in props {
+                        let sub_ptr = format!("{here}/{}", escape_pointer(name));
+                        converted.insert(name.clone(), self.convert(sub, &sub_ptr, depth));
+                    }
+                    out.insert(key.clone(), Value::Object(converted));
+                }
+                "$defs" | "definitions" => {
+                    let Some(defs) = value.as_object() else {
+                        out.insert(key.clone(), value.clone());
+                        continue;
+                    };
+                    let mut converted = Map::new();
+                    for (name, sub) in defs {
+                        let sub_ptr = format!("{here}/{}", escape_pointer(name));
+                        // A definition's depth depends on where it is used; count from the root.
+                        converted.insert(name.clone(), self.convert(sub, &sub_ptr, 0));
+                    }
+                    out.insert(key.clone(), Value::Object(converted));
+                }
+                "required" => {} // rebuilt below: every property is required
+                "additionalProperties" => {
+                    if value == &Value::Bool(false) {
+                        out.insert(key.clone(), value.clone());
+                    } else {
+                        self.issue(
+                            pointer,
+                            key,
+                            "leaves the object open; strict mode needs every key declared",
+                        );
+                    }
+                }
+                "items" => {
+                    if value.is_object() || value.is_boolean() {
+                        out.insert(key.clone(), self.convert(value, &here, depth));
+                    } else {
+                        self.issue(pointer, key, "as a list (tuple) is not supported");
+                    }
+                }
+                "anyOf" => {
+                    let Some(branches) = value.as_array() else {
+                        out.insert(key.clone(), value.clone());
+                        continue;
+                    };
+                    let converted = branches
+                        .iter()
+                        .enumerate()
+                        .map(|(i, b)| self.convert(b, &format!("{here}/{i}"), depth))
+                        .collect();
+                    out.insert(key.clone(), Value::Array(converted));
+                }
+                "$ref" => {
+                    out.insert(key.clone(), value.clone());
+                }
+                "default" => {
+                    notes.push(format!("Default: {}.", compact(value)));
+                }
+                "format" => {
+                    if value.as_str().is_some_and(|f| STRICT_FORMATS.contains(&f)) {
+                        out.insert(key.clone(), value.clone());
+                    } else {
+                        self.issue(
+                            pointer,
+                            key,
+                            &format!("`{}` is not a format strict mode supports", compact(value)),
+                        );
+                    }
+                }
+                "pattern" => {
+                    if value.as_str().is_some_and(has_lookaround) {
+                        self.issue(pointer, key, "uses look-around, which strict mode rejects");
+                    } else {
+                        out.insert(key.clone(), value.clone());
+                    }
+                }
+                "enum" => {
+                    self.enum_values += value.as_array().map_or(0, Vec::len);
+                    out.insert(key.clone(), value.clone());
+                }
+                k if KEPT.contains(&k) => {
+                    out.insert(key.clone(), value.clone());
+                }
+                k if DROPPED.contains(&k) => {}
+                _ => self.issue(pointer, key, "is not supported in strict mode"),
+            }
+        }
+        if !notes.is_empty() {
+            append_description(&mut out, &notes.join(" "));
+        }
+        let untyped = !["type", "$ref", "anyOf", "enum", "const"]
+            .iter()
+            .any(|k| map.contains_key(*k));
+        if untyped {
+            self.issue(
+                pointer,
+                "type",
+                "is missing: a schema that accepts any value cannot be strict",
+            );
+        }
+        if is_object {
+            self.close_object(map, &mut out, pointer);
+        }
+        if out.contains_key("$ref") && out.len() > 1 {
+            // Strict mode takes no keywords beside `$ref`, but it takes them beside `anyOf`.
+            if let Some(reference) = out.shift_remove("$ref") {
+                let mut wrapped = Map::new();
+                wrapped.insert("$ref".into(), reference);
+                out.insert("anyOf".into(), Value::Array(vec![Value::Object(wrapped)]));
+            }
+        }
+        Value::Object(out)
+    }
+
+    /// Closes an object and makes every property required; the optional ones become nullable.
+    fn close_object(
+        &mut self,
+        original: &Map<String, Value>,
+        out: &mut Map<String, Value>,
+        pointer: &str,
+    ) {
+        let declared = original.get("properties").and_then(Value::as_object);
+        if declared.is_none_or(Map::is_empty)
+            && original.get("additionalProperties") != Some(&Value::Bool(false))
+        {
+            self.issue(
+                pointer,
+                "properties",
+                "is missing: an object without declared keys accepts any key, and strict mode needs every key declared",
+            );
+        }
+        let required: Vec<&str> = original
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut names = Vec::new();
+        if let (Some(declared), Some(Value::Object(props))) = (declared, out.get_mut("properties"))
+        {
+            for (name, original_sub) in declared {
+                names.push(Value::String(name.clone()));
+                if required.contains(&name.as_str()) || accepts_null(original_sub, self.root) {
+                    continue;
+                }
+                if let Some(sub) = props.get_mut(name) {
+                    let converted = std::mem::take(sub);
+                    *sub = make_nullable(converted);
+                }
+            }
+        }
+        out.insert("required".into(), Value::Array(names));
+        out.insert("additionalProperties".into(), Value::Bool(false));
+    }
+}
+
+/// Lets a (strict) schema also accept `null`.
+fn make_nullable(schema: Value) -> Value {
+    let Value::Object(mut map) = schema else {
+        return schema;
+    };
+    if let Some(t) = map.get_mut("type") {
+        match t {
+            Value::String(s) => *t = Value::Array(vec![Value::String(s.clone()), "null".into()]),
+            Value::Array(types) => types.push("null".into()),
+            _ => {}
+        }
+        if let Some(Value::Array(values)) = map.get_mut("enum") {
+            values.push(Value::Null);
+        }
+        if let Some(c) = map.shift_remove("const") {
+            map.insert("enum".into(), Value::Array(vec![c, Value::Null]));
+        }
+        return Value::Object(map);
+    }
+    if let Some(Value::Array(branches)) = map.get_mut("anyOf") {
+        branches.push(serde_json::json!({ "type": "null" }));
+        return Value::Object(map);
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.push(Value::Null);
+        return Value::Object(map);
+    }
+    // `$ref` or `const` alone: keep the annotations outside, the assertion in one branch.
+    let mut inner = Map::new();
+    for key in ["$ref", "const"] {
+        if let Some(v) = map.shift_remove(key) {
+            inner.insert(key.into(), v);
+        }
+    }
+    map.insert(
+        "anyOf".into(),
+        Value::Array(vec![
+            Value::Object(inner),
+            serde_json::json!({ "type": "null" }),
+        ]),
+    );
+    Value::Object(map)
+}
+
+fn append_description(map: &mut Map<String, Value>, note: &str) {
+    let text = match map.get("description").and_then(Value::as_str) {
+        Some(d) if !d.trim().is_empty() => format!("{} {note}", d.trim_end()),
+        _ => note.to_owned(),
+    };
+    map.insert("description".into(), Value::String(text));
+}
+
+fn compact(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn has_lookaround(pattern: &str) -> bool {
+    let mut escaped = false;
+    for (i, c) in pattern.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        if c == '\\' {
+            escaped = true;
+            continue;
+        }
+        let rest = &pattern[i..];
+        if ["(?=", "(?!", "(?<=", "(?<!"]
+            .iter()
+            .any(|t| rest.starts_with(t))
+        {
+            return true;
+        }
+    }
+    false
+}
+
+fn type_includes(t: &Value, name: &str) -> bool {
+    match t {
+        Value::String(s) => s == name,
+        Value::Array(items) => items.iter().any(|i| i.as_str() == Some(name)),
+        _ => false,
+    }
+}
+
+/// Escapes one JSON-pointer segment (RFC 6901).
+pub fn escape_pointer(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+/// How many `$ref`s in a row are followed before giving up (a `$ref` cycle with no schema in it).
+const MAX_REF_HOPS: usize = 32;
+
+/// Resolves a local `$ref` (`#`, `#/$defs/Name`, any `#/...` pointer) against `root`.
+pub fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    let pointer = reference.strip_prefix('#')?;
+    if pointer.is_empty() {
+        return Some(root);
+    }
+    root.pointer(&percent_decode(pointer))
+}
+
+/// Follows `$ref`s until a schema without one (or gives up on a cycle).
+fn deref<'a>(root: &'a Value, mut schema: &'a Value) -> &'a Value {
+    for _ in 0..MAX_REF_HOPS {
+        match schema.get("$ref").and_then(Value::as_str) {
+            Some(r) => match resolve_ref(root, r) {
+                Some(target) => schema = target,
+                None => return schema,
+            },
+            None => return schema,
+        }
+    }
+    schema
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            if let Some(b) = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether `null` is a valid instance of `schema` (with `$ref`s resolved against `root`).
+/// Conservative for `not`/`if`, which it ignores.
+pub fn accepts_null(schema: &Value, root: &Value) -> bool {
+    accepts_null_at(schema, root, 0)
+}
+
+fn accepts_null_at(schema: &Value, root: &Value, hops: usize) -> bool {
+    let map = match schema {
+        Value::Bool(b) => return *b,
+        Value::Object(map) => map,
+        _ => return true,
+    };
+    if let Some(t) = map.get("type") {
+        if !type_includes(t, "null") {
+            return false;
+        }
+    }
+    if let Some(Value::Array(values)) = map.get("enum") {
+        if !values.contains(&Value::Null) {
+            return false;
+        }
+    }
+    if let Some(c) = map.get("const") {
+        if !c.is_null() {
+            return false;
+        }
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = map.get(key) {
+            if !branches.iter().any(|b| accepts_null_at(b, root, hops)) {
+                return false;
+            }
+        }
+    }
+    if let Some(Value::Array(branches)) = map.get("allOf") {
+        if !branches.iter().all(|b| accepts_null_at(b, root, hops)) {
+            return false;
+        }
+    }
+    if let Some(r) = map.get("$ref").and_then(Value::as_str) {
+        if hops >= MAX_REF_HOPS {
+            return true;
+        }
+        if let Some(target) = resolve_ref(root, r) {
+            return accepts_null_at(target, root, hops + 1);
+        }
+    }
+    true
+}
+
+/// Removes the `null`s that strict mode made the model send for optional arguments it omitted:
+/// a member is removed when its value is `null`, the property was optional in `original_schema`
+/// and its schema there does not accept `null` itself. Walks nested objects, arrays and `$ref`s.
+/// Never panics, whatever `args` holds.
+pub fn strip_strict_nulls(original_schema: &Value, args: &mut Value) {
+    strip(original_schema, original_schema, args, 0);
+}
+
+/// Bounds the walk for hostile input; serde_json already limits parsed nesting to 128.
+const MAX_STRIP_DEPTH: usize = 256;
+
+fn strip(schema: &Value, root: &Value, value: &mut Value, depth: usize) {
+    if depth > MAX_STRIP_DEPTH {
+        return;
+    }
+    let schema = deref(root, schema);
+    match value {
+        Value::Object(members) => {
+            let Some(shape) = object_shape(schema, root, members) else {
+                return;
+            };
+            members.retain(|name, v| {
+                let Some(sub) = shape.property(name) else {
+                    return true;
+                };
+                !(v.is_null()
+                    && !shape.required.contains(&name.as_str())
+                    && !accepts_null(sub, root))
+            });
+            for (name, v) in members.iter_mut() {
+                if let Some(sub) = shape.property(name).or(shape.additional) {
+                    strip(sub, root, v, depth + 1);
+                }
+            }
+        }
+        Value::Array(items) => {
+            let Some(shape) = array_shape(schema, root) else {
+                return;
+            };
+            for (i, item) in items.iter_mut().enumerate() {
+                if let Some(sub) = shape.prefix.get(i).copied().or(shape.items) {
+                    strip(sub, root, item, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The properties an object schema declares (with those of its `allOf` members).
+struct ObjectShape<'a> {
+    properties: Vec<(&'a str, &'a Value)>,
+    required: Vec<&'a str>,
+    additional: Option<&'a Value>,
+}
+
+impl<'a> ObjectShape<'a> {
+    fn property(&self, name: &str) -> Option<&'a Value> {
+        self.properties
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| *s)
+    }
+
+    fn collect(&mut self, schema: &'a Value, root: &'a Value, hops: usize) {
+        let schema = deref(root, schema);
+        let Some(map) = schema.as_object() else {
+            return;
+        };
+        if let Some(props) = map.get("properties").and_then(Value::as_object) {
+            for (name, sub) in props {
+                if self.property(name).is_none() {
+                    self.properties.push((name.as_str(), sub));
+                }
+            }
+        }
+        if let Some(required) = map.get("required").and_then(Value::as_array) {
+            self.required
+                .extend(required.iter().filter_map(Value::as_str));
+        }
+        if let Some(ap) = map.get("additionalProperties").filter(|v| v.is_object()) {
+            self.additional.get_or_insert(ap);
+        }
+        if hops < MAX_REF_HOPS {
+            if let Some(Value::Array(members)) = map.get("allOf") {
+                for m in members {
+                    self.collect(m, root, hops + 1);
+                }
+            }
+        }
+    }
+}
+
+fn object_shape<'a>(
+    schema: &'a Value,
+    root: &'a Value,
+    value: &Map<String, Value>,
+) -> Option<ObjectShape<'a>> {
+    let mut shape = ObjectShape {
+        properties: Vec::new(),
+        required: Vec::new(),
+        additional: None,
+    };
+    shape.collect(schema, root, 0);
+    if !shape.properties.is_empty() || shape.additional.is_some() {
+        return Some(shape);
+    }
+    // A union: take the first alternative that declares every key the value has and whose
+    // required keys are all there (strict mode sends every key, some as null).
+    let map = schema.as_object()?;
+    let branches = map
+        .get("anyOf")
+        .or_else(|| map.get("oneOf"))
+        .and_then(Value::as_array)?;
+    branches.iter().find_map(|branch| {
+        let mut shape = ObjectShape {
+            properties: Vec::new(),
+            required: Vec::new(),
+            additional: None,
+        };
+        shape.collect(branch, root, 0);
+        let fits = !shape.properties.is_empty()
+            && value.keys().all(|k| shape.property(k).is_some())
+            && shape.required.iter().all(|r| value.contains_key(*r));
+        fits.then_some(shape)
+    })
+}
+
+struct ArrayShape<'a> {
+    prefix: Vec<&'a Value>,
+    items: Option<&'a Value>,
+}
+
+fn array_shape<'a>(schema: &'a Value, root: &'a Value) -> Option<ArrayShape<'a>> {
+    let map = schema.as_object()?;
+    let prefix: Vec<&Value> = map
+        .get("prefixItems")
+        .and_then(Value::as_array)
+        .map(|p| p.iter().collect())
+        .unwrap_or_default();
+    let items = map.get("items").filter(|i| i.is_object());
+    if !prefix.is_empty() || items.is_some() {
+        return Some(ArrayShape { prefix, items });
+    }
+    let branches = map
+        .get("anyOf")
+        .or_else(|| map.get("oneOf"))
+        .and_then(Value::as_array)?;
+    branches.iter().find_map(|b| {
+        let b = deref(root, b);
+        let shape = array_shape(b, root)?;
+        Some(shape)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn keywords(issues: &[StrictIssue]) -> Vec<(String, String)> {
+        issues
+            .iter()
+            .map(|i| (i.pointer.clone(), i.keyword.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn closes_objects_and_makes_optional_properties_nullable() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "query": { "type": "string" },
+                "limit": { "type": "integer", "minimum": 1, "default": 5, "description": "How many." },
+                "color": { "type": "string", "enum": ["red", "green"] },
+                "kind": { "const": "x" },
+                "maybe": { "type": ["string", "null"] }
+            },
+            "required": ["query"]
+        });
+        let strict = to_strict(&schema).unwrap();
+        assert_eq!(
+            strict,
+            json!({
+                "type": "object",
+                "properties": {
+                    "query": { "type": "string" },
+                    "limit": { "type": ["integer", "null"], "minimum": 1, "description": "How many. Default: 5." },
+                    "color": { "type": ["string", "null"], "enum": ["red", "green", null] },
+                    "kind": { "anyOf": [{ "const": "x" }, { "type": "null" }] },
+                    "maybe": { "type": ["string", "null"] }
+                },
+                "required": ["query", "limit", "color", "kind", "maybe"],
+                "additionalProperties": false
+            })
+        );
+    }
+
+    #[test]
+    fn refs_with_siblings_move_into_any_of_and_defs_are_converted() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "price": { "$ref": "#/$defs/Range", "description": "Price range." },
+                "tree": { "$ref": "#/$defs/Node" }
+            },
+            "required": ["tree"],
+            "$defs": {
+                "Range": { "type": "object", "properties": { "min": { "type": "number" } } },
+                "Node": {
+                    "type": "object",
+                    "properties": { "children": { "type": "array", "items": { "$ref": "#/$defs/Node" } } },
+                    "required": ["children"]
+                }
+            }
+        });
+        let strict = to_strict(&schema).unwrap();
+        assert_eq!(
+            strict["properties"]["price"],
+            json!({ "description": "Price range.", "anyOf": [{ "$ref": "#/$defs/Range" }, { "type": "null" }] })
+        );
+        assert_eq!(
+            strict["properties"]["tree"],
+            json!({ "$ref": "#/$defs/Node" })
+        );
+        assert_eq!(
+            strict["$defs"]["Range"],
+            json!({
+                "type": "object",
+                "properties": { "min": { "type": ["number", "null"] } },
+                "required": ["min"],
+                "additionalProperties": false
+            })
+        );
+        assert_eq!(
+            strict["$defs"]["Node"]["additionalProperties"],
+            json!(false)
+        );
+    }
+
+    #[test]
+    fn reports_every_keyword_that_prevents_strict_mode() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "name": { "type": "string", "minLength": 1 },
+                "either": { "oneOf": [{ "type": "string" }, { "type": "integer" }] },
+                "map": { "type": "object", "additionalProperties": { "type": "string" } },
+                "free": { "type": "object" },
+                "any": {},
+                "site": { "type": "string", "format": "uri" },
+                "code": { "type": "string", "pattern": "^(?!x)" }
+            }
+        });
+        let issues = to_strict(&schema).unwrap_err();
+        let got = keywords(&issues);
+        for expected in [
+            ("/properties/name", "minLength"),
+            ("/properties/either", "oneOf"),
+            ("/properties/map", "additionalProperties"),
+            ("/properties/free", "properties"),
+            ("/properties/any", "type"),
+            ("/properties/site", "format"),
+            ("/properties/code", "pattern"),
+        ] {
+            assert!(
+                got.contains(&(expected.0.to_owned(), expected.1.to_owned())),
+                "missing {expected:?} in {got:?}"
+            );
+        }
+        assert_eq!(issues[0].keyword_pointer(), "/properties/name/minLength");
+    }
+
+    #[test]
+    fn root_composition_and_deep_nesting_are_not_strict() {
+        let root_any = json!({ "type": "object", "properties": { "a": { "type": "string" } }, "anyOf": [{ "required": ["a"] }] });
+        assert!(
+            keywords(&to_strict(&root_any).unwrap_err()).contains(&(String::new(), "anyOf".into()))
+        );
+
+        let mut deep = json!({ "type": "string" });
+        for _ in 0..11 {
+            deep = json!({ "type": "object", "properties": { "x": deep }, "required": ["x"] });
+        }
+        let issues = to_strict(&deep).unwrap_err();
+        assert!(issues
+            .iter()
+            .any(|i| i.keyword == "properties" && i.reason.contains("levels")));
+    }
+
+    #[test]
+    fn strict_schema_accepts_filled_arguments_and_strip_restores_them() {
+        let original = json!({
+            "type": "object",
+            "properties": {
+                "query": { "type": "string" },
+                "limit": { "type": "integer" },
+                "filters": {
+                    "type": "object",
+                    "properties": {
+                        "price": { "$ref": "#/$defs/Range" },
+                        "tag": { "type": ["string", "null"] }
+                    }
+                },
+                "items": { "type": "array", "items": { "$ref": "#/$defs/Range" } }
+            },
+            "required": ["query"],
+            "$defs": { "Range": { "type": "object", "properties": { "min": { "type": "number" }, "max": { "type": "number" } } } }
+        });
+        let strict = to_strict(&original).unwrap();
+        let mut args = json!({
+            "query": "shoes",
+            "limit": null,
+            "filters": { "price": { "min": 1, "max": null }, "tag": null },
+            "items": [{ "min": null, "max": 3 }]
+        });
+        let strict_validator = jsonschema::validator_for(&strict).unwrap();
+        assert!(strict_validator.is_valid(&args));
+        strip_strict_nulls(&original, &mut args);
+        assert_eq!(
+            args,
+            json!({
+                "query": "shoes",
+                "filters": { "price": { "min": 1 }, "tag": null },
+                "items": [{ "max": 3 }]
+            })
+        );
+        assert!(jsonschema::validator_for(&original)
+            .unwrap()
+            .is_valid(&args));
+    }
+
+    #[test]
+    fn strip_keeps_nulls_that_mean_something() {
+        let original = json!({
+            "type": "object",
+            "properties": {
+                "required_null": { "type": ["string", "null"] },
+                "optional_null": { "anyOf": [{ "type": "string" }, { "type": "null" }] },
+                "optional_ref_null": { "$ref": "#/$defs/Nullable" },
+                "optional": { "type": "string" }
+            },
+            "required": ["required_null"],
+            "$defs": { "Nullable": { "enum": ["a", null] } }
+        });
+        let mut args = json!({ "required_null": null, "optional_null": null, "optional_ref_null": null, "optional": null, "extra": null });
+        strip_strict_nulls(&original, &mut args);
+        assert_eq!(
+            args,
+            json!({ "required_null": null, "optional_null": null, "optional_ref_null": null, "extra": null })
+        );
+    }
+
+    #[test]
+    fn strip_picks_the_matching_union_branch() {
+        let original = json!({
+            "type": "object",
+            "properties": {
+                "refund_to": {
+                    "anyOf": [
+                        { "type": "string" },
+                        { "type": "object", "properties": { "email": { "type": "string" }, "note": { "type": "string" } }, "required": ["email"] }
+                    ]
+                }
+            }
+        });
+        let mut args = json!({ "refund_to": { "email": "a@b.c", "note": null } });
+        strip_strict_nulls(&original, &mut args);
+        assert_eq!(args, json!({ "refund_to": { "email": "a@b.c" } }));
+    }
+
+    #[test]
+    fn strip_survives_hostile_input() {
+        let cyclic = json!({ "$ref": "#/$defs/A", "$defs": { "A": { "$ref": "#/$defs/B" }, "B": { "$ref": "#/$defs/A" } } });
+        let mut args = json!({ "x": null, "y": [1, { "z": null }] });
+        strip_strict_nulls(&cyclic, &mut args);
+        assert_eq!(args, json!({ "x": null, "y": [1, { "z": null }] }));
+
+        let schema = json!({ "type": "object", "properties": { "a": { "type": "string" } } });
+        for mut value in [json!(null), json!("text"), json!([null, 1]), json!(42)] {
+            let before = value.clone();
+            strip_strict_nulls(&schema, &mut value);
+            assert_eq!(value, before);
+        }
+        // What a broken $ref allows is unknown: its null stays, for validation to judge.
+        let broken = json!({ "type": "object", "properties": { "a": { "$ref": "#/nowhere" } } });
+        let mut args = json!({ "a": null });
+        strip_strict_nulls(&broken, &mut args);
+        assert_eq!(args, json!({ "a": null }));
+        strip_strict_nulls(&json!(true), &mut args);
+    }
+
+    #[test]
+    fn accepts_null_follows_the_keywords() {
+        let root = json!({ "$defs": { "N": { "type": "null" } } });
+        assert!(accepts_null(&json!({}), &root));
+        assert!(accepts_null(&json!(true), &root));
+        assert!(!accepts_null(&json!(false), &root));
+        assert!(!accepts_null(&json!({ "type": "string" }), &root));
+        assert!(accepts_null(&json!({ "$ref": "#/$defs/N" }), &root));
+        assert!(!accepts_null(&json!({ "enum": ["a"] }), &root));
+        assert!(accepts_null(
+            &json!({ "anyOf": [{ "type": "string" }, { "const": null }] }),
+            &root
+        ));
+        assert!(!accepts_null(
+            &json!({ "allOf": [{ "type": ["string", "null"] }, { "type": "string" }] }),
+            &root
+        ));
+    }
+}
