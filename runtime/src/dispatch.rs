@@ -1,0 +1,545 @@
+//! Routing one normalized tool call: the primitive every wire protocol (realtime, chat APIs)
+//! builds on.
+//!
+//! A [`ToolCall`] is validated against its tool's schema before anything runs; then a server tool
+//! goes to its executor through the [`Registry`], a client tool goes to the caller's
+//! [`ClientPath`] under the tool's deadline, and a fire-and-forget client tool is delivered and
+//! acknowledged at once. Whatever happens, the caller gets one [`CallOutcome`] whose `output` is
+//! text the model can read: failures are never panics or lost calls.
+
+use std::fmt;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::error::{CallError, CallErrorKind, ToolError};
+use crate::{Location, Registry, DEFAULT_CLIENT_TIMEOUT};
+
+/// One tool call in provider-neutral form. `arguments` is the JSON text the model produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolCall {
+    pub call_id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+impl ToolCall {
+    pub fn new(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> ToolCall {
+        ToolCall {
+            call_id: call_id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+}
+
+/// A validated client call, as handed to a [`ClientPath`]. `arguments` is normalized JSON text
+/// (an empty argument string from the model becomes `{}`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientCall {
+    pub call_id: String,
+    pub name: String,
+    pub arguments: String,
+    /// How long the dispatcher waits for the reply; `None` for fire-and-forget calls.
+    pub deadline: Option<Duration>,
+}
+
+/// Why a client could not take or answer a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientFailure {
+    /// No client is connected, or it went away before answering.
+    Disconnected,
+    /// The client path refused the call (e.g. a call with this id is already open there).
+    Rejected(String),
+}
+
+impl fmt::Display for ClientFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientFailure::Disconnected => f.write_str("the client disconnected"),
+            ClientFailure::Rejected(why) => write!(f, "the client path refused the call: {why}"),
+        }
+    }
+}
+
+/// The client's reply: the output as JSON text (the client encodes its own errors in it).
+pub type ClientFuture = Pin<Box<dyn Future<Output = Result<String, ClientFailure>> + Send>>;
+
+/// How client calls reach the client (a browser over a websocket, an app callback, a channel).
+///
+/// Dropping the future returned by [`ClientPath::call`] means the dispatcher stopped waiting (the
+/// deadline passed): an implementation must then forget the call, so that a late reply is
+/// rejected instead of delivered.
+pub trait ClientPath: Send + Sync {
+    /// Delivers a call that expects a reply.
+    fn call(&self, call: ClientCall) -> ClientFuture;
+
+    /// Delivers a fire-and-forget call; no reply will be awaited.
+    fn notify(&self, call: ClientCall) -> Result<(), ClientFailure>;
+}
+
+/// A client path for sessions without a client: every client call fails as disconnected.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoClient;
+
+impl ClientPath for NoClient {
+    fn call(&self, _call: ClientCall) -> ClientFuture {
+        Box::pin(std::future::ready(Err(ClientFailure::Disconnected)))
+    }
+
+    fn notify(&self, _call: ClientCall) -> Result<(), ClientFailure> {
+        Err(ClientFailure::Disconnected)
+    }
+}
+
+/// Where a call goes, decided from its name and arguments before anything runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Route {
+    /// A server tool with valid arguments.
+    Server { arguments: Value },
+    /// A client tool with valid arguments that waits for a reply within `deadline`.
+    Client {
+        arguments: Value,
+        deadline: Duration,
+    },
+    /// A fire-and-forget client tool with valid arguments.
+    Notify { arguments: Value },
+    /// The call cannot run (unknown tool, invalid JSON, invalid arguments).
+    Reject(CallError),
+}
+
+impl Route {
+    /// Whether the call reaches the client at all (and so may be shown to it).
+    pub fn is_client(&self) -> bool {
+        matches!(self, Route::Client { .. } | Route::Notify { .. })
+    }
+}
+
+/// Validates a call and decides its route, without running it.
+pub fn plan(registry: &Registry, call: &ToolCall) -> Route {
+    let arguments = match registry.validate_arguments(&call.name, &call.arguments) {
+        Ok(value) => value,
+        Err(e) => return Route::Reject(e),
+    };
+    let Some(def) = registry.definition(&call.name) else {
+        // validate_arguments already rejected unknown names; stay total anyway.
+        return Route::Reject(CallError::new(
+            CallErrorKind::UnknownTool,
+            &call.name,
+            format!("There is no tool named `{}`.", call.name),
+        ));
+    };
+    match def.location {
+        Location::Server => Route::Server { arguments },
+        Location::Client if !def.wait_for_response => Route::Notify { arguments },
+        Location::Client => Route::Client {
+            arguments,
+            deadline: def.effective_timeout().unwrap_or(DEFAULT_CLIENT_TIMEOUT),
+        },
+    }
+}
+
+/// How a call ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Status {
+    /// The executor or the client produced a result.
+    Ok,
+    /// A fire-and-forget call was delivered; `output` is the acknowledgement.
+    Acknowledged,
+    /// The call failed; `output` is the error as the model should read it.
+    Failed(CallError),
+}
+
+/// The result of one call, ready to go back to the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallOutcome {
+    pub call_id: String,
+    /// JSON text for the model: the tool's result, an acknowledgement, or an error object.
+    pub output: String,
+    pub status: Status,
+}
+
+impl CallOutcome {
+    pub fn ok(call_id: impl Into<String>, output: String) -> CallOutcome {
+        CallOutcome {
+            call_id: call_id.into(),
+            output,
+            status: Status::Ok,
+        }
+    }
+
+    pub fn failed(call_id: impl Into<String>, error: CallError) -> CallOutcome {
+        CallOutcome {
+            call_id: call_id.into(),
+            output: error.model_text(),
+            status: Status::Failed(error),
+        }
+    }
+
+    /// The acknowledgement a model receives for a fire-and-forget call.
+    pub fn acknowledged(call_id: impl Into<String>, tool: &str) -> CallOutcome {
+        CallOutcome {
+            call_id: call_id.into(),
+            output: acknowledgement(tool),
+            status: Status::Acknowledged,
+        }
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self.status, Status::Failed(_))
+    }
+}
+
+/// The result text of a fire-and-forget call: it tells the model the action was sent, not done.
+pub fn acknowledgement(tool: &str) -> String {
+    json!({
+        "status": "sent",
+        "message": format!("`{tool}` was sent to the user's client; it does not report back."),
+    })
+    .to_string()
+}
+
+/// The error a client call resolves with when its deadline passes.
+pub fn client_timeout(tool: &str, deadline: Duration) -> CallError {
+    CallError::timeout(tool, deadline)
+}
+
+/// The error a client call resolves with when the client cannot take or answer it.
+pub fn client_failure(tool: &str, failure: &ClientFailure) -> CallError {
+    let (message, code) = match failure {
+        ClientFailure::Disconnected => (
+            "the user's client disconnected before it answered".to_owned(),
+            "client_disconnected",
+        ),
+        ClientFailure::Rejected(why) => (
+            format!("the user's client could not take the call ({why})"),
+            "client_rejected",
+        ),
+    };
+    CallError::tool_failed(tool, ToolError::new(message).with_code(code))
+}
+
+/// Routes one call to completion: validation, then the server executor, the client (with its
+/// deadline) or a fire-and-forget delivery. Never panics on model or client input.
+pub async fn route(registry: &Registry, call: &ToolCall, client: &dyn ClientPath) -> CallOutcome {
+    let planned = plan(registry, call);
+    run_planned(registry, call, planned, client).await
+}
+
+/// [`route`] for a call already planned with [`plan`] (so a caller that needed the route first,
+/// e.g. to hide server calls from a browser, does not validate twice).
+pub async fn run_planned(
+    registry: &Registry,
+    call: &ToolCall,
+    route: Route,
+    client: &dyn ClientPath,
+) -> CallOutcome {
+    match route {
+        Route::Reject(error) => CallOutcome::failed(&call.call_id, error),
+        Route::Server { arguments } => match registry.call_value(&call.name, arguments).await {
+            Ok(value) => CallOutcome::ok(&call.call_id, value.to_string()),
+            Err(error) => CallOutcome::failed(&call.call_id, error),
+        },
+        Route::Notify { arguments } => {
+            let delivered = client.notify(ClientCall {
+                call_id: call.call_id.clone(),
+                name: call.name.clone(),
+                arguments: arguments.to_string(),
+                deadline: None,
+            });
+            match delivered {
+                Ok(()) => CallOutcome::acknowledged(&call.call_id, &call.name),
+                Err(failure) => {
+                    CallOutcome::failed(&call.call_id, client_failure(&call.name, &failure))
+                }
+            }
+        }
+        Route::Client {
+            arguments,
+            deadline,
+        } => {
+            let reply = client.call(ClientCall {
+                call_id: call.call_id.clone(),
+                name: call.name.clone(),
+                arguments: arguments.to_string(),
+                deadline: Some(deadline),
+            });
+            match with_deadline(deadline, reply).await {
+                Some(Ok(output)) => CallOutcome::ok(&call.call_id, output),
+                Some(Err(failure)) => {
+                    CallOutcome::failed(&call.call_id, client_failure(&call.name, &failure))
+                }
+                None => CallOutcome::failed(&call.call_id, client_timeout(&call.name, deadline)),
+            }
+        }
+    }
+}
+
+/// Awaits `fut` for at most `deadline`; `None` when it passed. Outside a Tokio runtime with
+/// timers (a configuration problem, not model input) the deadline cannot be kept, and the call
+/// is treated as timed out rather than waiting forever or panicking.
+async fn with_deadline<T>(
+    deadline: Duration,
+    fut: Pin<Box<dyn Future<Output = T> + Send>>,
+) -> Option<T> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return None;
+    }
+    let timed = catch_unwind(AssertUnwindSafe(|| tokio::time::timeout(deadline, fut))).ok()?;
+    timed.await.ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::json;
+    use tokio::sync::oneshot;
+
+    use super::*;
+    use crate::error::ToolError;
+    use crate::executor_fn;
+    use crate::ToolDefinition;
+
+    fn def(name: &str, location: Location) -> ToolDefinition {
+        ToolDefinition {
+            name: name.into(),
+            description: format!("{name} tool"),
+            location,
+            parameters: json!({
+                "type": "object",
+                "properties": { "x": { "type": "integer" } },
+                "required": ["x"],
+                "additionalProperties": false
+            }),
+            returns: None,
+            timeout: None,
+            wait_for_response: true,
+            filler: Vec::new(),
+        }
+    }
+
+    fn registry() -> Registry {
+        let mut wait = def("wait", Location::Client);
+        wait.timeout = Some(Duration::from_millis(50));
+        let mut fire = def("fire", Location::Client);
+        fire.wait_for_response = false;
+        let mut slow = def("slow", Location::Server);
+        slow.timeout = Some(Duration::from_millis(20));
+        Registry::builder()
+            .definitions([
+                def("double", Location::Server),
+                def("fail", Location::Server),
+            ])
+            .definitions([def("boom", Location::Server), slow, wait, fire])
+            .executor(
+                "double",
+                executor_fn(
+                    |a| async move { Ok(json!({ "y": a["x"].as_i64().unwrap_or(0) * 2 })) },
+                ),
+            )
+            .executor(
+                "fail",
+                executor_fn(|_| async { Err(ToolError::new("no such order").with_code("nf")) }),
+            )
+            .executor(
+                "boom",
+                executor_fn(|_| async {
+                    if true {
+                        panic!("executor bug");
+                    }
+                    Ok(json!(null))
+                }),
+            )
+            .executor(
+                "slow",
+                executor_fn(|_| async {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    Ok(json!(null))
+                }),
+            )
+            .build()
+            .expect("test registry")
+    }
+
+    /// A client path that records calls and lets the test answer them.
+    #[derive(Default)]
+    struct TestClient {
+        pending: Mutex<HashMap<String, oneshot::Sender<Result<String, ClientFailure>>>>,
+        seen: Mutex<Vec<ClientCall>>,
+        gone: bool,
+    }
+
+    impl ClientPath for TestClient {
+        fn call(&self, call: ClientCall) -> ClientFuture {
+            let (tx, rx) = oneshot::channel();
+            self.pending
+                .lock()
+                .unwrap()
+                .insert(call.call_id.clone(), tx);
+            self.seen.lock().unwrap().push(call);
+            Box::pin(async move { rx.await.unwrap_or(Err(ClientFailure::Disconnected)) })
+        }
+
+        fn notify(&self, call: ClientCall) -> Result<(), ClientFailure> {
+            if self.gone {
+                return Err(ClientFailure::Disconnected);
+            }
+            self.seen.lock().unwrap().push(call);
+            Ok(())
+        }
+    }
+
+    fn error_kind(outcome: &CallOutcome) -> &str {
+        let v: Value = serde_json::from_str(&outcome.output).unwrap();
+        assert!(outcome.is_error(), "{outcome:?}");
+        match v["error"]["kind"].as_str() {
+            Some("timeout") => "timeout",
+            Some("tool_failed") => "tool_failed",
+            Some("panic") => "panic",
+            Some("unknown_tool") => "unknown_tool",
+            Some("invalid_json") => "invalid_json",
+            Some("invalid_arguments") => "invalid_arguments",
+            other => panic!("unexpected kind {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn server_call_runs_the_executor() {
+        let r = registry();
+        let out = route(&r, &ToolCall::new("c1", "double", r#"{"x":21}"#), &NoClient).await;
+        assert_eq!(out, CallOutcome::ok("c1", r#"{"y":42}"#.into()));
+    }
+
+    #[tokio::test]
+    async fn every_failure_is_a_model_readable_result() {
+        let r = registry();
+        let cases = [
+            ("nope", r#"{"x":1}"#, "unknown_tool"),
+            ("double", "{not json", "invalid_json"),
+            ("double", r#"{"x":"one"}"#, "invalid_arguments"),
+            ("fail", r#"{"x":1}"#, "tool_failed"),
+            ("boom", r#"{"x":1}"#, "panic"),
+            ("slow", r#"{"x":1}"#, "timeout"),
+        ];
+        for (name, args, kind) in cases {
+            let out = route(&r, &ToolCall::new("c", name, args), &NoClient).await;
+            assert_eq!(error_kind(&out), kind, "{name} {args}");
+            assert_eq!(out.call_id, "c");
+        }
+    }
+
+    #[tokio::test]
+    async fn client_call_gets_the_reply_with_normalized_arguments() {
+        let r = registry();
+        let client = Arc::new(TestClient::default());
+        let c2 = client.clone();
+        let task = tokio::spawn(async move {
+            let call = ToolCall::new("c9", "wait", r#"{ "x" : 7 }"#);
+            route(&r, &call, c2.as_ref()).await
+        });
+        // Wait until the call reached the client, then answer it.
+        let tx = loop {
+            if let Some(tx) = client.pending.lock().unwrap().remove("c9") {
+                break tx;
+            }
+            tokio::task::yield_now().await;
+        };
+        tx.send(Ok(r#"{"done":true}"#.into())).unwrap();
+        let out = task.await.unwrap();
+        assert_eq!(out, CallOutcome::ok("c9", r#"{"done":true}"#.into()));
+        let seen = client.seen.lock().unwrap();
+        assert_eq!(seen[0].arguments, r#"{"x":7}"#);
+        assert_eq!(seen[0].deadline, Some(Duration::from_millis(50)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn client_call_times_out_and_forgets_the_call() {
+        let r = registry();
+        let client = TestClient::default();
+        let out = route(&r, &ToolCall::new("c1", "wait", r#"{"x":1}"#), &client).await;
+        assert_eq!(error_kind(&out), "timeout");
+        // The reply channel was dropped with the future: a late reply has nowhere to go.
+        let tx = client.pending.lock().unwrap().remove("c1").unwrap();
+        assert!(tx.send(Ok("late".into())).is_err());
+    }
+
+    #[tokio::test]
+    async fn client_disconnect_fails_the_call_at_once() {
+        let r = registry();
+        let out = route(&r, &ToolCall::new("c1", "wait", r#"{"x":1}"#), &NoClient).await;
+        assert_eq!(error_kind(&out), "tool_failed");
+        assert!(out.output.contains("client_disconnected"), "{}", out.output);
+    }
+
+    #[tokio::test]
+    async fn fire_and_forget_is_acknowledged_without_waiting() {
+        let r = registry();
+        let client = TestClient::default();
+        let out = route(&r, &ToolCall::new("c1", "fire", r#"{"x":1}"#), &client).await;
+        assert_eq!(out.status, Status::Acknowledged);
+        assert_eq!(client.seen.lock().unwrap()[0].deadline, None);
+        assert!(client.pending.lock().unwrap().is_empty());
+        let gone = TestClient {
+            gone: true,
+            ..TestClient::default()
+        };
+        let out = route(&r, &ToolCall::new("c2", "fire", r#"{"x":1}"#), &gone).await;
+        assert_eq!(error_kind(&out), "tool_failed");
+    }
+
+    #[tokio::test]
+    async fn invalid_client_calls_never_reach_the_client() {
+        let r = registry();
+        let client = TestClient::default();
+        let out = route(&r, &ToolCall::new("c1", "wait", r#"{"x":"no"}"#), &client).await;
+        assert_eq!(error_kind(&out), "invalid_arguments");
+        assert!(client.seen.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn plan_routes_by_location() {
+        let r = registry();
+        assert!(matches!(
+            plan(&r, &ToolCall::new("a", "double", r#"{"x":1}"#)),
+            Route::Server { .. }
+        ));
+        assert!(plan(&r, &ToolCall::new("a", "wait", r#"{"x":1}"#)).is_client());
+        assert!(plan(&r, &ToolCall::new("a", "fire", r#"{"x":1}"#)).is_client());
+        assert!(!plan(&r, &ToolCall::new("a", "zzz", "{}")).is_client());
+    }
+
+    #[test]
+    fn outside_a_runtime_a_client_deadline_is_a_timeout_not_a_panic() {
+        let r = registry();
+        let client = TestClient::default();
+        let call = ToolCall::new("c1", "wait", r#"{"x":1}"#);
+        let out = futures_lite_block_on(route(&r, &call, &client));
+        assert_eq!(error_kind(&out), "timeout");
+    }
+
+    /// A minimal executor for one future, without a Tokio runtime.
+    fn futures_lite_block_on<F: Future>(fut: F) -> F::Output {
+        use std::task::{Context, Poll, Wake, Waker};
+        struct Noop;
+        impl Wake for Noop {
+            fn wake(self: Arc<Self>) {}
+        }
+        let waker = Waker::from(Arc::new(Noop));
+        let mut cx = Context::from_waker(&waker);
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+                return v;
+            }
+        }
+    }
+}
