@@ -1,0 +1,298 @@
+//! The turn runner: every call of one model turn, run concurrently, one result per call id.
+//!
+//! Routing one call (validate → server executor, or client path under its deadline, or
+//! fire-and-forget acknowledgement) is [`crate::dispatch::route`], shared with the realtime
+//! dispatcher; this module adds what a request/response turn needs around it: strict-mode nulls
+//! mapped back to "absent", duplicate call ids run once, all calls polled together, and the
+//! results kept in the order of the calls.
+
+use std::fmt;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{CallResult, Codec, DecodeError, ToolCall};
+use crate::dispatch::{self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath};
+use crate::error::CallError;
+use crate::executor::panic_message;
+use crate::Registry;
+
+/// Runs the tool calls of model turns against a registry and a client path.
+///
+/// ```no_run
+/// # async fn demo(registry: std::sync::Arc<toolc_runtime::Registry>, body: serde_json::Value)
+/// # -> Result<(), toolc_runtime::chat::DecodeError> {
+/// use toolc_runtime::chat::{ChatCompletions, TurnRunner};
+/// let runner = TurnRunner::new(registry);
+/// let follow_up = runner.follow_up(&ChatCompletions, &body).await?;
+/// // append the assistant message and `follow_up` to `messages`, and send the next request
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct TurnRunner {
+    registry: Arc<Registry>,
+    client: Arc<dyn ClientPath>,
+    strip_strict_nulls: bool,
+}
+
+impl fmt::Debug for TurnRunner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TurnRunner")
+            .field("registry", &self.registry)
+            .field("strip_strict_nulls", &self.strip_strict_nulls)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The results of one turn.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TurnOutcome {
+    /// Exactly one result per distinct call id, in the order the calls were made (a repeated id
+    /// keeps the position of its first occurrence).
+    pub results: Vec<CallResult>,
+    /// Calls whose id repeated an earlier call's id in the same turn. They were not run and get
+    /// no result of their own: every provider requires exactly one result per id, and the one
+    /// result sent is that of the first call with the id.
+    pub duplicates: Vec<ToolCall>,
+}
+
+impl TurnOutcome {
+    /// The follow-up messages (or Responses input items) for the next request.
+    pub fn encode(&self, codec: &dyn Codec) -> Vec<Value> {
+        codec.encode(&self.results)
+    }
+}
+
+impl TurnRunner {
+    /// A runner without a client: client tools fail as "disconnected" (a readable result).
+    pub fn new(registry: Arc<Registry>) -> TurnRunner {
+        TurnRunner {
+            registry,
+            client: Arc::new(dispatch::NoClient),
+            strip_strict_nulls: true,
+        }
+    }
+
+    /// Where client tools go (see [`client_fn`] and [`ChannelClient`]).
+    pub fn with_client(mut self, client: Arc<dyn ClientPath>) -> TurnRunner {
+        self.client = client;
+        self
+    }
+
+    /// Whether to map `null` back to "absent" for optional properties whose schema does not
+    /// accept `null` (on by default). OpenAI strict mode makes every property required and the
+    /// optional ones nullable, so the model sends `null` for what it meant to omit; the executor
+    /// and the client must see the argument object the manifest describes.
+    pub fn strip_strict_nulls(mut self, on: bool) -> TurnRunner {
+        self.strip_strict_nulls = on;
+        self
+    }
+
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Decodes a complete response, runs its calls and returns the follow-up messages.
+    /// No tool calls → an empty list (the model has finished its answer).
+    pub async fn follow_up(
+        &self,
+        codec: &dyn Codec,
+        response: &Value,
+    ) -> Result<Vec<Value>, DecodeError> {
+        let calls = codec.decode(response)?;
+        Ok(self.run(&calls).await.encode(codec))
+    }
+
+    /// Runs every call concurrently and returns one result per distinct call id, in call order.
+    /// Never panics: every failure, including a panicking client path, is a result.
+    pub async fn run(&self, calls: &[ToolCall]) -> TurnOutcome {
+        let mut unique: Vec<&ToolCall> = Vec::with_capacity(calls.len());
+        let mut duplicates = Vec::new();
+        {
+            let mut seen = std::collections::HashSet::with_capacity(calls.len());
+            for call in calls {
+                if seen.insert(call.call_id.as_str()) {
+                    unique.push(call);
+                } else {
+                    duplicates.push(call.clone());
+                }
+            }
+        }
+        let routed: Vec<dispatch::ToolCall> = unique.iter().map(|c| self.prepare(c)).collect();
+        let registry = self.registry.as_ref();
+        let client = self.client.as_ref();
+        let futures: Vec<Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>> = routed
+            .iter()
+            .map(|call| {
+                Box::pin(dispatch::route(registry, call, client))
+                    as Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>
+            })
+            .collect();
+        let outcomes = join_all(futures).await;
+        let results = unique
+            .into_iter()
+            .zip(outcomes)
+            .map(|(call, outcome)| {
+                let outcome = outcome.unwrap_or_else(|panic| {
+                    let error =
+                        CallError::panic(&call.name, format!("the client path panicked: {panic}"));
+                    CallOutcome::failed(&call.call_id, error)
+                });
+                CallResult::new(call.clone(), outcome)
+            })
+            .collect();
+        TurnOutcome {
+            results,
+            duplicates,
+        }
+    }
+
+    /// The call as the dispatcher should see it: strict-mode nulls removed.
+    fn prepare(&self, call: &ToolCall) -> dispatch::ToolCall {
+        let mut routed = dispatch::ToolCall::from(call);
+        // Only arguments that contain a `null` can change, and most do not: skip the re-parse.
+        if !self.strip_strict_nulls || !call.arguments.contains("null") {
+            return routed;
+        }
+        let Some(def) = self.registry.definition(&call.name) else {
+            return routed;
+        };
+        // Text that is not JSON is left alone: the dispatcher reports it to the model.
+        if let Ok(mut args) = serde_json::from_str::<Value>(&call.arguments) {
+            toolc::emit::strict::strip_strict_nulls(&def.parameters, &mut args);
+            routed.arguments = args.to_string();
+        }
+        routed
+    }
+}
+
+type Guarded<T> = Result<T, String>;
+
+/// Polls every future in the same task until all are done; a panic inside one poll ends that
+/// future with `Err(message)` and leaves the others running.
+async fn join_all<'a, T>(
+    futures: Vec<Pin<Box<dyn Future<Output = T> + Send + 'a>>>,
+) -> Vec<Guarded<T>> {
+    let mut slots: Vec<Option<Pin<Box<dyn Future<Output = T> + Send + 'a>>>> =
+        futures.into_iter().map(Some).collect();
+    let mut done: Vec<Option<Guarded<T>>> = (0..slots.len()).map(|_| None).collect();
+    let mut open = slots.len();
+    std::future::poll_fn(move |cx| {
+        for (slot, out) in slots.iter_mut().zip(done.iter_mut()) {
+            let Some(fut) = slot else { continue };
+            let polled = catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx)));
+            let finished = match polled {
+                Ok(Poll::Pending) => continue,
+                Ok(Poll::Ready(value)) => Ok(value),
+                Err(payload) => Err(panic_message(payload.as_ref())),
+            };
+            *out = Some(finished);
+            *slot = None;
+            open -= 1;
+        }
+        if open == 0 {
+            Poll::Ready(done.iter_mut().filter_map(Option::take).collect())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+/// A client path over an async callback: `client_fn(|call| async move { Ok(output_json) })`.
+///
+/// A fire-and-forget call runs the callback on a spawned Tokio task (so the turn does not wait
+/// for it); outside a Tokio runtime it fails as disconnected.
+pub fn client_fn<F, Fut>(f: F) -> ClientFn<F>
+where
+    F: Fn(ClientCall) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<String, ClientFailure>> + Send + 'static,
+{
+    ClientFn(f)
+}
+
+pub struct ClientFn<F>(F);
+
+impl<F> fmt::Debug for ClientFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ClientFn")
+    }
+}
+
+impl<F, Fut> ClientPath for ClientFn<F>
+where
+    F: Fn(ClientCall) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<String, ClientFailure>> + Send + 'static,
+{
+    fn call(&self, call: ClientCall) -> ClientFuture {
+        Box::pin((self.0)(call))
+    }
+
+    fn notify(&self, call: ClientCall) -> Result<(), ClientFailure> {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return Err(ClientFailure::Disconnected);
+        };
+        let fut = (self.0)(call);
+        handle.spawn(async move {
+            // Nobody waits for a fire-and-forget reply; whatever it is, it is dropped.
+            let _ = fut.await;
+        });
+        Ok(())
+    }
+}
+
+/// One client call delivered through a [`ChannelClient`]: answer it by sending the output
+/// (JSON text) on `reply`; dropping `reply` fails the call as disconnected. `reply` is `None` for
+/// fire-and-forget calls.
+#[derive(Debug)]
+pub struct ClientRequest {
+    pub call: ClientCall,
+    pub reply: Option<oneshot::Sender<String>>,
+}
+
+/// A client path over a bounded Tokio channel: the application (for example the task that owns
+/// a browser connection) receives [`ClientRequest`]s and answers them.
+#[derive(Clone, Debug)]
+pub struct ChannelClient {
+    tx: mpsc::Sender<ClientRequest>,
+}
+
+impl ChannelClient {
+    /// A client path and the receiving end; at most `capacity` calls wait in the channel.
+    pub fn new(capacity: usize) -> (ChannelClient, mpsc::Receiver<ClientRequest>) {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        (ChannelClient { tx }, rx)
+    }
+
+    fn send(&self, request: ClientRequest) -> Result<(), ClientFailure> {
+        self.tx.try_send(request).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => {
+                ClientFailure::Rejected("too many client calls are waiting".into())
+            }
+            mpsc::error::TrySendError::Closed(_) => ClientFailure::Disconnected,
+        })
+    }
+}
+
+impl ClientPath for ChannelClient {
+    fn call(&self, call: ClientCall) -> ClientFuture {
+        let (reply, answer) = oneshot::channel();
+        let sent = self.send(ClientRequest {
+            call,
+            reply: Some(reply),
+        });
+        Box::pin(async move {
+            sent?;
+            answer.await.map_err(|_| ClientFailure::Disconnected)
+        })
+    }
+
+    fn notify(&self, call: ClientCall) -> Result<(), ClientFailure> {
+        self.send(ClientRequest { call, reply: None })
+    }
+}
