@@ -1,20 +1,229 @@
-//! The build.rs entry point, in the style of prost-build. (Filled in by the registry work.)
+//! The build.rs entry point, in the style of prost-build:
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() {
+//!     toolc::Builder::new()
+//!         .manifest("../manifests/support.tools.yaml")
+//!         .compile_for_cargo();
+//! }
+//! ```
+//!
+//! (`fn main() -> Result<(), BuildError>` with `.compile()` works as well, prost-style.)
+//!
+//! Each manifest becomes `OUT_DIR/<stem>.rs` (`support.tools.yaml` → `support.rs`), which
+//! `toolc_runtime::include_tools!("support")` pulls in. Files are rewritten only when their content
+//! changes, `cargo::rerun-if-changed` is printed for every file read, and diagnostics are printed
+//! as `cargo::error=` / `cargo::warning=` lines so that cargo shows them cleanly.
 
-use std::path::PathBuf;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::emit::rust::{generate, server_trait_for, RustOptions};
+use crate::output::write_if_changed;
+use crate::Session;
 
 /// Compiles manifests from a build script into Rust modules in `OUT_DIR`.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct Builder {
     manifests: Vec<PathBuf>,
+    out_dir: Option<PathBuf>,
+    runtime_path: String,
+    cargo_directives: bool,
 }
+
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder {
+            manifests: Vec::new(),
+            out_dir: None,
+            runtime_path: RustOptions::default().runtime_path,
+            cargo_directives: true,
+        }
+    }
+}
+
+/// What one compiled manifest produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generated {
+    pub manifest: PathBuf,
+    /// The module name `include_tools!` takes.
+    pub module: String,
+    pub path: PathBuf,
+    /// Whether the file was (re)written; `false` when its content was already up to date.
+    pub written: bool,
+}
+
+/// A failed build: every diagnostic, rendered as text.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BuildError {
+    pub rendered: String,
+}
+
+// `fn main() -> Result<(), BuildError>` prints the error with `Debug`; show the rendered text,
+// not a struct dump.
+impl fmt::Debug for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.rendered.trim_end())
+    }
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.rendered.trim_end())
+    }
+}
+
+impl std::error::Error for BuildError {}
 
 impl Builder {
     pub fn new() -> Builder {
         Builder::default()
     }
 
+    /// Adds a manifest; relative paths are relative to the package (build scripts run there).
     pub fn manifest(mut self, path: impl Into<PathBuf>) -> Builder {
         self.manifests.push(path.into());
         self
     }
+
+    pub fn manifests<P: Into<PathBuf>>(mut self, paths: impl IntoIterator<Item = P>) -> Builder {
+        self.manifests.extend(paths.into_iter().map(Into::into));
+        self
+    }
+
+    /// Where to write the modules; defaults to `$OUT_DIR`.
+    pub fn out_dir(mut self, dir: impl Into<PathBuf>) -> Builder {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// The path through which generated code reaches the runtime (default `::toolc_runtime`),
+    /// for crates that rename or re-export it.
+    pub fn runtime_path(mut self, path: impl Into<String>) -> Builder {
+        self.runtime_path = path.into();
+        self
+    }
+
+    /// Whether to print `cargo::` directives (default `true`; turn off outside build scripts).
+    pub fn cargo_directives(mut self, on: bool) -> Builder {
+        self.cargo_directives = on;
+        self
+    }
+
+    /// Compiles every manifest. Each is checked on its own (each becomes its own module), and
+    /// all problems of all manifests are reported before failing.
+    pub fn compile(self) -> Result<(), BuildError> {
+        self.compile_report().map(|_| ())
+    }
+
+    /// For `fn main()` of a build script: compiles, and on failure leaves the failing to cargo,
+    /// which prints the `cargo::error=` lines cleanly and fails the build once the script exits.
+    /// (`compile()?` fails it too, but cargo then also dumps the script's whole output.)
+    pub fn compile_for_cargo(self) {
+        let cargo_directives = self.cargo_directives;
+        if let Err(e) = self.compile() {
+            if !cargo_directives {
+                eprintln!("{e}");
+            }
+        }
+    }
+
+    /// Like [`Builder::compile`], returning what was generated.
+    pub fn compile_report(self) -> Result<Vec<Generated>, BuildError> {
+        let out_dir = match self.out_dir.clone().or_else(|| std::env::var_os("OUT_DIR").map(PathBuf::from)) {
+            Some(dir) => dir,
+            None => {
+                return Err(self.fail(
+                    "error: OUT_DIR is not set: call toolc::Builder from a build script, or set `.out_dir(...)`\n"
+                        .to_owned(),
+                ))
+            }
+        };
+        let mut rendered = String::new();
+        let mut generated = Vec::new();
+        let mut modules: Vec<(String, &Path)> = Vec::new();
+        for manifest in &self.manifests {
+            if self.cargo_directives {
+                println!("cargo::rerun-if-changed={}", manifest.display());
+            }
+            let module = module_name(manifest);
+            if let Some((_, first)) = modules.iter().find(|(m, _)| *m == module) {
+                rendered.push_str(&format!(
+                    "error: `{}` and `{}` would both be written to `{module}.rs`: rename one of them\n",
+                    first.display(),
+                    manifest.display()
+                ));
+                continue;
+            }
+            modules.push((module.clone(), manifest));
+            let mut session = Session::new();
+            if let Err(e) = session.add_path(manifest) {
+                rendered.push_str(&format!(
+                    "error: cannot read manifest `{}`: {e}\n",
+                    manifest.display()
+                ));
+                continue;
+            }
+            let ir = session.check();
+            let text = session.render(false);
+            match ir {
+                Some(ir) => {
+                    if !text.trim().is_empty() && self.cargo_directives {
+                        for line in text.lines() {
+                            println!("cargo::warning={line}");
+                        }
+                    }
+                    let options = RustOptions {
+                        runtime_path: self.runtime_path.clone(),
+                        server_trait: server_trait_for(&module),
+                        source: Some(manifest.display().to_string().replace('\\', "/")),
+                    };
+                    let code = generate(&ir, &options);
+                    let path = out_dir.join(format!("{module}.rs"));
+                    match write_if_changed(&path, &code) {
+                        Ok(written) => generated.push(Generated {
+                            manifest: manifest.clone(),
+                            module,
+                            path,
+                            written,
+                        }),
+                        Err(e) => rendered.push_str(&format!(
+                            "error: cannot write `{}`: {e}\n",
+                            path.display()
+                        )),
+                    }
+                }
+                None => rendered.push_str(&text),
+            }
+        }
+        if rendered.is_empty() {
+            Ok(generated)
+        } else {
+            Err(self.fail(rendered))
+        }
+    }
+
+    fn fail(&self, rendered: String) -> BuildError {
+        if self.cargo_directives {
+            // One directive per line: cargo shows each as `error: <line>` and fails the build.
+            for line in rendered.lines() {
+                println!("cargo::error={line}");
+            }
+        }
+        BuildError { rendered }
+    }
+}
+
+/// `manifests/support.tools.yaml` → `support`; also strips `.yaml`/`.yml` alone.
+pub fn module_name(manifest: &Path) -> String {
+    let file = manifest
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = [".tools.yaml", ".tools.yml", ".yaml", ".yml"]
+        .iter()
+        .find_map(|ext| file.strip_suffix(ext))
+        .unwrap_or(&file);
+    crate::ident::snake_case(stem)
 }

@@ -1,0 +1,112 @@
+//! Calls through the registry generated from `manifests/support.tools.yaml`.
+
+use build_script_example::support::{self, GetOrderStatus, GetOrderStatusArgs, SearchHelpArticles};
+use build_script_example::SupportDesk;
+use serde_json::{json, Value};
+use toolc_runtime::{CallErrorKind, Location, Registry, Tool};
+
+fn registry() -> Registry {
+    support::registry(SupportDesk::new()).expect("the generated registry satisfies the location rule")
+}
+
+async fn call(registry: &Registry, name: &str, args: &str) -> Value {
+    let text = registry.call(name, args).await.expect("call succeeds");
+    serde_json::from_str(&text).expect("the result is JSON text")
+}
+
+#[tokio::test]
+async fn search_returns_ranked_articles_with_the_default_limit() {
+    let r = registry();
+    let out = call(&r, "search_help_articles", r#"{"query":"how do I return an order"}"#).await;
+    let articles = out["articles"].as_array().unwrap();
+    // `limit` defaults to 3 (from the manifest) when the model leaves it out.
+    assert_eq!(articles.len(), 3);
+    assert_eq!(articles[0]["id"], "kb-202", "{out}");
+    let out = call(&r, "search_help_articles", r#"{"query":"invoice","limit":1}"#).await;
+    assert_eq!(out, json!({"articles": [{
+        "id": "kb-302",
+        "title": "Download an invoice",
+        "summary": "Every order has a PDF invoice under Orders, then Details, then Invoice.",
+        "section": "billing-invoices"
+    }]}));
+}
+
+#[tokio::test]
+async fn order_status_known_and_unknown() {
+    let r = registry();
+    let out = call(&r, "get_order_status", r#"{"order_number":"AB-123456"}"#).await;
+    assert_eq!(out, json!({"status": "shipped", "eta": "2026-05-14"}));
+    // A required nullable output is written as null, not left out.
+    let out = call(&r, "get_order_status", r#"{"order_number":"CD-654321"}"#).await;
+    assert_eq!(out, json!({"status": "delivered", "eta": null}));
+
+    let err = r
+        .call("get_order_status", r#"{"order_number":"ZZ-000000"}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), CallErrorKind::ToolFailed);
+    assert_eq!(err.code(), Some("order_not_found"));
+    let model: Value = serde_json::from_str(&err.model_text()).unwrap();
+    assert_eq!(model["error"]["kind"], "tool_failed");
+    assert!(model["error"]["message"].as_str().unwrap().contains("ZZ-000000"));
+}
+
+#[tokio::test]
+async fn invalid_arguments_never_reach_the_executor() {
+    let r = registry();
+    let err = r
+        .call("get_order_status", r#"{"order_number":"123"}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), CallErrorKind::InvalidArguments);
+    assert_eq!(err.violations()[0].pointer, "/order_number");
+    let err = r
+        .call("search_help_articles", r#"{"query":"x","limit":11,"extra":true}"#)
+        .await
+        .unwrap_err();
+    let pointers: Vec<&str> = err.violations().iter().map(|v| v.pointer.as_str()).collect();
+    assert!(pointers.contains(&"/limit"), "{pointers:?}");
+    assert_eq!(err.violations().len(), 2, "{err}");
+}
+
+#[tokio::test]
+async fn client_tools_are_declared_but_not_executable_on_the_server() {
+    let r = registry();
+    assert_eq!(r.len(), 6);
+    assert_eq!(r.location("highlight_element"), Some(Location::Client));
+    let err = r
+        .call("highlight_element", r#"{"selector":".help-link"}"#)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), CallErrorKind::ClientTool);
+    // A dispatcher validates client calls before forwarding them to the browser.
+    let args = r
+        .validate_arguments("highlight_element", r#"{"selector":".help-link"}"#)
+        .unwrap();
+    assert_eq!(args, json!({"selector": ".help-link"}));
+    assert!(r.validate_arguments("highlight_element", r#"{"color":"red"}"#).is_err());
+    // And checks the browser's result against `returns`.
+    assert!(r.check_output("highlight_element", &json!({"found": true})).is_ok());
+    assert!(r.check_output("highlight_element", &json!({"found": "yes"})).is_err());
+}
+
+#[tokio::test]
+async fn typed_calls_and_definitions() {
+    let r = registry();
+    let out = r
+        .call_typed::<GetOrderStatus>(&GetOrderStatusArgs {
+            order_number: "GH-777777".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.eta.as_deref(), Some("2026-05-16"));
+    assert_eq!(SearchHelpArticles::NAME, "search_help_articles");
+    assert_eq!(SearchHelpArticles::LOCATION, Location::Server);
+    // The generated definitions are exactly what the compiler reads from the manifest.
+    let specs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../manifests/support.tools.yaml");
+    let loaded = toolc_runtime::load_definitions([specs]).unwrap();
+    assert_eq!(support::definitions(), loaded);
+    assert_eq!(r.timeout("get_order_status"), Some(std::time::Duration::from_secs(3)));
+    // `fill_form_field` has no timeout of its own: client tools get the 10 s default.
+    assert_eq!(r.timeout("fill_form_field"), Some(std::time::Duration::from_secs(10)));
+}
