@@ -11,6 +11,7 @@ pub mod chat;
 pub mod dispatch;
 pub mod error;
 pub mod executor;
+pub mod markers;
 pub mod registry;
 pub mod tool;
 

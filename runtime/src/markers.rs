@@ -142,9 +142,7 @@ impl MarkerError {
             MarkerError::Malformed { name, .. }
             | MarkerError::TooLong { name, .. }
             | MarkerError::Unterminated { name } => name.as_deref(),
-            MarkerError::InvalidJson { name, .. } | MarkerError::UnknownTool { name } => {
-                Some(name)
-            }
+            MarkerError::InvalidJson { name, .. } | MarkerError::UnknownTool { name } => Some(name),
         }
     }
 }
@@ -612,7 +610,10 @@ impl MarkerScanner {
                     self.json.push(b);
                     self.grammar = Grammar::Json;
                 } else if !b.is_ascii_whitespace() {
-                    self.malformed("the arguments must be a JSON object starting with `{`", sink);
+                    self.malformed(
+                        "the arguments must be a JSON object starting with `{`",
+                        sink,
+                    );
                 }
             }
             Grammar::Json => {
@@ -717,11 +718,14 @@ impl MarkerScanner {
                     self.carry.len = have + take;
                     return;
                 }
-                Err(_) => {
-                    // The carried prefix was valid, so the byte after it is the bad one: drop
-                    // the prefix and read that byte again as the start of new text.
+                Err(e) => {
+                    // One replacement for the longest valid prefix, which may run from the
+                    // carry into `rest` (as `from_utf8_lossy` would do on the joined bytes);
+                    // the byte after it starts new text.
                     sink(MarkerEvent::Text(REPLACEMENT));
                     self.carry.len = 0;
+                    let bad = e.error_len().unwrap_or(have).max(have);
+                    rest = &rest[(bad - have).min(take)..];
                 }
             }
         }

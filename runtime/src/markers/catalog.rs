@@ -104,14 +104,32 @@ fn render_fields(out: &mut String, schema: &Value, root: &Value, indent: usize, 
         }
         out.push('\n');
         if depth + 1 < MAX_DEPTH {
-            if properties(target).is_some_and(|p| !p.is_empty()) {
-                render_fields(out, target, root, indent + 2, depth + 1);
-            } else if let Some(items) = target.get("items") {
-                let items = resolve(items, root, depth + 1);
-                if properties(items).is_some_and(|p| !p.is_empty()) {
-                    let _ = writeln!(out, "{:w$}each item has:", "", w = indent + 2);
-                    render_fields(out, items, root, indent + 4, depth + 2);
-                }
+            render_nested(out, target, root, indent + 2, depth + 1);
+        }
+    }
+}
+
+/// The fields of a property's object value, of its array items, or of the object alternatives
+/// of an `anyOf`/`oneOf`, below the property's bullet.
+fn render_nested(out: &mut String, target: &Value, root: &Value, indent: usize, depth: usize) {
+    let has_fields = |s: &Value| properties(s).is_some_and(|p| !p.is_empty());
+    if has_fields(target) {
+        render_fields(out, target, root, indent, depth);
+    } else if let Some(items) = target.get("items") {
+        let items = resolve(items, root, depth);
+        if has_fields(items) {
+            let _ = writeln!(out, "{:indent$}each item has:", "");
+            render_fields(out, items, root, indent + 2, depth + 1);
+        }
+    } else {
+        let alternatives = ["anyOf", "oneOf"]
+            .iter()
+            .find_map(|k| target.get(*k).and_then(Value::as_array));
+        for alternative in alternatives.into_iter().flatten() {
+            let alternative = resolve(alternative, root, depth);
+            if has_fields(alternative) {
+                let _ = writeln!(out, "{:indent$}as an object, it has:", "");
+                render_fields(out, alternative, root, indent + 2, depth + 1);
             }
         }
     }

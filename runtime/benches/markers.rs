@@ -1,0 +1,139 @@
+//! Marker scanner throughput against a plain `memchr::memmem` search for `<<<` over the same
+//! bytes, in the same run.
+//!
+//! `cargo bench -p toolc-runtime --bench markers -- --warm-up-time 1 --measurement-time 3`
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use toolc_runtime::markers::{MarkerEvent, MarkerScanner, MarkerTag};
+
+const SIZE: usize = 1 << 20;
+const MARKER_EVERY: usize = 4096;
+
+/// Prose-like text with some multi-byte characters and no `<`.
+fn prose(len: usize) -> String {
+    let words = [
+        "the",
+        "order",
+        "shipped",
+        "yesterday",
+        "and",
+        "should",
+        "arrive",
+        "café",
+        "soon",
+        "—",
+        "please",
+        "check",
+        "your",
+        "email",
+        "for",
+        "tracking",
+        "details.",
+        "Größe",
+        "42,",
+        "colour",
+        "blue;",
+        "price",
+        "€19.99",
+        "(incl.",
+        "VAT)",
+        "🙂",
+        "\n",
+    ];
+    let mut out = String::with_capacity(len + 16);
+    let mut i = 0u64;
+    while out.len() < len {
+        // A fixed LCG keeps the text identical between runs without a rand dependency.
+        i = i
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        out.push_str(words[(i >> 33) as usize % words.len()]);
+        out.push(' ');
+    }
+    out
+}
+
+fn with_markers(tag: &MarkerTag, len: usize) -> String {
+    let marker = tag.render_call(
+        "search_products",
+        r#"{"query":"running shoes >>> trail","filters":{"category":"shoes","price":{"min":0,"max":120}},"page_size":10}"#,
+    );
+    let mut out = String::with_capacity(len + marker.len());
+    let text = prose(MARKER_EVERY);
+    while out.len() < len {
+        let room = MARKER_EVERY - marker.len();
+        let mut cut = room.min(text.len());
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.push_str(&text[..cut]);
+        out.push_str(&marker);
+    }
+    out
+}
+
+/// Feeds `input` in `chunk`-byte pieces (split anywhere, as a model's deltas are) and counts
+/// what comes out, so that the work cannot be optimised away.
+fn scan_bytes(scanner: &mut MarkerScanner, input: &[u8], chunk: usize) -> (usize, usize) {
+    let mut text = 0;
+    let mut calls = 0;
+    let mut sink = |e: MarkerEvent<'_>| match e {
+        MarkerEvent::Text(t) => text += t.len(),
+        MarkerEvent::Call(_) => calls += 1,
+        MarkerEvent::Error(_) => calls += 1_000_000,
+    };
+    for piece in input.chunks(chunk) {
+        scanner.feed(piece, &mut sink);
+    }
+    scanner.finish(&mut sink);
+    (text, calls)
+}
+
+fn scan_str(scanner: &mut MarkerScanner, input: &str) -> (usize, usize) {
+    let mut text = 0;
+    let mut calls = 0;
+    let mut sink = |e: MarkerEvent<'_>| match e {
+        MarkerEvent::Text(t) => text += t.len(),
+        MarkerEvent::Call(_) => calls += 1,
+        MarkerEvent::Error(_) => calls += 1_000_000,
+    };
+    scanner.feed_str(input, &mut sink);
+    scanner.finish(&mut sink);
+    (text, calls)
+}
+
+fn bench(c: &mut Criterion) {
+    let tag = MarkerTag::new("APIPILOT_CALL").unwrap();
+    let inputs = [
+        ("marker_free", prose(SIZE)),
+        ("marker_every_4KiB", with_markers(&tag, SIZE)),
+    ];
+    let finder = memchr::memmem::Finder::new(b"<<<");
+    for (label, input) in &inputs {
+        let mut scanner = MarkerScanner::new(tag.clone());
+        // Sanity: the scanner finds exactly the markers that were put in.
+        let (_, calls) = scan_str(&mut scanner, input);
+        assert_eq!(calls, finder.find_iter(input.as_bytes()).count());
+
+        let mut group = c.benchmark_group(format!("markers/{label}"));
+        group.throughput(Throughput::Bytes(input.len() as u64));
+        group.bench_function("memmem_baseline", |b| {
+            b.iter(|| finder.find_iter(black_box(input.as_bytes())).count())
+        });
+        group.bench_function("scanner_str_whole", |b| {
+            b.iter(|| scan_str(&mut scanner, black_box(input)))
+        });
+        group.bench_function("scanner_bytes_whole", |b| {
+            b.iter(|| scan_bytes(&mut scanner, black_box(input.as_bytes()), input.len()))
+        });
+        group.bench_function("scanner_bytes_64B_deltas", |b| {
+            b.iter(|| scan_bytes(&mut scanner, black_box(input.as_bytes()), 64))
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
