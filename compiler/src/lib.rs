@@ -9,6 +9,7 @@ pub mod checks;
 pub mod definition;
 pub mod diagnostic;
 pub mod emit;
+pub mod fn_tools;
 pub mod ident;
 pub mod ir;
 pub mod manifest;

@@ -11,6 +11,8 @@ pub mod chat;
 pub mod dispatch;
 pub mod error;
 pub mod executor;
+#[doc(hidden)]
+pub mod macro_support;
 pub mod markers;
 pub mod registry;
 pub mod tool;
@@ -21,6 +23,8 @@ pub use error::{CallError, CallErrorKind, RegistryError, ToolError, Violation};
 pub use executor::{executor_fn, typed_executor, Executor, ToolFuture};
 pub use registry::{Registry, RegistryBuilder};
 pub use tool::Tool;
+/// `#[tool]` derives a tool from a fn signature; `tools![...]` assembles a registry builder.
+pub use toolc_macros::{tool, tools};
 pub use toolc::definition::{Location, ToolDefinition, DEFAULT_CLIENT_TIMEOUT};
 
 /// Includes the Rust module that `toolc::Builder` wrote to `OUT_DIR` for a manifest:
@@ -82,6 +86,8 @@ fn finish(mut session: toolc::Session) -> Result<Vec<ToolDefinition>, LoadError>
 /// What generated code reaches through one path, so users depend on `toolc-runtime` alone.
 #[doc(hidden)]
 pub mod __private {
+    /// What `#[tool]` and `tools!` expand to.
+    pub use crate::macro_support as fns;
     pub use serde;
     pub use serde_json;
     pub use std;

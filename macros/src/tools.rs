@@ -1,0 +1,142 @@
+//! `tools![...]`: a `RegistryBuilder` from `#[tool]` fns, optionally checked against a manifest.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::Token;
+
+use crate::common::{self, Errors};
+
+struct Input {
+    manifest: Option<syn::LitStr>,
+    krate: Option<syn::Path>,
+    items: Punctuated<syn::Path, Token![,]>,
+}
+
+impl Parse for Input {
+    fn parse(input: ParseStream) -> syn::Result<Input> {
+        let mut manifest = None;
+        let mut krate = None;
+        // Options come first, as `key = value` pairs ended by `;`.
+        let has_options =
+            (input.peek(syn::Ident) || input.peek(Token![crate])) && input.peek2(Token![=]);
+        if has_options {
+            loop {
+                if input.peek(Token![crate]) {
+                    input.parse::<Token![crate]>()?;
+                    input.parse::<Token![=]>()?;
+                    krate = Some(if input.peek(syn::LitStr) {
+                        input.parse::<syn::LitStr>()?.parse()?
+                    } else {
+                        input.parse()?
+                    });
+                } else {
+                    let key: syn::Ident = input.parse()?;
+                    input.parse::<Token![=]>()?;
+                    if key == "manifest" {
+                        manifest = Some(input.parse()?);
+                    } else {
+                        return Err(syn::Error::new(
+                            key.span(),
+                            "unknown `tools!` option; the options are `manifest = \"path\"` and `crate = path`, followed by `;` and the list of `#[tool]` fns",
+                        ));
+                    }
+                }
+                if input.peek(Token![;]) {
+                    input.parse::<Token![;]>()?;
+                    break;
+                }
+                input.parse::<Token![,]>()?;
+            }
+        }
+        let items = Punctuated::parse_terminated(input)?;
+        Ok(Input {
+            manifest,
+            krate,
+            items,
+        })
+    }
+}
+
+pub fn expand(input: TokenStream) -> TokenStream {
+    let input: Input = match syn::parse2(input) {
+        Ok(input) => input,
+        Err(e) => return e.to_compile_error(),
+    };
+    let mut errors = Errors::default();
+    let krate = input.krate.clone().unwrap_or_else(common::default_crate);
+    let fns = quote!(#krate::__private::fns);
+    let items: Vec<&syn::Path> = input.items.iter().collect();
+    for (i, item) in items.iter().enumerate() {
+        if items[..i].iter().any(|earlier| earlier == item) {
+            errors.on(item, "this tool is listed twice; remove one");
+        }
+    }
+    let bound = input
+        .manifest
+        .as_ref()
+        .and_then(|lit| common::load_manifest(lit, &mut errors));
+    if !errors.is_empty() {
+        return errors.into_compile_errors();
+    }
+
+    let Some(bound) = bound else {
+        let adds = items.iter().map(
+            |item| quote_spanned!(item.span()=> let __builder = #fns::add::<#item>(__builder);),
+        );
+        return quote! {{
+            let __builder = #fns::RegistryBuilder::default();
+            #(#adds)*
+            __builder
+        }};
+    };
+
+    let written = input
+        .manifest
+        .as_ref()
+        .map(syn::LitStr::value)
+        .unwrap_or_default();
+    let lit_span = input
+        .manifest
+        .as_ref()
+        .map_or(Span::call_site(), syn::LitStr::span);
+    let absolute = &bound.absolute;
+    // Each listed tool must be bound to this manifest, so that its signature was checked
+    // against the same tool the registry will declare.
+    let bound_checks = items.iter().map(|item| {
+        let shown = quote!(#item).to_string().replace(' ', "");
+        let text = format!(
+            "toolc: `{shown}` is listed in a `tools!` bound to `{written}`, but its #[tool] is not bound to that manifest\n= help: write `#[tool(manifest = \"{written}\")]` on `{shown}` so that its signature is checked against the manifest"
+        );
+        quote_spanned! {item.span()=>
+            const _: () = ::core::assert!(#fns::str_eq(<#item as #fns::ToolFn>::MANIFEST, #absolute), #text);
+        }
+    });
+    // Every server tool of the manifest needs one listed executor.
+    let server_checks = bound.manifest.server_tools().into_iter().map(|(name, place)| {
+        let text = format!(
+            "toolc: server tool `{name}` ({place}) has no executor in this `tools!` list\n= help: write `#[tool(manifest = \"{written}\")] async fn {name}(...) {{ ... }}` and add `{name}` to the list, or change its `location` to `client` in {place}"
+        );
+        let any = items.iter().map(|item| {
+            quote!(#fns::str_eq(<#item as #fns::ToolFn>::NAME, #name))
+        });
+        quote_spanned! {lit_span=>
+            const _: () = ::core::assert!(false #(|| #any)*, #text);
+        }
+    });
+    let definitions = bound.manifest.definitions_json();
+    let adds = items.iter().map(|item| {
+        quote_spanned!(item.span()=> let __builder = #fns::add_executor::<#item>(__builder);)
+    });
+    quote! {{
+        const _: &[u8] = ::core::include_bytes!(#absolute);
+        #(#bound_checks)*
+        #(#server_checks)*
+        let __builder = #fns::RegistryBuilder::default()
+            .definitions(#fns::definitions_from_json(#definitions));
+        #(#adds)*
+        __builder
+    }}
+}
