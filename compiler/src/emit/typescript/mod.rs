@@ -16,8 +16,8 @@ use crate::definition::{Location, ToolDefinition};
 use crate::ident::pascal_case;
 use crate::ir::Ir;
 
-pub use types::{Mapper, TsType};
 use types::{doc_comment, property_name, push_indent};
+pub use types::{Mapper, TsType};
 
 /// The code that is the same in every `tools.ts`: the dispatcher and its helpers.
 const DISPATCHER: &str = include_str!("dispatcher.ts");
@@ -110,7 +110,12 @@ pub fn stubs_importing(ir: &Ir, import_path: &str) -> Vec<(String, String)> {
         .iter()
         .zip(&names)
         .filter(|(tool, _)| tool.def.location == Location::Client)
-        .map(|(tool, names)| (format!("{}.ts", tool.def.name), stub(&tool.def, names, import_path)))
+        .map(|(tool, names)| {
+            (
+                format!("{}.ts", tool.def.name),
+                stub(&tool.def, names, import_path),
+            )
+        })
         .collect()
 }
 
@@ -284,7 +289,9 @@ fn defs(root: &Value, root_name: &str, names: &BTreeMap<String, String>, out: &m
 
 /// A union of string literals, or `never` for none.
 fn literal_union<'a>(names: impl Iterator<Item = &'a str>) -> String {
-    let parts: Vec<String> = names.map(|n| Value::String(n.to_owned()).to_string()).collect();
+    let parts: Vec<String> = names
+        .map(|n| Value::String(n.to_owned()).to_string())
+        .collect();
     if parts.is_empty() {
         "never".to_owned()
     } else {
@@ -414,11 +421,7 @@ fn handlers(ir: &Ir, names: &[ToolNames], out: &mut String) {
     } else {
         client.join(", ")
     };
-    let _ = writeln!(
-        out,
-        "const CLIENT_TOOL_LIST = {};\n",
-        Value::String(list)
-    );
+    let _ = writeln!(out, "const CLIENT_TOOL_LIST = {};\n", Value::String(list));
     out.push_str(
         "/**\n\
          \x20* One handler for every client tool, and none for server tools: a missing handler, a\n\
@@ -432,7 +435,9 @@ fn handlers(ir: &Ir, names: &[ToolNames], out: &mut String) {
             Location::Client => {
                 let mut doc = def.description.clone();
                 if !def.wait_for_response {
-                    doc.push_str("\n\nFire-and-forget: the model does not wait, and the result is not sent.");
+                    doc.push_str(
+                        "\n\nFire-and-forget: the model does not wait, and the result is not sent.",
+                    );
                 }
                 doc_comment(&doc, 2, out);
                 push_indent(2, out);
@@ -448,7 +453,10 @@ fn handlers(ir: &Ir, names: &[ToolNames], out: &mut String) {
                 // `?: never` also rejects a server handler that arrives through a variable,
                 // where excess-property checks do not apply.
                 doc_comment(
-                    &format!("`{}` is a server tool: the page must not handle it.", def.name),
+                    &format!(
+                        "`{}` is a server tool: the page must not handle it.",
+                        def.name
+                    ),
                     2,
                     out,
                 );

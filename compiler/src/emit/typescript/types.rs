@@ -375,7 +375,7 @@ impl Mapper<'_> {
         } else if let Some(values) = object.get("enum").and_then(Value::as_array) {
             Some(TsType::union(values.iter().map(TsType::of_value)))
         } else {
-            self.from_type(object, depth)
+            self.typed(object, depth)
         };
         if object.get("nullable") == Some(&Value::Bool(true)) {
             base = base.map(|b| TsType::union([b, TsType::Null]));
@@ -396,7 +396,7 @@ impl Mapper<'_> {
     }
 
     /// The type from `type` (or implied by object/array keywords); `None` when unconstrained.
-    fn from_type(&self, object: &Map<String, Value>, depth: usize) -> Option<TsType> {
+    fn typed(&self, object: &Map<String, Value>, depth: usize) -> Option<TsType> {
         let names: Vec<&str> = match object.get("type") {
             Some(Value::String(name)) => vec![name.as_str()],
             Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
@@ -572,7 +572,10 @@ mod tests {
         assert_eq!(ts(json!({"type": "string"})), "string");
         assert_eq!(ts(json!({"type": "integer"})), "number");
         assert_eq!(ts(json!({"type": ["string", "null"]})), "string | null");
-        assert_eq!(ts(json!({"type": "string", "nullable": true})), "string | null");
+        assert_eq!(
+            ts(json!({"type": "string", "nullable": true})),
+            "string | null"
+        );
         assert_eq!(ts(json!({"enum": ["a", "b\"c"]})), "\"a\" | \"b\\\"c\"");
         assert_eq!(ts(json!({"const": 3})), "3");
         assert_eq!(ts(json!({})), "unknown");
@@ -596,7 +599,9 @@ mod tests {
         );
         assert_eq!(ts(json!({"type": "array"})), "unknown[]");
         assert_eq!(
-            ts(json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "number"}], "minItems": 1, "items": false})),
+            ts(
+                json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "number"}], "minItems": 1, "items": false})
+            ),
             "[string, number?]"
         );
     }
@@ -604,13 +609,12 @@ mod tests {
     #[test]
     fn objects() {
         assert_eq!(
-            ts(json!({"type": "object", "properties": {"a b": {"type": "string", "description": "x */ y"}, "c": {"$ref": "#/$defs/Item"}}, "required": ["c"], "additionalProperties": false})),
+            ts(
+                json!({"type": "object", "properties": {"a b": {"type": "string", "description": "x */ y"}, "c": {"$ref": "#/$defs/Item"}}, "required": ["c"], "additionalProperties": false})
+            ),
             "{\n  /** x *\\/ y */\n  \"a b\"?: string;\n  c: ToolItem;\n}"
         );
-        assert_eq!(
-            ts(json!({"type": "object"})),
-            "{ [key: string]: unknown }"
-        );
+        assert_eq!(ts(json!({"type": "object"})), "{ [key: string]: unknown }");
         assert_eq!(
             ts(json!({"type": "object", "additionalProperties": {"type": "number"}})),
             "{ [key: string]: number }"
@@ -624,16 +628,22 @@ mod tests {
     #[test]
     fn references() {
         assert_eq!(
-            ts(json!({"type": "object", "properties": {"next": {"$ref": "#"}}, "additionalProperties": false})),
+            ts(
+                json!({"type": "object", "properties": {"next": {"$ref": "#"}}, "additionalProperties": false})
+            ),
             "{\n  next?: ToolArgs;\n}"
         );
         assert_eq!(
-            ts(json!({"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"$ref": "#/properties/a"}}, "additionalProperties": false})),
+            ts(
+                json!({"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"$ref": "#/properties/a"}}, "additionalProperties": false})
+            ),
             "{\n  a?: boolean;\n  b?: boolean;\n}"
         );
         // A pointer cycle that never reaches a named type stops at the depth limit.
         assert_eq!(
-            ts(json!({"type": "object", "properties": {"a": {"$ref": "#/properties/a"}}, "additionalProperties": false})),
+            ts(
+                json!({"type": "object", "properties": {"a": {"$ref": "#/properties/a"}}, "additionalProperties": false})
+            ),
             "{\n  a?: unknown;\n}"
         );
         assert_eq!(def_key("/$defs/A~1B").as_deref(), Some("$defs/A/B"));
