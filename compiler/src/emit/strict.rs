@@ -83,7 +83,7 @@ impl StrictIssue {
     /// What the author can change to get strict mode.
     pub fn fix(&self) -> String {
         match self.keyword.as_str() {
-            "minLength" | "maxLength" => "remove the length limit (say it in `description`; arguments are still checked against the manifest at run time)".into(),
+            "minLength" | "maxLength" => "remove the length limit and state it in `description`".into(),
             "oneOf" => "use `anyOf` when the alternatives cannot both match".into(),
             "allOf" => "merge the `allOf` members into one schema".into(),
             "additionalProperties" => "declare every key under `properties` and set `additionalProperties: false`".into(),
@@ -111,7 +111,7 @@ pub fn to_strict(schema: &Value) -> Result<Value, Vec<StrictIssue>> {
                 cx.issue(
                     "",
                     key,
-                    "is not allowed at the root: strict mode needs a plain object",
+                    "is not allowed: in strict mode the root is a plain object",
                 );
             }
         }
@@ -286,9 +286,20 @@ impl Strict<'_> {
         if !notes.is_empty() {
             append_description(&mut out, &notes.join(" "));
         }
-        let untyped = !["type", "$ref", "anyOf", "enum", "const"]
-            .iter()
-            .any(|k| map.contains_key(*k));
+        // Keywords that already constrain the type, or were reported above.
+        let untyped = ![
+            "type",
+            "$ref",
+            "anyOf",
+            "oneOf",
+            "allOf",
+            "not",
+            "enum",
+            "const",
+            "properties",
+        ]
+        .iter()
+        .any(|k| map.contains_key(*k));
         if untyped {
             self.issue(
                 pointer,
@@ -297,6 +308,10 @@ impl Strict<'_> {
             );
         }
         if is_object {
+            // `properties` without `type` is meant as an object; strict mode wants it said.
+            if !out.contains_key("type") {
+                out.insert("type".into(), "object".into());
+            }
             self.close_object(map, &mut out, pointer);
         }
         if out.contains_key("$ref") && out.len() > 1 {

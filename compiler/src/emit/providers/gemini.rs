@@ -300,10 +300,39 @@ impl<'a> Lowering<'a> {
                         out.insert("items".into(), Value::Object(lowered));
                     }
                 }
+                "anyOf" | "oneOf" if self.depth == 1 => {
+                    // `parameters` must be one OBJECT: the alternatives' properties become
+                    // optional properties of the root, as for Anthropic.
+                    let branches = value.as_array().map(Vec::as_slice).unwrap_or_default();
+                    for (i, branch) in branches.iter().enumerate() {
+                        if constraint_only(branch, self.root) {
+                            continue;
+                        }
+                        let Some(Value::Object(props)) = self
+                            .lower(branch, &format!("{here}/{i}"))
+                            .and_then(|mut m| m.shift_remove("properties"))
+                        else {
+                            continue;
+                        };
+                        let entry = out
+                            .entry("properties")
+                            .or_insert_with(|| Value::Object(Map::new()));
+                        if let Value::Object(mine) = entry {
+                            for (name, sub) in props {
+                                mine.entry(name).or_insert(sub);
+                            }
+                        }
+                    }
+                    self.unsupported(pointer, key, "is at the root, and Gemini's `parameters` must be a single object", "the alternatives' properties are declared as optional properties and the rule that one alternative must match is dropped");
+                }
                 "anyOf" | "oneOf" => {
                     let Some(branches) = value.as_array() else {
                         continue;
                     };
+                    if branches.iter().all(|b| constraint_only(b, self.root)) {
+                        self.unsupported(pointer, key, "only requires different properties in each alternative, which Gemini cannot say", "the rule is dropped");
+                        continue;
+                    }
                     let mut lowered = Vec::new();
                     for (i, branch) in branches.iter().enumerate() {
                         if is_null_only(branch, self.root) {
@@ -449,6 +478,10 @@ impl<'a> Lowering<'a> {
             && !has_properties(&out)
             && self.depth > 1
         {
+            // One warning per object: a dropped `patternProperties` already explains it.
+            if self.issues.iter().any(|i| i.pointer == pointer) {
+                return None;
+            }
             self.unsupported(
                 pointer,
                 "properties",
@@ -576,6 +609,30 @@ fn text(value: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
+}
+
+/// An alternative that only adds assertions about its parent object (`{required: [a]}`), with
+/// no type or properties of its own.
+fn constraint_only(schema: &Value, root: &Value) -> bool {
+    let schema = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| resolve_ref(root, r))
+        .unwrap_or(schema);
+    schema.as_object().is_some_and(|m| {
+        !m.is_empty()
+            && m.keys().all(|k| {
+                matches!(
+                    k.as_str(),
+                    "required"
+                        | "minProperties"
+                        | "maxProperties"
+                        | "description"
+                        | "title"
+                        | "not"
+                )
+            })
+    })
 }
 
 /// A schema that accepts only `null` (`{type: null}`, `{const: null}`, `{enum: [null]}`).

@@ -262,11 +262,14 @@ fn warn_strict(ir: &Ir, strict: &StrictOutcomes, providers: &[Provider], diags: 
     }
 }
 
-/// The most precise span for a keyword of the parameters schema: the keyword's value, else the
+/// The most precise span for a keyword of the parameters schema: the keyword itself, else the
 /// schema that holds it, else the `parameters` node. Tools without a manifest have none.
 fn parameters_span(tool: &IrTool, pointer: &str, keyword: Option<&str>) -> Option<Span> {
-    let keyword_span = keyword
-        .and_then(|k| tool.parameters_span(&format!("{pointer}/{}", strict::escape_pointer(k))));
+    let keyword_span = keyword.and_then(|k| {
+        let node = tool.origin.parameters.as_ref()?;
+        let (key, value) = node.pointer(&format!("{pointer}/{}", strict::escape_pointer(k)))?;
+        Some(key.map_or(value.span, |key| key.span))
+    });
     keyword_span
         .or_else(|| tool.parameters_span(pointer))
         .or_else(|| tool.parameters_span(""))

@@ -1,0 +1,41 @@
+//! Snapshots of every provider file for every manifest in `manifests/`, and of the warnings the
+//! lowering gives for it. A new manifest gets new snapshots; review them with `cargo insta review`.
+
+use std::path::{Path, PathBuf};
+
+use toolc::emit::providers::{self, Provider};
+use toolc::Session;
+
+fn manifests() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("manifests/ exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with(".tools.yaml"))
+        .collect();
+    found.sort();
+    assert!(!found.is_empty(), "no manifests found");
+    found
+}
+
+#[test]
+fn provider_files_match_their_snapshots() {
+    for path in manifests() {
+        let file_name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let stem = file_name.trim_end_matches(".tools.yaml");
+        let mut session = Session::new();
+        // The name shown in warnings is repo-relative, so snapshots do not depend on the checkout.
+        session.add_manifest(
+            &format!("manifests/{file_name}"),
+            &std::fs::read(&path).unwrap(),
+        );
+        let ir = session.check().expect("reference manifests compile");
+        let mut outputs = toolc::output::Outputs::new();
+        providers::emit(&ir, &mut session.diagnostics, &mut outputs);
+        for provider in Provider::ALL {
+            let file = &outputs[&format!("providers/{}.json", provider.name())];
+            insta::assert_snapshot!(format!("{stem}__{}", provider.name()), file);
+        }
+        insta::assert_snapshot!(format!("{stem}__warnings"), session.render(false));
+    }
+}
