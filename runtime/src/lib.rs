@@ -14,6 +14,7 @@ pub mod executor;
 #[doc(hidden)]
 pub mod macro_support;
 pub mod markers;
+pub mod realtime;
 pub mod registry;
 pub mod tool;
 

@@ -1,0 +1,216 @@
+//! The browser protocol: client calls go to the browser as
+//! `{"type":"function_call","call_id","name","arguments"}` and come back as
+//! `{"type":"function_call.result","call_id","output"}`, with `arguments` and `output` as JSON
+//! text. The alternative naming is `tool.call` / `tool.result` with `callId`. Results are
+//! accepted in either naming whatever the session sends.
+
+use serde_json::{json, Value};
+
+use super::openai::str_field;
+
+/// Which message names a session uses towards its browser.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Naming {
+    /// `function_call` / `function_call.result` with `call_id`.
+    #[default]
+    FunctionCall,
+    /// `tool.call` / `tool.result` with `callId`.
+    ToolCall,
+}
+
+impl Naming {
+    /// Parses `function_call` or `tool.call` (also `tool`, as in a `?naming=tool` query).
+    pub fn parse(text: &str) -> Option<Naming> {
+        match text {
+            "function_call" | "function" => Some(Naming::FunctionCall),
+            "tool.call" | "tool" => Some(Naming::ToolCall),
+            _ => None,
+        }
+    }
+
+    pub fn call_type(self) -> &'static str {
+        match self {
+            Naming::FunctionCall => "function_call",
+            Naming::ToolCall => "tool.call",
+        }
+    }
+
+    pub fn result_type(self) -> &'static str {
+        match self {
+            Naming::FunctionCall => "function_call.result",
+            Naming::ToolCall => "tool.result",
+        }
+    }
+
+    fn id_key(self) -> &'static str {
+        match self {
+            Naming::FunctionCall => "call_id",
+            Naming::ToolCall => "callId",
+        }
+    }
+
+    /// The naming whose result message has this `type`.
+    pub fn of_result_type(kind: &str) -> Option<Naming> {
+        match kind {
+            "function_call.result" => Some(Naming::FunctionCall),
+            "tool.result" => Some(Naming::ToolCall),
+            _ => None,
+        }
+    }
+}
+
+/// A client call for the browser.
+pub fn encode_call(naming: Naming, call_id: &str, name: &str, arguments: &str) -> String {
+    let mut msg = serde_json::Map::with_capacity(4);
+    msg.insert("type".into(), Value::String(naming.call_type().into()));
+    msg.insert(naming.id_key().into(), Value::String(call_id.into()));
+    msg.insert("name".into(), Value::String(name.into()));
+    msg.insert("arguments".into(), Value::String(arguments.into()));
+    Value::Object(msg).to_string()
+}
+
+/// A browser's answer (what a browser-side dispatcher sends; used by tests and fakes).
+pub fn encode_result(naming: Naming, call_id: &str, output: &str) -> String {
+    let mut msg = serde_json::Map::with_capacity(3);
+    msg.insert("type".into(), Value::String(naming.result_type().into()));
+    msg.insert(naming.id_key().into(), Value::String(call_id.into()));
+    msg.insert("output".into(), Value::String(output.into()));
+    Value::Object(msg).to_string()
+}
+
+/// A decoded result message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrowserResult {
+    pub call_id: String,
+    /// The output as JSON text.
+    pub output: String,
+}
+
+/// Why a result message could not be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Malformed {
+    MissingCallId,
+    MissingOutput,
+}
+
+impl Malformed {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Malformed::MissingCallId => "the result has no call id",
+            Malformed::MissingOutput => "the result has no output",
+        }
+    }
+}
+
+/// Reads a result message of `naming`. The id must be a string under that naming's key; an
+/// `output` that is JSON but not a string is accepted as its JSON text, because browser code
+/// often forgets to encode it and the meaning is unambiguous.
+pub fn decode_result(naming: Naming, message: &Value) -> Result<BrowserResult, Malformed> {
+    let call_id = str_field(message, naming.id_key()).ok_or(Malformed::MissingCallId)?;
+    let output = match message.get("output") {
+        None | Some(Value::Null) => return Err(Malformed::MissingOutput),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    };
+    Ok(BrowserResult {
+        call_id: call_id.to_owned(),
+        output,
+    })
+}
+
+/// Reads a raw `conversation.item.create` carrying a `function_call_output` (a browser that
+/// talks to the model directly): it is handled as a result, never forwarded.
+pub fn decode_item_result(event: &Value) -> Option<Result<BrowserResult, Malformed>> {
+    let item = event.get("item")?;
+    if item.get("type").and_then(Value::as_str) != Some("function_call_output") {
+        return None;
+    }
+    Some(decode_result(Naming::FunctionCall, item))
+}
+
+/// A result message the runtime sends nowhere but tests use to check the encoding round trip.
+pub fn result_value(naming: Naming, call_id: &str, output: &str) -> Value {
+    let mut v = json!({ "type": naming.result_type(), "output": output });
+    v[naming.id_key()] = Value::String(call_id.into());
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_namings_encode_as_documented() {
+        let a: Value =
+            serde_json::from_str(&encode_call(Naming::FunctionCall, "c1", "hl", r#"{"s":1}"#))
+                .unwrap();
+        assert_eq!(
+            a,
+            json!({"type":"function_call","call_id":"c1","name":"hl","arguments":"{\"s\":1}"})
+        );
+        let b: Value =
+            serde_json::from_str(&encode_call(Naming::ToolCall, "c1", "hl", "{}")).unwrap();
+        assert_eq!(
+            b,
+            json!({"type":"tool.call","callId":"c1","name":"hl","arguments":"{}"})
+        );
+    }
+
+    #[test]
+    fn results_decode_in_both_namings() {
+        for naming in [Naming::FunctionCall, Naming::ToolCall] {
+            let text = encode_result(naming, "c7", r#"{"ok":true}"#);
+            let v: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(v, result_value(naming, "c7", r#"{"ok":true}"#));
+            let kind = v["type"].as_str().unwrap();
+            assert_eq!(Naming::of_result_type(kind), Some(naming));
+            assert_eq!(
+                decode_result(naming, &v),
+                Ok(BrowserResult {
+                    call_id: "c7".into(),
+                    output: r#"{"ok":true}"#.into()
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn the_id_key_must_match_the_naming() {
+        let v = json!({"type":"tool.result","call_id":"c1","output":"1"});
+        assert_eq!(
+            decode_result(Naming::ToolCall, &v),
+            Err(Malformed::MissingCallId)
+        );
+        let v = json!({"type":"function_call.result","call_id":7,"output":"1"});
+        assert_eq!(
+            decode_result(Naming::FunctionCall, &v),
+            Err(Malformed::MissingCallId)
+        );
+        let v = json!({"type":"function_call.result","call_id":"c"});
+        assert_eq!(
+            decode_result(Naming::FunctionCall, &v),
+            Err(Malformed::MissingOutput)
+        );
+        let v = json!({"type":"function_call.result","call_id":"c","output":{"a":1}});
+        assert_eq!(
+            decode_result(Naming::FunctionCall, &v).unwrap().output,
+            r#"{"a":1}"#
+        );
+    }
+
+    #[test]
+    fn raw_function_call_outputs_are_results() {
+        let v = json!({"type":"conversation.item.create","item":{"type":"function_call_output","call_id":"c1","output":"x"}});
+        assert_eq!(decode_item_result(&v).unwrap().unwrap().call_id, "c1");
+        let msg =
+            json!({"type":"conversation.item.create","item":{"type":"message","role":"user"}});
+        assert!(decode_item_result(&msg).is_none());
+    }
+
+    #[test]
+    fn naming_parses_query_values() {
+        assert_eq!(Naming::parse("tool"), Some(Naming::ToolCall));
+        assert_eq!(Naming::parse("function_call"), Some(Naming::FunctionCall));
+        assert_eq!(Naming::parse("x"), None);
+    }
+}

@@ -1,0 +1,24 @@
+//! Realtime sessions: the server between a browser and a realtime model (OpenAI Realtime GA).
+//!
+//! - [`Session`]: the transport-free session dispatcher. Server tools run in-process through the
+//!   [`crate::Registry`]; client tools go to the browser with the tool's deadline; fire-and-forget
+//!   tools are acknowledged at once. Open calls are tracked per model response ([`Tracker`]), and
+//!   exactly one `response.create` follows the last result of a finished response. Browser
+//!   results are accepted only for open calls that were routed to the browser. Server calls,
+//!   their arguments and results never reach the browser.
+//! - [`openai`]: the GA events read and written; [`browser`]: the browser protocol in both
+//!   namings; [`script`]: GA server events for scripted fake models and tests.
+//! - The websocket relay that drives sessions lives in `crate::relay` (feature `relay`).
+
+pub mod browser;
+pub mod openai;
+pub mod script;
+mod session;
+mod tracker;
+
+pub use browser::Naming;
+pub use session::{
+    CounterSnapshot, Counters, Note, Observer, Output, RejectReason, Session, SessionConfig,
+    SessionEvent, SessionEvents, Verdict, DEFAULT_FILLER_DELAY,
+};
+pub use tracker::{Resolved, Tracker};

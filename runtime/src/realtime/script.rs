@@ -1,0 +1,142 @@
+//! Server events as an OpenAI Realtime GA model emits them, for scripted fake models, tests and
+//! demos. Each builder returns one event as a JSON value with the fields the GA schema requires.
+
+use serde_json::{json, Value};
+
+/// `response.created` for a response that has just started.
+pub fn response_created(response_id: &str) -> Value {
+    json!({
+        "type": "response.created",
+        "event_id": format!("ev_{response_id}_created"),
+        "response": {
+            "id": response_id,
+            "object": "realtime.response",
+            "status": "in_progress",
+            "output": [],
+        },
+    })
+}
+
+/// A completed `function_call` item.
+pub fn function_call_item(item_id: &str, call_id: &str, name: &str, arguments: &str) -> Value {
+    json!({
+        "id": item_id,
+        "object": "realtime.item",
+        "type": "function_call",
+        "status": "completed",
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+    })
+}
+
+/// The events of one function call, in the order the GA API sends them:
+/// `response.output_item.added`, `response.function_call_arguments.delta` (the arguments in
+/// two pieces), `response.function_call_arguments.done`, `response.output_item.done`.
+pub fn function_call(
+    response_id: &str,
+    output_index: u32,
+    item_id: &str,
+    call_id: &str,
+    name: &str,
+    arguments: &str,
+) -> Vec<Value> {
+    let split = arguments
+        .char_indices()
+        .map(|(i, _)| i)
+        .nth(arguments.chars().count() / 2)
+        .unwrap_or(arguments.len());
+    let (first, second) = arguments.split_at(split);
+    let ev = |suffix: &str| format!("ev_{item_id}_{suffix}");
+    vec![
+        json!({
+            "type": "response.output_item.added",
+            "event_id": ev("added"),
+            "response_id": response_id,
+            "output_index": output_index,
+            "item": {
+                "id": item_id, "object": "realtime.item", "type": "function_call",
+                "status": "in_progress", "call_id": call_id, "name": name, "arguments": "",
+            },
+        }),
+        json!({
+            "type": "response.function_call_arguments.delta",
+            "event_id": ev("delta1"),
+            "response_id": response_id, "item_id": item_id, "output_index": output_index,
+            "call_id": call_id, "delta": first,
+        }),
+        json!({
+            "type": "response.function_call_arguments.delta",
+            "event_id": ev("delta2"),
+            "response_id": response_id, "item_id": item_id, "output_index": output_index,
+            "call_id": call_id, "delta": second,
+        }),
+        json!({
+            "type": "response.function_call_arguments.done",
+            "event_id": ev("args_done"),
+            "response_id": response_id, "item_id": item_id, "output_index": output_index,
+            "call_id": call_id, "name": name, "arguments": arguments,
+        }),
+        json!({
+            "type": "response.output_item.done",
+            "event_id": ev("item_done"),
+            "response_id": response_id,
+            "output_index": output_index,
+            "item": function_call_item(item_id, call_id, name, arguments),
+        }),
+    ]
+}
+
+/// `response.done` with the given output items.
+pub fn response_done(response_id: &str, output: Vec<Value>) -> Value {
+    json!({
+        "type": "response.done",
+        "event_id": format!("ev_{response_id}_done"),
+        "response": {
+            "id": response_id,
+            "object": "realtime.response",
+            "status": "completed",
+            "output": output,
+        },
+    })
+}
+
+/// `conversation.item.added` for an item, as the server echoes items it stored.
+pub fn conversation_item_added(item: Value) -> Value {
+    json!({ "type": "conversation.item.added", "event_id": "ev_item_added", "item": item })
+}
+
+/// An event that is not about tools: an output-text delta with a sequence number, for checking
+/// that events pass through unchanged and in order.
+pub fn text_delta(response_id: &str, seq: u64) -> Value {
+    json!({
+        "type": "response.output_text.delta",
+        "event_id": format!("ev_text_{seq}"),
+        "response_id": response_id,
+        "item_id": "item_text",
+        "output_index": 0,
+        "content_index": 0,
+        "delta": format!("word {seq} "),
+    })
+}
+
+/// A complete scripted response that calls the given tools, as `(call_id, name, arguments)`:
+/// `response.created`, every call's events, `response.done` listing the calls.
+pub fn response_with_calls(response_id: &str, calls: &[(&str, &str, &str)]) -> Vec<Value> {
+    let mut events = vec![response_created(response_id)];
+    let mut items = Vec::new();
+    for (i, (call_id, name, arguments)) in calls.iter().enumerate() {
+        let item_id = format!("item_{call_id}");
+        events.extend(function_call(
+            response_id,
+            i as u32,
+            &item_id,
+            call_id,
+            name,
+            arguments,
+        ));
+        items.push(function_call_item(&item_id, call_id, name, arguments));
+    }
+    events.push(response_done(response_id, items));
+    events
+}

@@ -1,0 +1,1066 @@
+//! One realtime session between a model connection and a browser connection.
+//!
+//! The session is transport-free: a driver (the relay, a test, a benchmark) feeds it the text of
+//! every event from either side and forwards, replaces or drops that event as the returned
+//! [`Verdict`] says, then sends whatever the session queued ([`Session::pop_output`]). Calls run
+//! on Tokio tasks; their results, the browser messages they produce and filler timers come back
+//! through [`SessionEvents`], which the driver hands to [`Session::on_event`].
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use super::browser::{self, BrowserResult, Malformed, Naming};
+use super::openai::{self, str_field, Head};
+use super::tracker::{Resolved, Tracker};
+use crate::dispatch::{
+    self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath, Route, Status, ToolCall,
+};
+use crate::error::{CallError, CallErrorKind};
+use crate::Registry;
+
+/// What the driver does with the event it just passed in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Forward the original frame unchanged.
+    Forward,
+    /// Forward this text instead (a tool-bearing event with server calls removed, or a merged
+    /// `session.update`).
+    Replace(String),
+    /// Do not forward anything.
+    Drop,
+}
+
+/// A message the session wants sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    ToModel(String),
+    ToBrowser(String),
+}
+
+/// Something worth a log line. Passed to [`SessionConfig::observer`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Note {
+    /// A browser result was refused and not forwarded.
+    ResultRejected {
+        call_id: String,
+        reason: RejectReason,
+    },
+    /// A call id reported a second time (e.g. by `response.output_item.done` after
+    /// `response.function_call_arguments.done`); it runs once.
+    DuplicateCall { call_id: String },
+    /// A function call the model made inside one of the runtime's filler responses; fillers are
+    /// declared without tools, so it is ignored.
+    CallInFiller { call_id: String },
+    /// A function call without a `call_id` cannot be answered.
+    CallWithoutId { name: String },
+    /// A function tool from the browser's `session.update` that the server does not know.
+    BrowserToolDropped { name: String },
+    /// A browser event with more than one `type` member, dropped.
+    AmbiguousBrowserEvent,
+    /// A call failed; `detail` holds what the model does not see (a panic message).
+    CallFailed {
+        call_id: String,
+        tool: String,
+        kind: CallErrorKind,
+        detail: Option<String>,
+    },
+}
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Note::ResultRejected { call_id, reason } => {
+                write!(f, "browser result for call `{call_id}` rejected: {reason}")
+            }
+            Note::DuplicateCall { call_id } => write!(f, "call `{call_id}` reported again; ran once"),
+            Note::CallInFiller { call_id } => {
+                write!(f, "call `{call_id}` made inside a filler response; ignored")
+            }
+            Note::CallWithoutId { name } => write!(f, "call of `{name}` has no call_id; ignored"),
+            Note::BrowserToolDropped { name } => write!(
+                f,
+                "browser session.update declared function tool `{name}`, which the server cannot route; left out"
+            ),
+            Note::AmbiguousBrowserEvent => {
+                f.write_str("browser event with more than one `type` member dropped")
+            }
+            Note::CallFailed {
+                call_id,
+                tool,
+                kind,
+                detail,
+            } => {
+                write!(f, "call `{call_id}` of `{tool}` failed: {kind}")?;
+                if let Some(d) = detail {
+                    write!(f, " ({d})")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Why a browser result was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RejectReason {
+    /// No call with this id was ever made in this session.
+    UnknownCall,
+    /// The call exists but was not routed to the browser (a server tool, a fire-and-forget tool,
+    /// or a call rejected before routing).
+    NotRoutedToBrowser,
+    /// The call was routed to the browser but is no longer open (answered, timed out, failed).
+    NotOpen,
+    /// The message could not be read.
+    Malformed(Malformed),
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RejectReason::UnknownCall => f.write_str("no such call"),
+            RejectReason::NotRoutedToBrowser => {
+                f.write_str("the call was not routed to the browser")
+            }
+            RejectReason::NotOpen => f.write_str("the call is no longer open"),
+            RejectReason::Malformed(m) => f.write_str(m.as_str()),
+        }
+    }
+}
+
+/// Receives [`Note`]s (for logging).
+pub type Observer = Arc<dyn Fn(&Note) + Send + Sync>;
+
+macro_rules! counters {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
+        /// Counters of one session or, when a config is shared, of all its sessions.
+        #[derive(Debug, Default)]
+        pub struct Counters {
+            $($(#[$doc])* pub $name: AtomicU64,)*
+        }
+
+        /// A copy of [`Counters`] at one moment.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct CounterSnapshot {
+            $($(#[$doc])* pub $name: u64,)*
+        }
+
+        impl Counters {
+            pub fn snapshot(&self) -> CounterSnapshot {
+                CounterSnapshot { $($name: self.$name.load(Ordering::Relaxed),)* }
+            }
+        }
+    };
+}
+
+counters! {
+    /// Calls started (each call id once).
+    calls,
+    /// Call ids reported again and not run again.
+    duplicate_calls,
+    /// Calls that ran on the server.
+    server_calls,
+    /// Calls sent to the browser that wait for a reply.
+    client_calls,
+    /// Fire-and-forget calls sent to the browser.
+    notify_calls,
+    /// Calls refused before routing (unknown tool, invalid JSON or arguments).
+    invalid_calls,
+    /// Calls whose result is an error (any cause).
+    failed_calls,
+    /// Client calls whose deadline passed.
+    client_timeouts,
+    /// Client calls failed because the browser was gone.
+    client_disconnects,
+    /// Browser results accepted.
+    results_accepted,
+    /// Browser results refused (never forwarded).
+    results_rejected,
+    /// `response.create` continuations sent.
+    continuations,
+    /// Filler responses requested.
+    fillers,
+    /// Model events dropped or rewritten so the browser does not see a server call.
+    scrubbed_events,
+    /// Browser events dropped as ambiguous.
+    dropped_browser_events,
+}
+
+impl Counters {
+    fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Settings shared by sessions.
+#[derive(Clone)]
+pub struct SessionConfig {
+    /// The GA `session.tools` entries; [`SessionConfig::new`] builds them from the registry.
+    pub declarations: Vec<Value>,
+    /// The rest of the first `session.update` (`type: realtime` plus anything the application
+    /// sets, e.g. `instructions`).
+    pub session: Map<String, Value>,
+    /// The naming of calls sent to the browser.
+    pub naming: Naming,
+    /// How long a waiting client call may be open before the model is asked to say one of the
+    /// tool's filler phrases; `None` turns fillers off.
+    pub filler_delay: Option<Duration>,
+    pub counters: Arc<Counters>,
+    pub observer: Option<Observer>,
+}
+
+impl fmt::Debug for SessionConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionConfig")
+            .field("declarations", &self.declarations.len())
+            .field("session", &self.session)
+            .field("naming", &self.naming)
+            .field("filler_delay", &self.filler_delay)
+            .field("observer", &self.observer.is_some())
+            .finish()
+    }
+}
+
+/// Default wait before a filler phrase.
+pub const DEFAULT_FILLER_DELAY: Duration = Duration::from_millis(1500);
+
+impl SessionConfig {
+    pub fn new(registry: &Registry) -> SessionConfig {
+        let mut session = Map::new();
+        session.insert("type".into(), Value::String("realtime".into()));
+        SessionConfig {
+            declarations: openai::declarations(registry.definitions()),
+            session,
+            naming: Naming::default(),
+            filler_delay: Some(DEFAULT_FILLER_DELAY),
+            counters: Arc::new(Counters::default()),
+            observer: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CallKind {
+    Server,
+    Client,
+    Notify,
+    Invalid,
+}
+
+#[derive(Debug)]
+struct CallInfo {
+    name: String,
+    kind: CallKind,
+    seq: u64,
+    filler_sent: bool,
+    filler_wanted: bool,
+}
+
+/// A result, a browser message or a timer coming back from a call's task.
+#[derive(Debug)]
+pub struct SessionEvent(Inner);
+
+#[derive(Debug)]
+enum Inner {
+    Done {
+        call_id: String,
+        outcome: CallOutcome,
+    },
+    ToBrowser(String),
+    FillerDue(String),
+}
+
+/// The receiving end of a session's call tasks; poll it next to the two connections.
+#[derive(Debug)]
+pub struct SessionEvents {
+    rx: mpsc::UnboundedReceiver<Inner>,
+}
+
+impl SessionEvents {
+    /// The next event. Never `None` while the session exists (it holds a sender).
+    pub async fn recv(&mut self) -> Option<SessionEvent> {
+        self.rx.recv().await.map(SessionEvent)
+    }
+
+    pub fn try_recv(&mut self) -> Option<SessionEvent> {
+        self.rx.try_recv().ok().map(SessionEvent)
+    }
+}
+
+type Reply = oneshot::Sender<Result<String, ClientFailure>>;
+
+#[derive(Debug)]
+struct BrowserState {
+    connected: bool,
+    naming: Naming,
+    pending: HashMap<String, Reply>,
+}
+
+/// The client path of one session: calls become browser messages, replies arrive through
+/// [`Session::on_browser_event`].
+#[derive(Clone, Debug)]
+struct BrowserPath {
+    state: Arc<Mutex<BrowserState>>,
+    tx: mpsc::UnboundedSender<Inner>,
+}
+
+fn lock(state: &Mutex<BrowserState>) -> MutexGuard<'_, BrowserState> {
+    // Nothing panics while holding this lock; recover rather than spread a poison.
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Removes a pending call when its waiter goes away (deadline, task end), so that a late reply
+/// finds nothing to answer.
+struct PendingGuard {
+    state: Arc<Mutex<BrowserState>>,
+    call_id: String,
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        lock(&self.state).pending.remove(&self.call_id);
+    }
+}
+
+impl ClientPath for BrowserPath {
+    fn call(&self, call: ClientCall) -> ClientFuture {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut state = lock(&self.state);
+            if !state.connected {
+                return Box::pin(std::future::ready(Err(ClientFailure::Disconnected)));
+            }
+            if state.pending.contains_key(&call.call_id) {
+                return Box::pin(std::future::ready(Err(ClientFailure::Rejected(
+                    "a call with this id is already open".into(),
+                ))));
+            }
+            state.pending.insert(call.call_id.clone(), tx);
+            let text =
+                browser::encode_call(state.naming, &call.call_id, &call.name, &call.arguments);
+            if self.tx.send(Inner::ToBrowser(text)).is_err() {
+                state.pending.remove(&call.call_id);
+                return Box::pin(std::future::ready(Err(ClientFailure::Disconnected)));
+            }
+        }
+        let guard = PendingGuard {
+            state: self.state.clone(),
+            call_id: call.call_id,
+        };
+        Box::pin(async move {
+            let _guard = guard;
+            rx.await.unwrap_or(Err(ClientFailure::Disconnected))
+        })
+    }
+
+    fn notify(&self, call: ClientCall) -> Result<(), ClientFailure> {
+        let state = lock(&self.state);
+        if !state.connected {
+            return Err(ClientFailure::Disconnected);
+        }
+        let text = browser::encode_call(state.naming, &call.call_id, &call.name, &call.arguments);
+        self.tx
+            .send(Inner::ToBrowser(text))
+            .map_err(|_| ClientFailure::Disconnected)
+    }
+}
+
+/// Reports a call's outcome when its task ends, also when the task ends without one (it was
+/// aborted, or something outside the registry's own guards panicked), so that a call never
+/// stays open forever.
+struct DoneGuard {
+    tx: mpsc::UnboundedSender<Inner>,
+    call_id: String,
+    tool: String,
+    sent: bool,
+}
+
+impl DoneGuard {
+    fn send(mut self, outcome: CallOutcome) {
+        self.sent = true;
+        let _ = self.tx.send(Inner::Done {
+            call_id: std::mem::take(&mut self.call_id),
+            outcome,
+        });
+    }
+}
+
+impl Drop for DoneGuard {
+    fn drop(&mut self) {
+        if !self.sent {
+            let error =
+                CallError::panic(&self.tool, "the call's task ended without a result".into());
+            let _ = self.tx.send(Inner::Done {
+                call_id: self.call_id.clone(),
+                outcome: CallOutcome::failed(&self.call_id, error),
+            });
+        }
+    }
+}
+
+/// One session. See the module documentation for how a driver uses it.
+pub struct Session {
+    registry: Arc<Registry>,
+    config: Arc<SessionConfig>,
+    tracker: Tracker,
+    calls: HashMap<String, CallInfo>,
+    /// Visibility to the browser of function-call items and calls, by item id and by call id.
+    item_visible: HashMap<String, bool>,
+    call_visible: HashMap<String, bool>,
+    filler_responses: HashSet<String>,
+    current_response: Option<String>,
+    browser: BrowserPath,
+    outputs: VecDeque<Output>,
+    next_seq: u64,
+    filler_turn: usize,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("open_calls", &self.tracker.open_calls())
+            .field("calls", &self.calls.len())
+            .field("queued_outputs", &self.outputs.len())
+            .finish()
+    }
+}
+
+impl Session {
+    pub fn new(registry: Arc<Registry>, config: Arc<SessionConfig>) -> (Session, SessionEvents) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let browser = BrowserPath {
+            state: Arc::new(Mutex::new(BrowserState {
+                connected: true,
+                naming: config.naming,
+                pending: HashMap::new(),
+            })),
+            tx,
+        };
+        let session = Session {
+            registry,
+            config,
+            tracker: Tracker::new(),
+            calls: HashMap::new(),
+            item_visible: HashMap::new(),
+            call_visible: HashMap::new(),
+            filler_responses: HashSet::new(),
+            current_response: None,
+            browser,
+            outputs: VecDeque::new(),
+            next_seq: 0,
+            filler_turn: 0,
+        };
+        (session, SessionEvents { rx })
+    }
+
+    /// Uses `naming` for calls sent to this session's browser from now on.
+    pub fn set_naming(&mut self, naming: Naming) {
+        lock(&self.browser.state).naming = naming;
+    }
+
+    /// The first event to send upstream: `session.update` with the declarations.
+    pub fn session_update(&self) -> String {
+        let mut session = self.config.session.clone();
+        session.insert(
+            "tools".into(),
+            Value::Array(self.config.declarations.clone()),
+        );
+        openai::session_update(session)
+    }
+
+    pub fn counters(&self) -> &Arc<Counters> {
+        &self.config.counters
+    }
+
+    /// Calls of this session that have not resolved.
+    pub fn open_calls(&self) -> usize {
+        self.tracker.open_calls()
+    }
+
+    /// The next message to send, in the order they were produced.
+    pub fn pop_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    /// Every queued message, in order.
+    pub fn drain_outputs(&mut self) -> impl Iterator<Item = Output> + '_ {
+        self.outputs.drain(..)
+    }
+
+    fn note(&self, note: Note) {
+        if let Some(observer) = &self.config.observer {
+            observer(&note);
+        }
+    }
+
+    fn counters_ref(&self) -> &Counters {
+        &self.config.counters
+    }
+
+    // ---- model → browser ------------------------------------------------------------------
+
+    /// An event from the model. Tool calls in it are started; the verdict says what the browser
+    /// gets.
+    pub fn on_model_event(&mut self, text: &str) -> Verdict {
+        let kind = match openai::head(text) {
+            Head::Typed(kind) if openai::is_tool_related_server_event(&kind) => kind,
+            _ => return Verdict::Forward,
+        };
+        let Ok(mut event) = serde_json::from_str::<Value>(text) else {
+            return Verdict::Forward;
+        };
+        let verdict = match kind.as_ref() {
+            "response.created" => {
+                if let Some(response) = event.get("response") {
+                    let id = str_field(response, "id").map(str::to_owned);
+                    if openai::is_filler_response(response) {
+                        if let Some(id) = id {
+                            self.filler_responses.insert(id);
+                        }
+                    } else if id.is_some() {
+                        self.current_response = id;
+                    }
+                }
+                self.scrub_response(&mut event)
+            }
+            "response.output_item.added" | "response.output_item.done" => {
+                let response_id = str_field(&event, "response_id");
+                let Some(item) = event.get("item").and_then(openai::function_call_item) else {
+                    return Verdict::Forward;
+                };
+                let visible = self.learn_item(item.item_id, item.call_id, item.name);
+                if kind == "response.output_item.done" {
+                    if let Some(arguments) = item.arguments {
+                        self.call_reported(response_id, item.call_id, item.name, arguments);
+                    }
+                }
+                self.keep_if(visible)
+            }
+            "response.function_call_arguments.delta" => {
+                let visible = self
+                    .known_visibility(str_field(&event, "item_id"), str_field(&event, "call_id"));
+                self.keep_if(visible)
+            }
+            "response.function_call_arguments.done" => {
+                let item_id = str_field(&event, "item_id");
+                let call_id = str_field(&event, "call_id");
+                let name = str_field(&event, "name");
+                let visible = if name.is_some() {
+                    self.learn_item(item_id, call_id, name)
+                } else {
+                    // The beta protocol had no `name` here; rely on what output_item.added said.
+                    self.known_visibility(item_id, call_id)
+                };
+                if let Some(arguments) = str_field(&event, "arguments") {
+                    let response_id = str_field(&event, "response_id");
+                    match name {
+                        Some(name) => {
+                            self.call_reported(response_id, call_id, Some(name), arguments)
+                        }
+                        None => {
+                            // Without a name the call is completed by output_item.done.
+                        }
+                    }
+                }
+                self.keep_if(visible)
+            }
+            "response.done" => self.response_done(&mut event),
+            _ => {
+                // conversation.item.{added,done,created,retrieved}
+                let Some(item) = event.get("item") else {
+                    return Verdict::Forward;
+                };
+                if let Some(fc) = openai::function_call_item(item) {
+                    let visible = self.learn_item(fc.item_id, fc.call_id, fc.name);
+                    self.keep_if(visible)
+                } else if let Some(call_id) = openai::function_call_output_call_id(item) {
+                    // The echo of a result this runtime sent: a server call's result stays here.
+                    let visible = self.call_visible.get(call_id).copied().unwrap_or(true);
+                    self.keep_if(visible)
+                } else {
+                    Verdict::Forward
+                }
+            }
+        };
+        verdict
+    }
+
+    fn keep_if(&self, visible: bool) -> Verdict {
+        if visible {
+            Verdict::Forward
+        } else {
+            Counters::bump(&self.counters_ref().scrubbed_events);
+            Verdict::Drop
+        }
+    }
+
+    /// Whether the browser may see a call of `name`: only calls that are routed to it.
+    fn visible_name(&self, name: Option<&str>) -> bool {
+        name.and_then(|n| self.registry.location(n)) == Some(crate::Location::Client)
+    }
+
+    fn learn_item(
+        &mut self,
+        item_id: Option<&str>,
+        call_id: Option<&str>,
+        name: Option<&str>,
+    ) -> bool {
+        let known = self.known(item_id, call_id);
+        let visible = match (known, name) {
+            (_, Some(_)) => self.visible_name(name),
+            (Some(v), None) => v,
+            (None, None) => false,
+        };
+        if let Some(item_id) = item_id {
+            self.item_visible.insert(item_id.to_owned(), visible);
+        }
+        if let Some(call_id) = call_id {
+            self.call_visible.insert(call_id.to_owned(), visible);
+        }
+        visible
+    }
+
+    fn known(&self, item_id: Option<&str>, call_id: Option<&str>) -> Option<bool> {
+        item_id
+            .and_then(|i| self.item_visible.get(i).copied())
+            .or_else(|| call_id.and_then(|c| self.call_visible.get(c).copied()))
+    }
+
+    /// Visibility of an event that names no tool: what was learned earlier, hidden if nothing
+    /// was (arguments of an unknown call could belong to a server tool).
+    fn known_visibility(&self, item_id: Option<&str>, call_id: Option<&str>) -> bool {
+        self.known(item_id, call_id).unwrap_or(false)
+    }
+
+    /// Removes hidden function calls from `response.output`; forwards unchanged when there are
+    /// none.
+    fn scrub_response(&mut self, event: &mut Value) -> Verdict {
+        let Some(output) = event
+            .get_mut("response")
+            .and_then(|r| r.get_mut("output"))
+            .and_then(Value::as_array_mut)
+        else {
+            return Verdict::Forward;
+        };
+        let before = output.len();
+        let mut keep = Vec::with_capacity(before);
+        for item in output.iter() {
+            keep.push(match openai::function_call_item(item) {
+                Some(fc) => match fc.name {
+                    Some(_) => self.visible_name(fc.name),
+                    None => self.known_visibility(fc.item_id, fc.call_id),
+                },
+                None => true,
+            });
+        }
+        let mut i = 0;
+        output.retain(|_| {
+            let k = keep[i];
+            i += 1;
+            k
+        });
+        if output.len() == before {
+            Verdict::Forward
+        } else {
+            Counters::bump(&self.counters_ref().scrubbed_events);
+            Verdict::Replace(event.to_string())
+        }
+    }
+
+    fn response_done(&mut self, event: &mut Value) -> Verdict {
+        let Some(response) = event.get("response") else {
+            return Verdict::Forward;
+        };
+        let id = str_field(response, "id").map(str::to_owned);
+        let filler = openai::is_filler_response(response)
+            || id
+                .as_ref()
+                .is_some_and(|i| self.filler_responses.contains(i));
+        if filler {
+            if let Some(id) = &id {
+                self.filler_responses.remove(id);
+            }
+            // A filler's own done is never a continuation and never completes a response; any
+            // calls in it are ignored (fillers are declared without tools).
+            if let Some(items) = response.get("output").and_then(Value::as_array) {
+                for item in items {
+                    if let Some(fc) = openai::function_call_item(item) {
+                        if let Some(call_id) = fc.call_id {
+                            self.call_visible.insert(call_id.to_owned(), false);
+                            self.note(Note::CallInFiller {
+                                call_id: call_id.to_owned(),
+                            });
+                        }
+                    }
+                }
+            }
+            return self.scrub_response(event);
+        }
+        let response_id = id
+            .clone()
+            .or_else(|| self.current_response.clone())
+            .unwrap_or_default();
+        // Calls that only this event reports (no earlier *.done for them).
+        let mut late: Vec<(Option<String>, Option<String>, Option<String>, String)> = Vec::new();
+        if let Some(items) = response.get("output").and_then(Value::as_array) {
+            for item in items {
+                if let Some(fc) = openai::function_call_item(item) {
+                    if let Some(arguments) = fc.arguments {
+                        late.push((
+                            fc.item_id.map(str::to_owned),
+                            fc.call_id.map(str::to_owned),
+                            fc.name.map(str::to_owned),
+                            arguments.to_owned(),
+                        ));
+                    }
+                }
+            }
+        }
+        for (item_id, call_id, name, arguments) in &late {
+            self.learn_item(item_id.as_deref(), call_id.as_deref(), name.as_deref());
+            self.call_reported(
+                Some(&response_id),
+                call_id.as_deref(),
+                name.as_deref(),
+                arguments,
+            );
+        }
+        if self.current_response.as_deref() == Some(response_id.as_str()) {
+            self.current_response = None;
+        }
+        if self.tracker.response_done(&response_id) {
+            self.continuation();
+        }
+        self.send_wanted_fillers(&response_id);
+        self.scrub_response(event)
+    }
+
+    fn call_reported(
+        &mut self,
+        response_id: Option<&str>,
+        call_id: Option<&str>,
+        name: Option<&str>,
+        arguments: &str,
+    ) {
+        let name = name.unwrap_or("");
+        let Some(call_id) = call_id else {
+            self.note(Note::CallWithoutId {
+                name: name.to_owned(),
+            });
+            return;
+        };
+        let response_id = response_id
+            .map(str::to_owned)
+            .or_else(|| self.current_response.clone())
+            .unwrap_or_default();
+        if self.filler_responses.contains(&response_id) {
+            self.call_visible.insert(call_id.to_owned(), false);
+            self.note(Note::CallInFiller {
+                call_id: call_id.to_owned(),
+            });
+            return;
+        }
+        if !self.tracker.register(&response_id, call_id) {
+            Counters::bump(&self.counters_ref().duplicate_calls);
+            self.note(Note::DuplicateCall {
+                call_id: call_id.to_owned(),
+            });
+            return;
+        }
+        Counters::bump(&self.counters_ref().calls);
+        let call = ToolCall::new(call_id, name, arguments);
+        let route = dispatch::plan(&self.registry, &call);
+        let kind = match &route {
+            Route::Server { .. } => CallKind::Server,
+            Route::Client { .. } => CallKind::Client,
+            Route::Notify { .. } => CallKind::Notify,
+            Route::Reject(_) => CallKind::Invalid,
+        };
+        let counter = match kind {
+            CallKind::Server => &self.counters_ref().server_calls,
+            CallKind::Client => &self.counters_ref().client_calls,
+            CallKind::Notify => &self.counters_ref().notify_calls,
+            CallKind::Invalid => &self.counters_ref().invalid_calls,
+        };
+        Counters::bump(counter);
+        self.next_seq += 1;
+        self.calls.insert(
+            call_id.to_owned(),
+            CallInfo {
+                name: name.to_owned(),
+                kind,
+                seq: self.next_seq,
+                filler_sent: false,
+                filler_wanted: false,
+            },
+        );
+        if kind == CallKind::Client {
+            self.schedule_filler(call_id, name);
+        }
+        match route {
+            Route::Reject(error) => {
+                let outcome = CallOutcome::failed(call_id, error);
+                self.finish(call_id, outcome);
+            }
+            route => self.spawn_call(call, route),
+        }
+    }
+
+    fn spawn_call(&mut self, call: ToolCall, route: Route) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            let error = CallError::no_runtime(&call.name);
+            let outcome = CallOutcome::failed(&call.call_id, error);
+            let call_id = call.call_id.clone();
+            self.finish(&call_id, outcome);
+            return;
+        }
+        let registry = self.registry.clone();
+        let path = self.browser.clone();
+        let guard = DoneGuard {
+            tx: self.browser.tx.clone(),
+            call_id: call.call_id.clone(),
+            tool: call.name.clone(),
+            sent: false,
+        };
+        tokio::spawn(async move {
+            let outcome = dispatch::run_planned(&registry, &call, route, &path).await;
+            guard.send(outcome);
+        });
+    }
+
+    fn schedule_filler(&mut self, call_id: &str, name: &str) {
+        let Some(delay) = self.config.filler_delay else {
+            return;
+        };
+        let has_phrases = self
+            .registry
+            .definition(name)
+            .is_some_and(|d| !d.filler.is_empty());
+        if !has_phrases || tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let tx = self.browser.tx.clone();
+        let call_id = call_id.to_owned();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let _ = tx.send(Inner::FillerDue(call_id));
+        });
+    }
+
+    fn continuation(&mut self) {
+        Counters::bump(&self.counters_ref().continuations);
+        self.outputs
+            .push_back(Output::ToModel(openai::response_create()));
+    }
+
+    /// Sends the result of an open call to the model and, when it was the last open call of a
+    /// finished response, the continuation.
+    fn finish(&mut self, call_id: &str, outcome: CallOutcome) {
+        if !self.tracker.is_open(call_id) {
+            return;
+        }
+        if let Status::Failed(error) = &outcome.status {
+            let counters = self.counters_ref();
+            Counters::bump(&counters.failed_calls);
+            let kind = self.calls.get(call_id).map(|c| c.kind);
+            if kind == Some(CallKind::Client) {
+                match error.kind() {
+                    CallErrorKind::Timeout => Counters::bump(&counters.client_timeouts),
+                    _ if error.code() == Some("client_disconnected") => {
+                        Counters::bump(&counters.client_disconnects)
+                    }
+                    _ => {}
+                }
+            }
+            self.note(Note::CallFailed {
+                call_id: call_id.to_owned(),
+                tool: error.tool().to_owned(),
+                kind: error.kind(),
+                detail: error.detail().map(str::to_owned),
+            });
+        }
+        self.outputs
+            .push_back(Output::ToModel(openai::function_call_output(
+                call_id,
+                &outcome.output,
+            )));
+        if self.tracker.resolve(call_id) == Resolved::Continue {
+            self.continuation();
+        }
+    }
+
+    // ---- call tasks ------------------------------------------------------------------------
+
+    /// An event from [`SessionEvents`].
+    pub fn on_event(&mut self, event: SessionEvent) {
+        match event.0 {
+            Inner::Done { call_id, outcome } => self.finish(&call_id, outcome),
+            Inner::ToBrowser(text) => {
+                if lock(&self.browser.state).connected {
+                    self.outputs.push_back(Output::ToBrowser(text));
+                }
+            }
+            Inner::FillerDue(call_id) => {
+                if !self.tracker.is_open(&call_id) {
+                    return;
+                }
+                let done = self
+                    .tracker
+                    .response_of(&call_id)
+                    .is_some_and(|r| self.tracker.is_done(r));
+                match self.calls.get_mut(&call_id) {
+                    Some(info) if !info.filler_sent => {
+                        if done {
+                            self.send_filler(&call_id);
+                        } else {
+                            // The model is still speaking; say it once the response is done.
+                            info.filler_wanted = true;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn send_wanted_fillers(&mut self, response_id: &str) {
+        let mut wanted: Vec<(u64, String)> = self
+            .calls
+            .iter()
+            .filter(|(id, info)| {
+                info.filler_wanted
+                    && !info.filler_sent
+                    && self.tracker.is_open(id)
+                    && self.tracker.response_of(id) == Some(response_id)
+            })
+            .map(|(id, info)| (info.seq, id.clone()))
+            .collect();
+        wanted.sort();
+        for (_, call_id) in wanted {
+            self.send_filler(&call_id);
+        }
+    }
+
+    fn send_filler(&mut self, call_id: &str) {
+        let Some(info) = self.calls.get_mut(call_id) else {
+            return;
+        };
+        let Some(def) = self.registry.definition(&info.name) else {
+            return;
+        };
+        if def.filler.is_empty() || info.filler_sent {
+            return;
+        }
+        info.filler_sent = true;
+        info.filler_wanted = false;
+        // Rotate through the phrases so consecutive fillers do not repeat themselves.
+        let phrase = &def.filler[self.filler_turn % def.filler.len()];
+        self.filler_turn = self.filler_turn.wrapping_add(1);
+        Counters::bump(&self.config.counters.fillers);
+        self.outputs
+            .push_back(Output::ToModel(openai::filler_response_create(
+                phrase, call_id,
+            )));
+    }
+
+    // ---- browser → model -------------------------------------------------------------------
+
+    /// An event from the browser. Results are handled here and never forwarded; a
+    /// `session.update` gets the declarations merged in; everything else passes.
+    pub fn on_browser_event(&mut self, text: &str) -> Verdict {
+        let kind = match openai::head(text) {
+            Head::Typed(kind) => kind,
+            Head::Ambiguous => {
+                Counters::bump(&self.counters_ref().dropped_browser_events);
+                self.note(Note::AmbiguousBrowserEvent);
+                return Verdict::Drop;
+            }
+            Head::Untyped | Head::Invalid => return Verdict::Forward,
+        };
+        match kind.as_ref() {
+            "function_call.result" | "tool.result" => {
+                let naming = Naming::of_result_type(&kind).unwrap_or_default();
+                let result = match serde_json::from_str::<Value>(text) {
+                    Ok(v) => browser::decode_result(naming, &v),
+                    Err(_) => Err(Malformed::MissingCallId),
+                };
+                self.browser_result(result);
+                Verdict::Drop
+            }
+            "conversation.item.create" => {
+                let Ok(v) = serde_json::from_str::<Value>(text) else {
+                    return Verdict::Forward;
+                };
+                match browser::decode_item_result(&v) {
+                    Some(result) => {
+                        self.browser_result(result);
+                        Verdict::Drop
+                    }
+                    None => Verdict::Forward,
+                }
+            }
+            "session.update" => {
+                let Ok(mut v) = serde_json::from_str::<Value>(text) else {
+                    return Verdict::Forward;
+                };
+                let merge = openai::merge_session_update(&mut v, &self.config.declarations);
+                for name in merge.dropped_tools {
+                    self.note(Note::BrowserToolDropped { name });
+                }
+                Verdict::Replace(v.to_string())
+            }
+            _ => Verdict::Forward,
+        }
+    }
+
+    fn reject(&self, call_id: &str, reason: RejectReason) {
+        Counters::bump(&self.counters_ref().results_rejected);
+        self.note(Note::ResultRejected {
+            call_id: call_id.to_owned(),
+            reason,
+        });
+    }
+
+    fn browser_result(&mut self, result: Result<BrowserResult, Malformed>) {
+        let result = match result {
+            Ok(r) => r,
+            Err(m) => return self.reject("", RejectReason::Malformed(m)),
+        };
+        match self.calls.get(&result.call_id).map(|c| c.kind) {
+            None => return self.reject(&result.call_id, RejectReason::UnknownCall),
+            Some(CallKind::Client) => {}
+            Some(_) => return self.reject(&result.call_id, RejectReason::NotRoutedToBrowser),
+        }
+        if !self.tracker.is_open(&result.call_id) {
+            return self.reject(&result.call_id, RejectReason::NotOpen);
+        }
+        let reply = lock(&self.browser.state).pending.remove(&result.call_id);
+        match reply.map(|tx| tx.send(Ok(result.output))) {
+            Some(Ok(())) => Counters::bump(&self.counters_ref().results_accepted),
+            _ => self.reject(&result.call_id, RejectReason::NotOpen),
+        }
+    }
+
+    /// The browser went away: its open calls fail at once (their results reach the model
+    /// through [`SessionEvents`]), and later client calls fail as disconnected.
+    pub fn browser_closed(&mut self) {
+        let pending = {
+            let mut state = lock(&self.browser.state);
+            state.connected = false;
+            std::mem::take(&mut state.pending)
+        };
+        // Dropping the senders wakes every waiting call with "disconnected".
+        drop(pending);
+        self.outputs.retain(|o| matches!(o, Output::ToModel(_)));
+    }
+
+    /// Whether the browser is still attached.
+    pub fn browser_connected(&self) -> bool {
+        lock(&self.browser.state).connected
+    }
+}
