@@ -129,7 +129,11 @@ impl AnthropicStream {
             return Ok(());
         }
         let event: Value = serde_json::from_str(data).map_err(|e| {
-            DecodeError::new(P, format!("event {}", self.events), format!("not JSON: {e}"))
+            DecodeError::new(
+                P,
+                format!("event {}", self.events),
+                format!("not JSON: {e}"),
+            )
         })?;
         self.push(&event)
     }

@@ -42,11 +42,7 @@ fn parts(response: &Value) -> Result<&[Value], DecodeError> {
     }
 }
 
-fn function_call(
-    part: &Value,
-    at: &str,
-    position: usize,
-) -> Result<Option<ToolCall>, DecodeError> {
+fn function_call(part: &Value, at: &str, position: usize) -> Result<Option<ToolCall>, DecodeError> {
     expect_object(P, part, at)?;
     let Some(call) = part.get("functionCall") else {
         return Ok(None);
@@ -152,7 +148,11 @@ impl GeminiStream {
             return Ok(());
         }
         let chunk: Value = serde_json::from_str(data).map_err(|e| {
-            DecodeError::new(P, format!("chunk {}", self.chunks), format!("not JSON: {e}"))
+            DecodeError::new(
+                P,
+                format!("chunk {}", self.chunks),
+                format!("not JSON: {e}"),
+            )
         })?;
         self.push(&chunk)
     }

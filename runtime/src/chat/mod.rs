@@ -268,9 +268,8 @@ pub(crate) fn required_index(
     key: &str,
 ) -> Result<usize, DecodeError> {
     match value.get(key).and_then(Value::as_u64) {
-        Some(i) => usize::try_from(i).map_err(|_| {
-            DecodeError::new(provider, format!("{pointer}/{key}"), "is out of range")
-        }),
+        Some(i) => usize::try_from(i)
+            .map_err(|_| DecodeError::new(provider, format!("{pointer}/{key}"), "is out of range")),
         None => Err(DecodeError::new(
             provider,
             format!("{pointer}/{key}"),

@@ -192,8 +192,7 @@ impl ChatCompletionsStream {
             {
                 let at = format!("{at}/tool_calls/{i}");
                 expect_object(P, piece, &at)?;
-                let index = required_index(P, piece, &at, "index")
-                    .map_err(|e| with_chunk(e, n))?;
+                let index = required_index(P, piece, &at, "index").map_err(|e| with_chunk(e, n))?;
                 let call = self.calls.entry(index).or_default();
                 // Taken from the first chunk that carries them: some compatible servers repeat
                 // them in every chunk, and repeating must not double them.
@@ -216,7 +215,10 @@ impl ChatCompletionsStream {
                                 DecodeError::new(
                                     P,
                                     format!("{at}/function/arguments"),
-                                    format!("expected a string fragment, found {}", json_type(other)),
+                                    format!(
+                                        "expected a string fragment, found {}",
+                                        json_type(other)
+                                    ),
                                 ),
                                 n,
                             ))

@@ -49,7 +49,10 @@ impl Codec for Responses {
     fn decode(&self, response: &Value) -> Result<Vec<ToolCall>, DecodeError> {
         expect_object(P, response, "")?;
         let mut calls = Vec::new();
-        for (i, item) in optional_array(P, response, "", "output")?.iter().enumerate() {
+        for (i, item) in optional_array(P, response, "", "output")?
+            .iter()
+            .enumerate()
+        {
             let at = format!("/output/{i}");
             expect_object(P, item, &at)?;
             if is_function_call(item) {
@@ -112,7 +115,11 @@ impl ResponsesStream {
             return Ok(());
         }
         let event: Value = serde_json::from_str(data).map_err(|e| {
-            DecodeError::new(P, format!("event {}", self.events), format!("not JSON: {e}"))
+            DecodeError::new(
+                P,
+                format!("event {}", self.events),
+                format!("not JSON: {e}"),
+            )
         })?;
         self.push(&event)
     }
