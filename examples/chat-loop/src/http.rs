@@ -29,7 +29,10 @@ fn find_header_end(buf: &[u8]) -> Option<usize> {
     buf.windows(4).position(|w| w == b"\r\n\r\n")
 }
 
-fn parse_head(head: &str) -> Result<(String, String, Vec<(String, String)>), String> {
+/// The two first words of the start line (method and path, or version and status) and the headers.
+type Head = (String, String, Vec<(String, String)>);
+
+fn parse_head(head: &str) -> Result<Head, String> {
     let mut lines = head.split("\r\n");
     let start = lines.next().unwrap_or("");
     let mut parts = start.split(' ');
