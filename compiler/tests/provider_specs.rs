@@ -641,6 +641,16 @@ fn every_manifest_validates_against_the_official_schemas() {
 }
 
 #[test]
+fn synthetic_manifests_validate_too() {
+    let (mut session, ir) = compile_source("synthetic.tools.yaml", &toolc::synthetic::manifest(60));
+    let files = provider_files(&ir, &mut session.diagnostics);
+    for (provider, file) in &files {
+        let problems = validate(*provider, file);
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+}
+
+#[test]
 fn declarations_function_agrees_with_emit() {
     for path in manifests() {
         let (_, ir) = compile(&path);
@@ -658,6 +668,9 @@ fn declarations_function_agrees_with_emit() {
     }
 }
 
+/// One way to break a valid provider file.
+type Breakage = Box<dyn Fn(&mut Value)>;
+
 /// Takes a valid file, breaks it in one way, and expects the validation to say so.
 #[test]
 fn broken_declarations_fail_validation() {
@@ -671,7 +684,7 @@ fn broken_declarations_fail_validation() {
             .unwrap()
     };
 
-    let breakages: Vec<(Provider, &str, Box<dyn Fn(&mut Value)>)> = vec![
+    let breakages: Vec<(Provider, &str, Breakage)> = vec![
         (
             Provider::OpenaiChat,
             "function name missing",

@@ -307,7 +307,11 @@ impl Strict<'_> {
                 "is missing: a schema that accepts any value cannot be strict",
             );
         }
-        if is_object {
+        // An object given by `$ref` or `anyOf` is closed where it is declared: here,
+        // `additionalProperties: false` would not see those properties and reject them all.
+        let delegated = !map.contains_key("properties")
+            && (map.contains_key("$ref") || map.contains_key("anyOf"));
+        if is_object && !delegated {
             // `properties` without `type` is meant as an object; strict mode wants it said.
             if !out.contains_key("type") {
                 out.insert("type".into(), "object".into());
@@ -382,6 +386,10 @@ fn make_nullable(schema: Value) -> Value {
         }
         if let Some(c) = map.shift_remove("const") {
             map.insert("enum".into(), Value::Array(vec![c, Value::Null]));
+        }
+        // Both `type` and `anyOf` must let null through.
+        if let Some(Value::Array(branches)) = map.get_mut("anyOf") {
+            branches.push(serde_json::json!({ "type": "null" }));
         }
         return Value::Object(map);
     }
@@ -754,6 +762,24 @@ mod tests {
                 "additionalProperties": false
             })
         );
+    }
+
+    #[test]
+    fn nullable_covers_type_and_any_of_together() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "pick": { "type": "string", "anyOf": [{ "enum": ["a"] }, { "enum": ["b"] }] },
+                "range": { "type": "object", "$ref": "#/$defs/R" }
+            },
+            "$defs": { "R": { "type": "object", "properties": { "x": { "type": "number" } }, "required": ["x"] } }
+        });
+        let strict = to_strict(&schema).unwrap();
+        let validator = jsonschema::validator_for(&strict).unwrap();
+        assert!(validator.is_valid(&json!({ "pick": null, "range": null })));
+        assert!(validator.is_valid(&json!({ "pick": "b", "range": { "x": 1 } })));
+        assert!(!validator.is_valid(&json!({ "pick": "c", "range": null })));
+        assert!(!validator.is_valid(&json!({ "pick": null })));
     }
 
     #[test]
