@@ -16,17 +16,19 @@ pub mod macro_support;
 pub mod markers;
 pub mod realtime;
 pub mod registry;
+#[cfg(feature = "relay")]
+pub mod relay;
 pub mod tool;
 
 use std::path::Path;
 
-pub use error::{CallError, CallErrorKind, RegistryError, ToolError, Violation};
+pub use error::{CallError, CallErrorKind, Problem, RegistryError, ToolError, Violation};
 pub use executor::{executor_fn, typed_executor, Executor, ToolFuture};
 pub use registry::{Registry, RegistryBuilder};
 pub use tool::Tool;
+pub use toolc::definition::{Location, ToolDefinition, DEFAULT_CLIENT_TIMEOUT};
 /// `#[tool]` derives a tool from a fn signature; `tools![...]` assembles a registry builder.
 pub use toolc_macros::{tool, tools};
-pub use toolc::definition::{Location, ToolDefinition, DEFAULT_CLIENT_TIMEOUT};
 
 /// Includes the Rust module that `toolc::Builder` wrote to `OUT_DIR` for a manifest:
 /// `mod support { toolc_runtime::include_tools!("support"); }` for `support.tools.yaml`.

@@ -1,0 +1,458 @@
+//! Test doubles for realtime work (feature `testing`): a scripted fake model server that speaks
+//! websockets like the OpenAI Realtime endpoint, and a small test browser.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use toolc_runtime::realtime::script;
+//! use toolc_runtime::relay::testing::{FakeModel, Script};
+//! let model = FakeModel::start(
+//!     Script::new()
+//!         .wait_for("session.update", 1)
+//!         .send_all(script::response_with_calls("r1", &[("c1", "lookup", r#"{"q":"x"}"#)]))
+//!         .wait_for("response.create", 1),
+//! )
+//! .await?;
+//! let url = model.url(); // give this to the relay as its upstream
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::Value;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Notify;
+use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+/// One step of a fake model's script, run for every connection.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// Send a JSON event.
+    Send(Value),
+    /// Send any text frame (it need not be JSON).
+    SendText(String),
+    /// Send a binary frame.
+    SendBinary(Vec<u8>),
+    /// Wait until `count` events of this type have arrived on this connection in total.
+    WaitFor {
+        kind: String,
+        count: usize,
+    },
+    Sleep(Duration),
+    /// Close the connection.
+    Close,
+}
+
+/// A fake model's script.
+#[derive(Clone, Debug, Default)]
+pub struct Script {
+    pub steps: Vec<Step>,
+    /// How long one [`Step::WaitFor`] may wait before the script gives up.
+    pub wait_limit: Duration,
+}
+
+impl Script {
+    pub fn new() -> Script {
+        Script {
+            steps: Vec::new(),
+            wait_limit: Duration::from_secs(20),
+        }
+    }
+
+    pub fn send(mut self, event: Value) -> Script {
+        self.steps.push(Step::Send(event));
+        self
+    }
+
+    pub fn send_all(mut self, events: impl IntoIterator<Item = Value>) -> Script {
+        self.steps.extend(events.into_iter().map(Step::Send));
+        self
+    }
+
+    pub fn send_text(mut self, text: impl Into<String>) -> Script {
+        self.steps.push(Step::SendText(text.into()));
+        self
+    }
+
+    pub fn send_binary(mut self, bytes: Vec<u8>) -> Script {
+        self.steps.push(Step::SendBinary(bytes));
+        self
+    }
+
+    pub fn wait_for(mut self, kind: impl Into<String>, count: usize) -> Script {
+        self.steps.push(Step::WaitFor {
+            kind: kind.into(),
+            count,
+        });
+        self
+    }
+
+    pub fn sleep(mut self, d: Duration) -> Script {
+        self.steps.push(Step::Sleep(d));
+        self
+    }
+
+    pub fn close(mut self) -> Script {
+        self.steps.push(Step::Close);
+        self
+    }
+}
+
+/// What one connection to the fake model saw.
+#[derive(Debug, Default)]
+pub struct Connection {
+    received: Mutex<Vec<String>>,
+    binary: Mutex<Vec<Vec<u8>>>,
+    authorization: Mutex<Option<String>>,
+    path: Mutex<String>,
+    changed: Notify,
+    closed: Mutex<bool>,
+    script_finished: Mutex<bool>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn type_of(text: &str) -> Option<String> {
+    serde_json::from_str::<Value>(text)
+        .ok()?
+        .get("type")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+impl Connection {
+    /// Every text frame received, in order.
+    pub fn texts(&self) -> Vec<String> {
+        lock(&self.received).clone()
+    }
+
+    /// Every text frame received that is JSON, parsed, in order.
+    pub fn events(&self) -> Vec<Value> {
+        lock(&self.received)
+            .iter()
+            .filter_map(|t| serde_json::from_str(t).ok())
+            .collect()
+    }
+
+    /// Events of one type, in order.
+    pub fn events_of(&self, kind: &str) -> Vec<Value> {
+        self.events()
+            .into_iter()
+            .filter(|e| e.get("type").and_then(Value::as_str) == Some(kind))
+            .collect()
+    }
+
+    pub fn count(&self, kind: &str) -> usize {
+        lock(&self.received)
+            .iter()
+            .filter(|t| type_of(t).as_deref() == Some(kind))
+            .count()
+    }
+
+    pub fn binary(&self) -> Vec<Vec<u8>> {
+        lock(&self.binary).clone()
+    }
+
+    /// The `Authorization` header of the handshake.
+    pub fn authorization(&self) -> Option<String> {
+        lock(&self.authorization).clone()
+    }
+
+    /// The request path and query of the handshake.
+    pub fn path(&self) -> String {
+        lock(&self.path).clone()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        *lock(&self.closed)
+    }
+
+    pub fn script_finished(&self) -> bool {
+        *lock(&self.script_finished)
+    }
+
+    /// Waits until `done(texts)` holds, or `limit` passes; returns whether it held.
+    pub async fn wait_until(&self, limit: Duration, done: impl Fn(&[String]) -> bool) -> bool {
+        let until = tokio::time::Instant::now() + limit;
+        loop {
+            let notified = self.changed.notified();
+            if done(&lock(&self.received)) {
+                return true;
+            }
+            if tokio::time::timeout_at(until, notified).await.is_err() {
+                return done(&lock(&self.received));
+            }
+        }
+    }
+
+    /// Waits until `count` events of `kind` arrived.
+    pub async fn wait_for(&self, kind: &str, count: usize, limit: Duration) -> bool {
+        self.wait_until(limit, |texts| {
+            texts
+                .iter()
+                .filter(|t| type_of(t).as_deref() == Some(kind))
+                .count()
+                >= count
+        })
+        .await
+    }
+
+    /// Waits until the connection closed.
+    pub async fn wait_closed(&self, limit: Duration) -> bool {
+        let until = tokio::time::Instant::now() + limit;
+        loop {
+            let notified = self.changed.notified();
+            if self.is_closed() {
+                return true;
+            }
+            if tokio::time::timeout_at(until, notified).await.is_err() {
+                return self.is_closed();
+            }
+        }
+    }
+}
+
+/// A scripted fake realtime model on loopback.
+pub struct FakeModel {
+    addr: SocketAddr,
+    connections: Arc<Mutex<Vec<Arc<Connection>>>>,
+    accepted: Arc<Notify>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl fmt::Debug for FakeModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FakeModel")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+impl Drop for FakeModel {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FakeModel {
+    /// Starts the server on `127.0.0.1` with a free port; every connection runs `script`.
+    pub async fn start(script: Script) -> io::Result<FakeModel> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let connections: Arc<Mutex<Vec<Arc<Connection>>>> = Arc::default();
+        let accepted = Arc::new(Notify::new());
+        let script = Arc::new(script);
+        let task = {
+            let connections = connections.clone();
+            let accepted = accepted.clone();
+            tokio::spawn(async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    let conn = Arc::new(Connection::default());
+                    lock(&connections).push(conn.clone());
+                    accepted.notify_waiters();
+                    tokio::spawn(serve(stream, conn, script.clone()));
+                }
+            })
+        };
+        Ok(FakeModel {
+            addr,
+            connections,
+            accepted,
+            task,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The URL to give a relay as its upstream.
+    pub fn url(&self) -> String {
+        format!("ws://{}/v1/realtime?model=fake", self.addr)
+    }
+
+    pub fn connection_count(&self) -> usize {
+        lock(&self.connections).len()
+    }
+
+    /// The `index`-th connection (0-based), once it has arrived.
+    pub async fn connection(&self, index: usize, limit: Duration) -> Option<Arc<Connection>> {
+        let until = tokio::time::Instant::now() + limit;
+        loop {
+            let notified = self.accepted.notified();
+            if let Some(c) = lock(&self.connections).get(index) {
+                return Some(c.clone());
+            }
+            if tokio::time::timeout_at(until, notified).await.is_err() {
+                return lock(&self.connections).get(index).cloned();
+            }
+        }
+    }
+}
+
+async fn serve(stream: TcpStream, conn: Arc<Connection>, script: Arc<Script>) {
+    let _ = stream.set_nodelay(true);
+    let seen = conn.clone();
+    let ws = tokio_tungstenite::accept_hdr_async(stream, move |req: &Request, resp: Response| {
+        *lock(&seen.authorization) = req
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        *lock(&seen.path) = req
+            .uri()
+            .path_and_query()
+            .map(|p| p.to_string())
+            .unwrap_or_default();
+        Ok(resp)
+    })
+    .await;
+    let Ok(ws) = ws else {
+        *lock(&conn.closed) = true;
+        conn.changed.notify_waiters();
+        return;
+    };
+    let (mut tx, mut rx) = ws.split();
+    let reader = {
+        let conn = conn.clone();
+        tokio::spawn(async move {
+            while let Some(Ok(msg)) = rx.next().await {
+                match msg {
+                    Message::Text(t) => lock(&conn.received).push(t.as_str().to_owned()),
+                    Message::Binary(b) => lock(&conn.binary).push(b.to_vec()),
+                    Message::Close(_) => break,
+                    _ => continue,
+                }
+                conn.changed.notify_waiters();
+            }
+            *lock(&conn.closed) = true;
+            conn.changed.notify_waiters();
+        })
+    };
+    for step in &script.steps {
+        let sent = match step {
+            Step::Send(v) => tx.feed(Message::text(v.to_string())).await,
+            Step::SendText(t) => tx.feed(Message::text(t.clone())).await,
+            Step::SendBinary(b) => tx.feed(Message::binary(b.clone())).await,
+            Step::WaitFor { kind, count } => {
+                if tx.flush().await.is_err() {
+                    break;
+                }
+                if !conn.wait_for(kind, *count, script.wait_limit).await {
+                    break;
+                }
+                Ok(())
+            }
+            Step::Sleep(d) => {
+                if tx.flush().await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(*d).await;
+                Ok(())
+            }
+            Step::Close => {
+                let _ = tx.close().await;
+                break;
+            }
+        };
+        if sent.is_err() {
+            break;
+        }
+    }
+    let _ = tx.flush().await;
+    *lock(&conn.script_finished) = true;
+    conn.changed.notify_waiters();
+    // Keep the connection open (and recording) until the other side closes it.
+    let _ = reader.await;
+    drop(tx);
+}
+
+/// A test browser: a websocket client with JSON helpers.
+#[derive(Debug)]
+pub struct TestBrowser {
+    ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+}
+
+impl TestBrowser {
+    /// Connects to `ws://ADDR/` (plus `path_and_query`, e.g. `?naming=tool`).
+    pub async fn connect(url: &str) -> Result<TestBrowser, tokio_tungstenite::tungstenite::Error> {
+        let (ws, _) = tokio_tungstenite::connect_async(url).await?;
+        Ok(TestBrowser { ws })
+    }
+
+    pub async fn send(&mut self, event: &Value) -> bool {
+        self.ws.send(Message::text(event.to_string())).await.is_ok()
+    }
+
+    pub async fn send_text(&mut self, text: &str) -> bool {
+        self.ws.send(Message::text(text.to_owned())).await.is_ok()
+    }
+
+    pub async fn send_binary(&mut self, bytes: Vec<u8>) -> bool {
+        self.ws.send(Message::binary(bytes)).await.is_ok()
+    }
+
+    /// Queues a frame without flushing (for sending many quickly); see [`TestBrowser::flush`].
+    pub async fn feed_text(&mut self, text: String) -> bool {
+        self.ws.feed(Message::text(text)).await.is_ok()
+    }
+
+    pub async fn flush(&mut self) -> bool {
+        self.ws.flush().await.is_ok()
+    }
+
+    /// The next text frame, or `None` on close, error or after `limit`.
+    pub async fn next_text(&mut self, limit: Duration) -> Option<String> {
+        let until = tokio::time::Instant::now() + limit;
+        loop {
+            match tokio::time::timeout_at(until, self.ws.next()).await {
+                Ok(Some(Ok(Message::Text(t)))) => return Some(t.as_str().to_owned()),
+                Ok(Some(Ok(Message::Close(_)))) | Ok(Some(Err(_))) | Ok(None) | Err(_) => {
+                    return None
+                }
+                Ok(Some(Ok(_))) => continue,
+            }
+        }
+    }
+
+    /// The next JSON event (frames that are not JSON become JSON strings).
+    pub async fn next_event(&mut self, limit: Duration) -> Option<Value> {
+        let text = self.next_text(limit).await?;
+        Some(serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    /// Reads events until one satisfies `pred`; returns it with everything read before it.
+    pub async fn next_matching(
+        &mut self,
+        limit: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> (Option<Value>, Vec<Value>) {
+        let until = tokio::time::Instant::now() + limit;
+        let mut skipped = Vec::new();
+        loop {
+            let left = until.saturating_duration_since(tokio::time::Instant::now());
+            match self.next_event(left).await {
+                Some(e) if pred(&e) => return (Some(e), skipped),
+                Some(e) => skipped.push(e),
+                None => return (None, skipped),
+            }
+        }
+    }
+
+    pub async fn close(mut self) {
+        let _ = self.ws.close(None).await;
+    }
+
+    /// Drops the connection without a close handshake (a crashed tab).
+    pub fn abort(self) {
+        drop(self.ws);
+    }
+}
