@@ -188,10 +188,8 @@ impl Builder {
                             path,
                             written,
                         }),
-                        Err(e) => rendered.push_str(&format!(
-                            "error: cannot write `{}`: {e}\n",
-                            path.display()
-                        )),
+                        Err(e) => rendered
+                            .push_str(&format!("error: cannot write `{}`: {e}\n", path.display())),
                     }
                 }
                 None => rendered.push_str(&text),

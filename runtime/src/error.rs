@@ -139,8 +139,13 @@ impl fmt::Display for Violation {
 
 /// A failed call. [`CallError::model_text`] is what to send back to the model as the tool's
 /// result; [`CallError::kind`] is for programs.
+///
+/// Boxed, so that `Result<_, CallError>` stays one pointer wide on the success path.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CallError {
+pub struct CallError(Box<Inner>);
+
+#[derive(Clone, Debug, PartialEq)]
+struct Inner {
     kind: CallErrorKind,
     tool: String,
     message: String,
@@ -152,14 +157,14 @@ pub struct CallError {
 
 impl CallError {
     pub(crate) fn new(kind: CallErrorKind, tool: &str, message: String) -> CallError {
-        CallError {
+        CallError(Box::new(Inner {
             kind,
             tool: tool.to_owned(),
             message,
             violations: Vec::new(),
             code: None,
             detail: None,
-        }
+        }))
     }
 
     pub(crate) fn unknown_tool(tool: &str, known: &[&str]) -> CallError {
@@ -206,7 +211,7 @@ impl CallError {
                 "The arguments for `{tool}` do not match its parameter schema: {list}. Fix the arguments and call the tool again."
             ),
         );
-        error.violations = violations;
+        error.0.violations = violations;
         error
     }
 
@@ -220,7 +225,7 @@ impl CallError {
                 message: error.to_string(),
             }],
         );
-        e.detail = Some(format!("deserialization failed: {error}"));
+        e.0.detail = Some(format!("deserialization failed: {error}"));
         e
     }
 
@@ -230,7 +235,7 @@ impl CallError {
             tool,
             format!("The tool `{tool}` failed: {}", error.message),
         );
-        e.code = error.code;
+        e.0.code = error.code;
         e
     }
 
@@ -240,7 +245,7 @@ impl CallError {
             tool,
             format!("The tool `{tool}` crashed with an internal error. Calling it again with the same arguments will probably fail the same way."),
         );
-        e.detail = Some(payload);
+        e.0.detail = Some(payload);
         e
     }
 
@@ -266,8 +271,8 @@ impl CallError {
             tool,
             format!("The tool `{tool}` produced a result that does not match its declared output, so it was withheld."),
         );
-        e.detail = Some(list);
-        e.violations = violations;
+        e.0.detail = Some(list);
+        e.0.violations = violations;
         e
     }
 
@@ -275,9 +280,11 @@ impl CallError {
         let mut e = CallError::new(
             CallErrorKind::NoRuntime,
             tool,
-            format!("The tool `{tool}` could not be run because of a server configuration problem."),
+            format!(
+                "The tool `{tool}` could not be run because of a server configuration problem."
+            ),
         );
-        e.detail = Some(
+        e.0.detail = Some(
             "tools with a timeout must be called inside a Tokio runtime with the time driver enabled"
                 .into(),
         );
@@ -285,46 +292,47 @@ impl CallError {
     }
 
     pub fn kind(&self) -> CallErrorKind {
-        self.kind
+        self.0.kind
     }
 
     pub fn tool(&self) -> &str {
-        &self.tool
+        &self.0.tool
     }
 
     /// The sentence the model sees.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 
     /// Schema violations, for [`CallErrorKind::InvalidArguments`] and
     /// [`CallErrorKind::InvalidOutput`].
     pub fn violations(&self) -> &[Violation] {
-        &self.violations
+        &self.0.violations
     }
 
     /// The executor's own code, for [`CallErrorKind::ToolFailed`].
     pub fn code(&self) -> Option<&str> {
-        self.code.as_deref()
+        self.0.code.as_deref()
     }
 
     /// Detail for logs that the model does not see (a panic message, output violations).
     pub fn detail(&self) -> Option<&str> {
-        self.detail.as_deref()
+        self.0.detail.as_deref()
     }
 
     /// The error as the JSON value to return to the model:
     /// `{"error": {"kind", "message", "violations"?, "code"?}}`.
     pub fn to_model_json(&self) -> Value {
-        let mut error = json!({ "kind": self.kind.as_str(), "message": self.message });
-        if self.kind == CallErrorKind::InvalidArguments && !self.violations.is_empty() {
+        let mut error = json!({ "kind": self.0.kind.as_str(), "message": self.0.message });
+        if self.0.kind == CallErrorKind::InvalidArguments && !self.0.violations.is_empty() {
             error["violations"] = self
+                .0
                 .violations
                 .iter()
                 .map(|v| json!({ "pointer": v.pointer, "message": v.message }))
                 .collect();
         }
-        if let Some(code) = &self.code {
+        if let Some(code) = &self.0.code {
             error["code"] = Value::String(code.clone());
         }
         json!({ "error": error })
@@ -338,8 +346,8 @@ impl CallError {
 
 impl fmt::Display for CallError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} [{}]", self.message, self.kind)?;
-        if let Some(detail) = &self.detail {
+        write!(f, "{} [{}]", self.0.message, self.0.kind)?;
+        if let Some(detail) = &self.0.detail {
             write!(f, " ({detail})")?;
         }
         Ok(())
@@ -357,80 +365,134 @@ fn format_duration(d: Duration) -> String {
     }
 }
 
-/// Why a registry could not be built. Every problem is listed, not only the first.
+/// One way a set of definitions and executors breaks the location rule (or cannot be built).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Problem {
+    /// A server tool has no executor.
+    MissingExecutor(String),
+    /// An executor was given for a client tool (client tools run in the browser).
+    ClientExecutor(String),
+    /// An executor's name matches no definition.
+    UnknownExecutor(String),
+    /// A tool was given more than one executor.
+    DuplicateExecutor(String),
+    /// A name is defined more than once.
+    DuplicateDefinition(String),
+    /// A schema could not be compiled into a validator.
+    InvalidSchema { tool: String, problem: String },
+}
+
+impl Problem {
+    /// The tool (or executor) name the problem is about.
+    pub fn tool(&self) -> &str {
+        match self {
+            Problem::MissingExecutor(n)
+            | Problem::ClientExecutor(n)
+            | Problem::UnknownExecutor(n)
+            | Problem::DuplicateExecutor(n)
+            | Problem::DuplicateDefinition(n) => n,
+            Problem::InvalidSchema { tool, .. } => tool,
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::MissingExecutor(name) => write!(
+                f,
+                "server tool `{name}` has no executor: register one for it, or declare it `location: client`"
+            ),
+            Problem::ClientExecutor(name) => write!(
+                f,
+                "client tool `{name}` was given an executor: client tools run in the browser; remove the executor, or declare the tool `location: server`"
+            ),
+            Problem::UnknownExecutor(name) => write!(
+                f,
+                "executor `{name}` matches no tool definition: remove it or define the tool"
+            ),
+            Problem::DuplicateExecutor(name) => write!(
+                f,
+                "tool `{name}` was given more than one executor: keep exactly one"
+            ),
+            Problem::DuplicateDefinition(name) => {
+                write!(f, "tool `{name}` is defined more than once")
+            }
+            Problem::InvalidSchema { tool, problem } => {
+                write!(f, "tool `{tool}` has a schema that cannot be compiled: {problem}")
+            }
+        }
+    }
+}
+
+/// Why a registry could not be built: every problem, not only the first, grouped by kind
+/// (missing executors, client executors, unknown executors, duplicates, schemas).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct RegistryError {
-    /// Server tools that have no executor.
-    pub missing_executors: Vec<String>,
-    /// Executors given for client tools (client tools run in the browser and may not have one).
-    pub client_executors: Vec<String>,
-    /// Executors whose name matches no definition.
-    pub unknown_executors: Vec<String>,
-    /// Names with more than one executor.
-    pub duplicate_executors: Vec<String>,
-    /// Names defined more than once.
-    pub duplicate_definitions: Vec<String>,
-    /// `(tool, problem)` for schemas that could not be compiled into validators.
-    pub invalid_schemas: Vec<(String, String)>,
+    problems: Vec<Problem>,
 }
 
 impl RegistryError {
-    pub fn is_empty(&self) -> bool {
-        self.missing_executors.is_empty()
-            && self.client_executors.is_empty()
-            && self.unknown_executors.is_empty()
-            && self.duplicate_executors.is_empty()
-            && self.duplicate_definitions.is_empty()
-            && self.invalid_schemas.is_empty()
+    pub(crate) fn push(&mut self, problem: Problem) {
+        if !self.problems.contains(&problem) {
+            self.problems.push(problem);
+        }
     }
 
-    pub fn problem_count(&self) -> usize {
-        self.missing_executors.len()
-            + self.client_executors.len()
-            + self.unknown_executors.len()
-            + self.duplicate_executors.len()
-            + self.duplicate_definitions.len()
-            + self.invalid_schemas.len()
+    pub(crate) fn finish(mut self) -> Option<RegistryError> {
+        fn rank(p: &Problem) -> u8 {
+            match p {
+                Problem::MissingExecutor(_) => 0,
+                Problem::ClientExecutor(_) => 1,
+                Problem::UnknownExecutor(_) => 2,
+                Problem::DuplicateExecutor(_) => 3,
+                Problem::DuplicateDefinition(_) => 4,
+                Problem::InvalidSchema { .. } => 5,
+            }
+        }
+        // Stable: within a kind, definition or registration order.
+        self.problems.sort_by_key(rank);
+        (!self.problems.is_empty()).then_some(self)
+    }
+
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
+    /// Server tools without an executor.
+    pub fn missing_executors(&self) -> Vec<&str> {
+        self.names(|p| matches!(p, Problem::MissingExecutor(_)))
+    }
+
+    /// Client tools that were given an executor.
+    pub fn client_executors(&self) -> Vec<&str> {
+        self.names(|p| matches!(p, Problem::ClientExecutor(_)))
+    }
+
+    /// Executors that match no definition.
+    pub fn unknown_executors(&self) -> Vec<&str> {
+        self.names(|p| matches!(p, Problem::UnknownExecutor(_)))
+    }
+
+    fn names(&self, keep: impl Fn(&Problem) -> bool) -> Vec<&str> {
+        self.problems
+            .iter()
+            .filter(|p| keep(p))
+            .map(Problem::tool)
+            .collect()
     }
 }
 
 impl fmt::Display for RegistryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.problem_count();
+        let n = self.problems.len();
         write!(
             f,
             "the tool registry breaks the location rule ({n} problem{}):",
             if n == 1 { "" } else { "s" }
         )?;
-        for name in &self.missing_executors {
-            write!(
-                f,
-                "\n  - server tool `{name}` has no executor: register one for it, or declare it `location: client`"
-            )?;
-        }
-        for name in &self.client_executors {
-            write!(
-                f,
-                "\n  - client tool `{name}` was given an executor: client tools run in the browser; remove the executor, or declare the tool `location: server`"
-            )?;
-        }
-        for name in &self.unknown_executors {
-            write!(
-                f,
-                "\n  - executor `{name}` matches no tool definition: remove it or define the tool"
-            )?;
-        }
-        for name in &self.duplicate_executors {
-            write!(
-                f,
-                "\n  - tool `{name}` was given more than one executor: keep exactly one"
-            )?;
-        }
-        for name in &self.duplicate_definitions {
-            write!(f, "\n  - tool `{name}` is defined more than once")?;
-        }
-        for (name, problem) in &self.invalid_schemas {
-            write!(f, "\n  - tool `{name}` has a schema that cannot be compiled: {problem}")?;
+        for problem in &self.problems {
+            write!(f, "\n  - {problem}")?;
         }
         Ok(())
     }

@@ -106,13 +106,13 @@ where
 pub(crate) async fn catch_panics<T>(
     mut fut: Pin<Box<dyn Future<Output = T> + Send>>,
 ) -> Result<T, String> {
-    std::future::poll_fn(move |cx| {
-        match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+    std::future::poll_fn(
+        move |cx| match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
             Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
             Ok(Poll::Pending) => Poll::Pending,
             Err(payload) => Poll::Ready(Err(panic_message(payload.as_ref()))),
-        }
-    })
+        },
+    )
     .await
 }
 

@@ -22,7 +22,7 @@ pub mod tool;
 
 use std::path::Path;
 
-pub use error::{CallError, CallErrorKind, RegistryError, ToolError, Violation};
+pub use error::{CallError, CallErrorKind, Problem, RegistryError, ToolError, Violation};
 pub use executor::{executor_fn, typed_executor, Executor, ToolFuture};
 pub use registry::{Registry, RegistryBuilder};
 pub use tool::Tool;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use jsonschema::Validator;
 use serde_json::Value;
 
-use crate::error::{CallError, RegistryError, Violation};
+use crate::error::{CallError, Problem, RegistryError, Violation};
 use crate::executor::{catch_panics, panic_message, Executor};
 use crate::tool::Tool;
 use crate::{Location, ToolDefinition};
@@ -118,26 +118,26 @@ impl RegistryBuilder {
         let mut index = HashMap::with_capacity(self.definitions.len());
         for def in self.definitions {
             if index.contains_key(&def.name) {
-                if !error.duplicate_definitions.contains(&def.name) {
-                    error.duplicate_definitions.push(def.name.clone());
-                }
+                error.push(Problem::DuplicateDefinition(def.name.clone()));
                 continue;
             }
             let parameters = match compile(&def.parameters) {
                 Ok(v) => Some(v),
                 Err(e) => {
-                    error
-                        .invalid_schemas
-                        .push((def.name.clone(), format!("parameters: {e}")));
+                    error.push(Problem::InvalidSchema {
+                        tool: def.name.clone(),
+                        problem: format!("parameters: {e}"),
+                    });
                     None
                 }
             };
             let returns = match def.returns.as_ref().map(compile).transpose() {
                 Ok(v) => v,
                 Err(e) => {
-                    error
-                        .invalid_schemas
-                        .push((def.name.clone(), format!("returns: {e}")));
+                    error.push(Problem::InvalidSchema {
+                        tool: def.name.clone(),
+                        problem: format!("returns: {e}"),
+                    });
                     None
                 }
             };
@@ -158,18 +158,16 @@ impl RegistryBuilder {
         let mut seen = BTreeSet::new();
         for (name, executor) in self.executors {
             if !seen.insert(name.clone()) {
-                if !error.duplicate_executors.contains(&name) {
-                    error.duplicate_executors.push(name);
-                }
+                error.push(Problem::DuplicateExecutor(name));
                 continue;
             }
             match index.get(&name) {
-                None => error.unknown_executors.push(name),
+                None => error.push(Problem::UnknownExecutor(name)),
                 Some(&usize::MAX) => {}
                 Some(&i) => {
                     let entry = &mut entries[i];
                     match entry.def.location {
-                        Location::Client => error.client_executors.push(name),
+                        Location::Client => error.push(Problem::ClientExecutor(name)),
                         Location::Server => entry.executor = Some(executor),
                     }
                 }
@@ -177,13 +175,12 @@ impl RegistryBuilder {
         }
         for entry in &entries {
             if entry.def.location == Location::Server && entry.executor.is_none() {
-                error.missing_executors.push(entry.def.name.clone());
+                error.push(Problem::MissingExecutor(entry.def.name.clone()));
             }
         }
-        if error.is_empty() {
-            Ok(Registry { entries, index })
-        } else {
-            Err(error)
+        match error.finish() {
+            None => Ok(Registry { entries, index }),
+            Some(error) => Err(error),
         }
     }
 }

@@ -160,6 +160,7 @@ struct Gen<'a> {
     items: Vec<Item>,
     /// Enum name → (wire value → variant), for typed defaults.
     enums: BTreeMap<String, BTreeMap<String, String>>,
+    emitted_defs: BTreeSet<String>,
 }
 
 struct ToolNames {
@@ -171,10 +172,12 @@ struct ToolNames {
 impl<'a> Gen<'a> {
     fn new(ir: &'a Ir, options: &RustOptions) -> Gen<'a> {
         let path = options.runtime_path.trim();
-        let rt: syn::Path = syn::parse_str(path).unwrap_or_else(|_| {
-            syn::parse_str("::toolc_runtime").expect("a literal path parses")
-        });
-        let serde_crate = format!("{}::__private::serde", quote!(#rt).to_string().replace(' ', ""));
+        let rt: syn::Path = syn::parse_str(path)
+            .unwrap_or_else(|_| syn::parse_str("::toolc_runtime").expect("a literal path parses"));
+        let serde_crate = format!(
+            "{}::__private::serde",
+            quote!(#rt).to_string().replace(' ', "")
+        );
         Gen {
             ir,
             rt: quote!(#rt),
@@ -184,6 +187,7 @@ impl<'a> Gen<'a> {
             fns: BTreeSet::new(),
             items: Vec::new(),
             enums: BTreeMap::new(),
+            emitted_defs: BTreeSet::new(),
         }
     }
 
@@ -250,13 +254,11 @@ impl<'a> Gen<'a> {
         let mut args_docs = vec![format!("Arguments of the {which} tool `{}`.", def.name)];
         args_docs.push(String::new());
         args_docs.extend(doc_lines(&def.description));
-        let defs = self.defs(&def.parameters, &base);
-        self.named_root(&def.parameters, &names.args, args_docs, &defs);
+        self.root_with_defs(&def.parameters, &names.args, args_docs, &base);
         match &def.returns {
             Some(returns) => {
-                let defs = self.defs(returns, &base);
                 let docs = vec![format!("Result of the {which} tool `{}`.", def.name)];
-                self.named_root(returns, &names.output, docs, &defs);
+                self.root_with_defs(returns, &names.output, docs, &base);
             }
             None => self.items.push(Item::Alias {
                 name: names.output.clone(),
@@ -271,7 +273,18 @@ impl<'a> Gen<'a> {
         }
     }
 
-    /// Allocates names for a root's `$defs` and generates them.
+    /// A root schema's type, followed in the file by its `$defs`. The defs are generated first
+    /// (a field's default may name a variant of a def's enum) and moved after the root.
+    fn root_with_defs(&mut self, root: &Value, name: &str, docs: Vec<String>, tool_base: &str) {
+        let defs = self.defs(root, tool_base);
+        let start = self.items.len();
+        self.emit_defs(root, &defs);
+        let def_items = self.items.split_off(start);
+        self.named_root(root, name, docs, &defs);
+        self.items.extend(def_items);
+    }
+
+    /// Allocates names for a root's `$defs` and finds the recursive ones.
     fn defs(&mut self, root: &Value, tool_base: &str) -> Defs {
         let mut defs = Defs::default();
         let mut schemas: Vec<(String, &Value)> = Vec::new();
@@ -314,16 +327,35 @@ impl<'a> Gen<'a> {
                 }
             }
         }
-        for (name, schema) in schemas {
-            let rust = defs.names[&name].clone();
+        defs
+    }
+
+    /// Generates the types of a root's `$defs`, after the root's own type.
+    fn emit_defs(&mut self, root: &Value, defs: &Defs) {
+        for key in ["$defs", "definitions"] {
+            let Some(map) = root.get(key).and_then(Value::as_object) else {
+                continue;
+            };
+            for (name, schema) in map {
+                self.emit_def(name, schema, defs);
+            }
+        }
+    }
+
+    fn emit_def(&mut self, name: &str, schema: &Value, defs: &Defs) {
+        // `$defs` wins over `definitions` for a name in both (allocation keeps the first).
+        if !self.emitted_defs.insert(defs.names[name].clone()) {
+            return;
+        }
+        {
+            let rust = defs.names[name].clone();
             let docs = schema
                 .get("description")
                 .and_then(Value::as_str)
                 .map(doc_lines)
                 .unwrap_or_default();
-            self.named_root(schema, &rust, docs, &defs);
+            self.named_root(schema, &rust, docs, defs);
         }
-        defs
     }
 
     /// Generates `schema` as the type `name`: a struct or enum when it maps to one, an alias
@@ -345,7 +377,13 @@ impl<'a> Gen<'a> {
 
     /// Maps a schema to a type. `hint` is the name a struct or enum made for it gets (already
     /// unique when `own_docs` is given, i.e. for roots and defs; otherwise made unique here).
-    fn map(&mut self, schema: &Value, hint: &str, defs: &Defs, own_docs: Option<Vec<String>>) -> Ty {
+    fn map(
+        &mut self,
+        schema: &Value,
+        hint: &str,
+        defs: &Defs,
+        own_docs: Option<Vec<String>>,
+    ) -> Ty {
         let obj = match schema {
             Value::Object(obj) => obj,
             Value::Bool(_) => return Ty::Value("a boolean schema"),
@@ -437,8 +475,7 @@ impl<'a> Gen<'a> {
                 Some(values) => {
                     let strings: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
                     let has_null = values.iter().any(Value::is_null);
-                    if strings.is_empty() || strings.len() + usize::from(has_null) != values.len()
-                    {
+                    if strings.is_empty() || strings.len() + usize::from(has_null) != values.len() {
                         return Ty::Value("an `enum` with values that are not strings");
                     }
                     let name = self.name_for(hint, own_docs.is_some());
@@ -534,15 +571,23 @@ impl<'a> Gen<'a> {
             docs: Vec::new(),
             ty: Ty::Bool,
         });
-        let mut used = BTreeSet::new();
+        // A property whose name already is its Rust name keeps it; others that convert to the
+        // same name get a suffix, in declaration order.
+        let mut used: BTreeSet<String> = properties
+            .keys()
+            .filter(|wire| unraw(&field_ident_text(wire)) == wire.as_str())
+            .cloned()
+            .collect();
         let mut fields = Vec::new();
         for (wire, schema) in properties {
             let base = field_ident_text(wire);
             let mut rust = base.clone();
-            let mut n = 2;
-            while !used.insert(unraw(&rust).to_owned()) {
-                rust = format!("{}_{n}", unraw(&base));
-                n += 1;
+            if unraw(&base) != wire.as_str() {
+                let mut n = 2;
+                while !used.insert(unraw(&rust).to_owned()) {
+                    rust = format!("{}_{n}", unraw(&base));
+                    n += 1;
+                }
             }
             let hint = format!("{name}{}", type_ident_text(wire));
             let mut ty = self.map(schema, &hint, defs, None);
@@ -578,11 +623,15 @@ impl<'a> Gen<'a> {
             } else {
                 ty = optional(ty);
                 serde.push(quote!(default));
-                serde.push(quote!(skip_serializing_if = "::std::option::Option::is_none"));
+                serde.push(quote!(
+                    skip_serializing_if = "::std::option::Option::is_none"
+                ));
                 if let Some(d) = default {
                     push_doc(
                         &mut docs,
-                        format!("Default when absent: `{d}` (applied by the tool, not by this type)."),
+                        format!(
+                            "Default when absent: `{d}` (applied by the tool, not by this type)."
+                        ),
                     );
                 }
             }
@@ -842,9 +891,8 @@ impl<'a> Gen<'a> {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let message = format!(
-            "`{{Self}}` is not the executor of this manifest's server tools ({list})"
-        );
+        let message =
+            format!("`{{Self}}` is not the executor of this manifest's server tools ({list})");
         let label = format!("`{{Self}}` does not implement `{}`", self.trait_name);
         let note = format!(
             "add `impl {} for {{Self}}` with one `async fn` per server tool: {list}",
@@ -1011,7 +1059,10 @@ fn docs_of(obj: &serde_json::Map<String, Value>) -> Vec<String> {
 }
 
 fn doc_lines(text: &str) -> Vec<String> {
-    text.trim().lines().map(|l| l.trim_end().to_owned()).collect()
+    text.trim()
+        .lines()
+        .map(|l| l.trim_end().to_owned())
+        .collect()
 }
 
 fn push_doc(docs: &mut Vec<String>, line: String) {
@@ -1025,7 +1076,7 @@ fn push_untyped_doc(docs: &mut Vec<String>, reason: &str) {
     push_doc(
         docs,
         format!(
-            "Untyped (`serde_json::Value`): the schema uses {reason}, outside the typed subset. The registry still validates it against the schema."
+            "Untyped (`serde_json::Value`): outside the typed subset ({reason}). The registry still validates it against the schema."
         ),
     );
 }

@@ -57,11 +57,23 @@ const ARTICLES: &[Article] = &[
 
 /// `(order number, status, expected delivery date)`.
 const ORDERS: &[(&str, GetOrderStatusOutputStatus, Option<&str>)] = &[
-    ("AB-123456", GetOrderStatusOutputStatus::Shipped, Some("2026-05-14")),
-    ("AB-200001", GetOrderStatusOutputStatus::Placed, Some("2026-05-20")),
+    (
+        "AB-123456",
+        GetOrderStatusOutputStatus::Shipped,
+        Some("2026-05-14"),
+    ),
+    (
+        "AB-200001",
+        GetOrderStatusOutputStatus::Placed,
+        Some("2026-05-20"),
+    ),
     ("CD-654321", GetOrderStatusOutputStatus::Delivered, None),
     ("EF-000042", GetOrderStatusOutputStatus::Cancelled, None),
-    ("GH-777777", GetOrderStatusOutputStatus::Packed, Some("2026-05-16")),
+    (
+        "GH-777777",
+        GetOrderStatusOutputStatus::Packed,
+        Some("2026-05-16"),
+    ),
 ];
 
 /// The executors of the support manifest's server tools.

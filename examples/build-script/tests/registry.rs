@@ -6,7 +6,8 @@ use serde_json::{json, Value};
 use toolc_runtime::{CallErrorKind, Location, Registry, Tool};
 
 fn registry() -> Registry {
-    support::registry(SupportDesk::new()).expect("the generated registry satisfies the location rule")
+    support::registry(SupportDesk::new())
+        .expect("the generated registry satisfies the location rule")
 }
 
 async fn call(registry: &Registry, name: &str, args: &str) -> Value {
@@ -17,18 +18,31 @@ async fn call(registry: &Registry, name: &str, args: &str) -> Value {
 #[tokio::test]
 async fn search_returns_ranked_articles_with_the_default_limit() {
     let r = registry();
-    let out = call(&r, "search_help_articles", r#"{"query":"how do I return an order"}"#).await;
+    let out = call(
+        &r,
+        "search_help_articles",
+        r#"{"query":"how do I return an order"}"#,
+    )
+    .await;
     let articles = out["articles"].as_array().unwrap();
     // `limit` defaults to 3 (from the manifest) when the model leaves it out.
     assert_eq!(articles.len(), 3);
     assert_eq!(articles[0]["id"], "kb-202", "{out}");
-    let out = call(&r, "search_help_articles", r#"{"query":"invoice","limit":1}"#).await;
-    assert_eq!(out, json!({"articles": [{
-        "id": "kb-302",
-        "title": "Download an invoice",
-        "summary": "Every order has a PDF invoice under Orders, then Details, then Invoice.",
-        "section": "billing-invoices"
-    }]}));
+    let out = call(
+        &r,
+        "search_help_articles",
+        r#"{"query":"invoice","limit":1}"#,
+    )
+    .await;
+    assert_eq!(
+        out,
+        json!({"articles": [{
+            "id": "kb-302",
+            "title": "Download an invoice",
+            "summary": "Every order has a PDF invoice under Orders, then Details, then Invoice.",
+            "section": "billing-invoices"
+        }]})
+    );
 }
 
 #[tokio::test]
@@ -48,7 +62,10 @@ async fn order_status_known_and_unknown() {
     assert_eq!(err.code(), Some("order_not_found"));
     let model: Value = serde_json::from_str(&err.model_text()).unwrap();
     assert_eq!(model["error"]["kind"], "tool_failed");
-    assert!(model["error"]["message"].as_str().unwrap().contains("ZZ-000000"));
+    assert!(model["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("ZZ-000000"));
 }
 
 #[tokio::test]
@@ -61,10 +78,17 @@ async fn invalid_arguments_never_reach_the_executor() {
     assert_eq!(err.kind(), CallErrorKind::InvalidArguments);
     assert_eq!(err.violations()[0].pointer, "/order_number");
     let err = r
-        .call("search_help_articles", r#"{"query":"x","limit":11,"extra":true}"#)
+        .call(
+            "search_help_articles",
+            r#"{"query":"x","limit":11,"extra":true}"#,
+        )
         .await
         .unwrap_err();
-    let pointers: Vec<&str> = err.violations().iter().map(|v| v.pointer.as_str()).collect();
+    let pointers: Vec<&str> = err
+        .violations()
+        .iter()
+        .map(|v| v.pointer.as_str())
+        .collect();
     assert!(pointers.contains(&"/limit"), "{pointers:?}");
     assert_eq!(err.violations().len(), 2, "{err}");
 }
@@ -84,10 +108,16 @@ async fn client_tools_are_declared_but_not_executable_on_the_server() {
         .validate_arguments("highlight_element", r#"{"selector":".help-link"}"#)
         .unwrap();
     assert_eq!(args, json!({"selector": ".help-link"}));
-    assert!(r.validate_arguments("highlight_element", r#"{"color":"red"}"#).is_err());
+    assert!(r
+        .validate_arguments("highlight_element", r#"{"color":"red"}"#)
+        .is_err());
     // And checks the browser's result against `returns`.
-    assert!(r.check_output("highlight_element", &json!({"found": true})).is_ok());
-    assert!(r.check_output("highlight_element", &json!({"found": "yes"})).is_err());
+    assert!(r
+        .check_output("highlight_element", &json!({"found": true}))
+        .is_ok());
+    assert!(r
+        .check_output("highlight_element", &json!({"found": "yes"}))
+        .is_err());
 }
 
 #[tokio::test]
@@ -103,10 +133,19 @@ async fn typed_calls_and_definitions() {
     assert_eq!(SearchHelpArticles::NAME, "search_help_articles");
     assert_eq!(SearchHelpArticles::LOCATION, Location::Server);
     // The generated definitions are exactly what the compiler reads from the manifest.
-    let specs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../manifests/support.tools.yaml");
+    let specs = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../manifests/support.tools.yaml"
+    );
     let loaded = toolc_runtime::load_definitions([specs]).unwrap();
     assert_eq!(support::definitions(), loaded);
-    assert_eq!(r.timeout("get_order_status"), Some(std::time::Duration::from_secs(3)));
+    assert_eq!(
+        r.timeout("get_order_status"),
+        Some(std::time::Duration::from_secs(3))
+    );
     // `fill_form_field` has no timeout of its own: client tools get the 10 s default.
-    assert_eq!(r.timeout("fill_form_field"), Some(std::time::Duration::from_secs(10)));
+    assert_eq!(
+        r.timeout("fill_form_field"),
+        Some(std::time::Duration::from_secs(10))
+    );
 }

@@ -1,0 +1,250 @@
+//! Compile-pass tests of the generated Rust: the code for every manifest in `manifests/` and for
+//! `tests/fixtures/edge.tools.yaml`, checked in under `tests/generated/` (kept current by
+//! `tests/generated_up_to_date.rs`), compiled here under `#![deny(warnings)]` and exercised
+//! through its registry.
+#![deny(warnings)]
+
+use serde_json::json;
+use toolc_runtime::{CallErrorKind, Location, Tool, ToolError};
+
+mod support {
+    include!("generated/support.rs");
+}
+mod commerce {
+    include!("generated/commerce.rs");
+}
+mod edge {
+    include!("generated/edge.rs");
+}
+
+struct Support;
+
+impl support::SupportServer for Support {
+    async fn search_help_articles(
+        &self,
+        args: support::SearchHelpArticlesArgs,
+    ) -> Result<support::SearchHelpArticlesOutput, ToolError> {
+        Ok(support::SearchHelpArticlesOutput {
+            articles: (0..args.limit)
+                .map(|i| support::SearchHelpArticlesOutputArticlesItem {
+                    id: format!("{i}"),
+                    title: args.query.clone(),
+                    summary: String::new(),
+                    section: "s".into(),
+                })
+                .collect(),
+        })
+    }
+
+    async fn get_order_status(
+        &self,
+        _: support::GetOrderStatusArgs,
+    ) -> Result<support::GetOrderStatusOutput, ToolError> {
+        Ok(support::GetOrderStatusOutput {
+            status: support::GetOrderStatusOutputStatus::Packed,
+            eta: None,
+        })
+    }
+}
+
+#[tokio::test]
+async fn support_defaults_apply_and_outputs_serialize() {
+    let r = support::registry(Support).unwrap();
+    let out = r
+        .call("search_help_articles", r#"{"query":"q"}"#)
+        .await
+        .unwrap();
+    let out: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        out["articles"].as_array().unwrap().len(),
+        3,
+        "limit defaults to 3"
+    );
+    let out = r
+        .call("get_order_status", r#"{"order_number":"AB-123456"}"#)
+        .await
+        .unwrap();
+    assert_eq!(out, r#"{"status":"packed","eta":null}"#);
+    assert_eq!(support::definitions().len(), 6);
+    assert_eq!(support::ShowToast::LOCATION, Location::Client);
+    assert!(!support::ShowToast::definition().wait_for_response);
+}
+
+struct Shop;
+
+impl commerce::CommerceServer for Shop {
+    async fn search_products(
+        &self,
+        args: commerce::SearchProductsArgs,
+    ) -> Result<commerce::SearchProductsOutput, ToolError> {
+        let filters = args.filters.unwrap_or(commerce::SearchProductsArgsFilters {
+            category: None,
+            price: None,
+            in_stock_only: true,
+        });
+        let max = filters.price.and_then(|p| p.max).unwrap_or(f64::INFINITY);
+        let products: Vec<commerce::SearchProductsProduct> = [("S1", 40.0), ("S2", 90.0)]
+            .into_iter()
+            .filter(|(_, price)| *price <= max)
+            .map(|(sku, price)| commerce::SearchProductsProduct {
+                sku: sku.into(),
+                name: format!(
+                    "{} ({:?}, in stock only: {})",
+                    args.query, args.sort, filters.in_stock_only
+                ),
+                price,
+                tags: None,
+            })
+            .take(usize::try_from(args.page_size).unwrap_or(0))
+            .collect();
+        Ok(commerce::SearchProductsOutput {
+            total: products.len() as i64,
+            products,
+        })
+    }
+
+    async fn create_return(
+        &self,
+        args: commerce::CreateReturnArgs,
+    ) -> Result<commerce::CreateReturnOutput, ToolError> {
+        let reasons: Vec<String> = args
+            .items
+            .iter()
+            .map(|i| format!("{:?}", i.reason))
+            .collect();
+        // `refund_to` is `anyOf` in the schema: untyped, but validated before it gets here.
+        let refund = match &args.refund_to {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(other) => other["gift_card_email"].as_str().unwrap_or("?").to_owned(),
+            None => "original_payment".into(),
+        };
+        Ok(commerce::CreateReturnOutput {
+            return_id: format!("R-{}-{}-{refund}", args.order_number, reasons.join("+")),
+            label_url: "https://labels.example/1".into(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn commerce_nested_types_defs_and_untyped_fallbacks() {
+    let r = commerce::registry(Shop).unwrap();
+    let out = r
+        .call(
+            "search_products",
+            r#"{"query":"boots","filters":{"price":{"max":50}}}"#,
+        )
+        .await
+        .unwrap();
+    let out: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(out["total"], 1);
+    // `sort` defaulted to `relevance`, and the nested `in_stock_only` to true.
+    assert_eq!(
+        out["products"][0]["name"],
+        "boots (Relevance, in stock only: true)"
+    );
+    assert!(
+        out["products"][0].get("tags").is_none(),
+        "absent optionals are not written"
+    );
+
+    let out = r
+        .call(
+            "create_return",
+            r#"{"order_number":"A1","items":[{"sku":"S","quantity":1,"reason":"too_small"}],
+                "refund_to":{"gift_card_email":"a@b.example"}}"#,
+        )
+        .await
+        .unwrap();
+    assert!(out.contains("R-A1-TooSmall-a@b.example"), "{out}");
+    let err = r
+        .call(
+            "create_return",
+            r#"{"order_number":"A1","items":[{"sku":"S","quantity":1,"reason":"meh"}],"refund_to":7}"#,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), CallErrorKind::InvalidArguments);
+    let pointers: Vec<&str> = err
+        .violations()
+        .iter()
+        .map(|v| v.pointer.as_str())
+        .collect();
+    assert!(
+        pointers.contains(&"/items/0/reason") && pointers.contains(&"/refund_to"),
+        "{pointers:?}"
+    );
+}
+
+struct Edge;
+
+impl edge::EdgeServer for Edge {
+    async fn edge_server(
+        &self,
+        args: edge::EdgeServerArgs,
+    ) -> Result<edge::EdgeServerOutput, ToolError> {
+        let depth = {
+            let mut n = 0;
+            let mut node = args.tree.as_deref();
+            while let Some(t) = node {
+                n += 1;
+                node = t.next.as_deref();
+            }
+            n
+        };
+        Ok(edge::EdgeServerOutput {
+            tree: Some(edge::EdgeServerNode2 {
+                leaf: Some(
+                    depth > 1 && args.mode == edge::EdgeServerArgsMode::AB2 && args.r#type == "t",
+                ),
+            }),
+        })
+    }
+
+    async fn no_params(&self, _: edge::NoParamsArgs) -> Result<edge::NoParamsOutput, ToolError> {
+        Ok(json!("anything"))
+    }
+}
+
+#[tokio::test]
+async fn edge_names_recursion_and_defaults() {
+    let r = edge::registry(Edge).unwrap();
+    let args = json!({
+        "type": "t", "self": 1, "foo-bar": true, "foo_bar": false, "fooBar": true, "2fa": "x",
+        "tree": { "value": 1, "next": { "value": 2, "children": [{ "value": 3 }] } },
+        "maybe": null, "maybe_enum": "y", "grid": [[1, 2], []], "bag": { "a": 1 },
+        "mixed": 1, "free": [true], "either": 3, "pairs": [{ "key": "k" }]
+    });
+    let out = r.call("edge_server", &args.to_string()).await.unwrap();
+    assert_eq!(out, r#"{"tree":{"leaf":true}}"#, "mode defaulted to `a_b`");
+    let typed: edge::EdgeServerArgs = serde_json::from_value(args.clone()).unwrap();
+    assert_eq!(typed.ratio, 0.5);
+    assert_eq!(typed.label, "none");
+    assert_eq!(typed.foo_bar, Some(false), "`foo_bar` keeps its own name");
+    assert_eq!(typed.foo_bar_2, Some(true), "`foo-bar` takes the next one");
+    assert_eq!(typed.foo_bar_3, Some(true));
+    assert_eq!(typed.self_, Some(1));
+    assert_eq!(typed.f_2fa.as_deref(), Some("x"));
+    assert_eq!(typed.maybe_enum, Some(edge::EdgeServerArgsMaybeEnum::Y));
+    // Round trip keeps every wire name.
+    let back = serde_json::to_value(&typed).unwrap();
+    for key in [
+        "type", "self", "foo-bar", "foo_bar", "fooBar", "2fa", "mode",
+    ] {
+        assert!(back.get(key).is_some(), "{key} missing in {back}");
+    }
+    let modes: Vec<edge::EdgeServerArgsMode> =
+        serde_json::from_value(json!(["a-b", "a_b", "Self", "1", ""])).unwrap();
+    assert_eq!(
+        modes,
+        [
+            edge::EdgeServerArgsMode::AB,
+            edge::EdgeServerArgsMode::AB2,
+            edge::EdgeServerArgsMode::Self_,
+            edge::EdgeServerArgsMode::V1,
+            edge::EdgeServerArgsMode::Unnamed,
+        ]
+    );
+    let _: edge::EdgeServerAlias = String::from("aliases stay aliases");
+    assert_eq!(r.call("no_params", "").await.unwrap(), r#""anything""#);
+    assert_eq!(edge::EdgeServerArgs2::NAME, "edge_server_args");
+}
