@@ -1,0 +1,114 @@
+//! A realtime relay for `manifests/support.tools.yaml`: browsers connect at `ws://LISTEN/`, each
+//! gets its own connection to the model, the server tools run here, the client tools go to the
+//! browser. See the README.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use toolc_runtime::realtime::{openai, Naming, Note};
+use toolc_runtime::relay::{Relay, RelayConfig};
+use toolc_runtime::Registry;
+
+mod tools;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "realtime-relay",
+    about = "Relay browsers to a realtime model, running server tools in-process."
+)]
+struct Args {
+    /// Address browsers connect to (`ws://LISTEN/`). Port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:8787")]
+    listen: String,
+    /// The model's websocket URL.
+    #[arg(long, default_value = openai::DEFAULT_URL)]
+    upstream: String,
+    /// Name of the environment variable that holds the API key (sent upstream as
+    /// `Authorization: Bearer KEY`, never to a browser).
+    #[arg(long, value_name = "NAME")]
+    api_key_env: Option<String>,
+    /// The tool manifest. Its server tools must be ones this example implements.
+    #[arg(long, default_value_os_t = default_manifest())]
+    manifest: PathBuf,
+    /// Message names towards the browser: `function_call` or `tool.call`.
+    #[arg(long, default_value = "function_call")]
+    naming: String,
+    /// Milliseconds a waiting client call may be open before the model says a filler phrase;
+    /// 0 turns fillers off.
+    #[arg(long, default_value_t = 1500)]
+    filler_delay_ms: u64,
+}
+
+fn default_manifest() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../manifests/support.tools.yaml")
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let definitions = toolc_runtime::load_definitions([&args.manifest])
+        .map_err(|e| format!("cannot load {}:\n{e}", args.manifest.display()))?;
+    let registry: Registry = tools::registry(definitions).map_err(|e| e.to_string())?;
+    let registry = Arc::new(registry);
+    let naming = Naming::parse(&args.naming).ok_or_else(|| {
+        format!(
+            "unknown naming `{}` (use function_call or tool.call)",
+            args.naming
+        )
+    })?;
+    let api_key = match &args.api_key_env {
+        None => None,
+        Some(name) => Some(
+            std::env::var(name)
+                .map_err(|_| format!("the environment variable {name} is not set"))?,
+        ),
+    };
+
+    let mut config = RelayConfig::new(&registry);
+    config.upstream = args.upstream.clone();
+    config.api_key = api_key;
+    let mut session = (*config.session).clone();
+    session.naming = naming;
+    session.filler_delay =
+        (args.filler_delay_ms > 0).then(|| Duration::from_millis(args.filler_delay_ms));
+    session.observer = Some(Arc::new(|note: &Note| {
+        // The GA API reports every call in three events; that is normal, not worth a line.
+        if !matches!(note, Note::DuplicateCall { .. }) {
+            eprintln!("relay: {note}");
+        }
+    }));
+    config.session = Arc::new(session);
+
+    let relay = Relay::bind(&args.listen, registry.clone(), config)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let addr = relay.local_addr().map_err(|e| e.to_string())?;
+    // The first line is machine-readable: tests and scripts read the bound address from it.
+    println!("listening on ws://{addr}/");
+    println!("upstream {}", args.upstream);
+    println!("tools: {}", registry.names().collect::<Vec<_>>().join(", "));
+    relay.serve().await;
+    Ok(())
+}
