@@ -230,9 +230,9 @@ impl HumanRenderer {
     ) {
         let file = sources.get(label.span.file);
         let (line, col) = file.line_col(label.span.start);
-        let text = file.line_text(line);
         let pad = " ".repeat(gutter);
         let _ = writeln!(out, "{pad}{blue}-->{reset} {}:{line}:{col}", file.name);
+        let (text, col) = window(file.line_text(line), col);
         let _ = writeln!(out, "{pad} {blue}|{reset}");
         let _ = writeln!(out, "{blue}{line:>gutter$}{reset} {blue}|{reset} {text}");
         // Underline to the end of the span, or of the line when the span covers several lines.
@@ -309,4 +309,24 @@ pub fn render_json(sources: &SourceMap, diagnostics: &Diagnostics) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Long lines (minified JSON, absurd nesting) are cut to a window around the column, so that a
+/// diagnostic stays readable; returns the text and the column within it.
+fn window(text: &str, col: usize) -> (String, usize) {
+    const WIDTH: usize = 120;
+    let chars = text.chars().count();
+    if chars <= WIDTH + 40 {
+        return (text.to_owned(), col);
+    }
+    let start = col
+        .saturating_sub(WIDTH / 2)
+        .min(chars.saturating_sub(WIDTH));
+    let shown: String = text.chars().skip(start).take(WIDTH).collect();
+    let prefix = if start > 0 { "…" } else { "" };
+    let suffix = if start + WIDTH < chars { "…" } else { "" };
+    (
+        format!("{prefix}{shown}{suffix}"),
+        col - start + prefix.chars().count(),
+    )
 }

@@ -218,6 +218,12 @@ pub fn parse(
 fn syntax_error(file: FileId, offsets: &Offsets, e: &ScanError) -> Diagnostic {
     let at = offsets.byte(e.marker().index());
     let info = e.info();
+    if info.contains("recursion limit") {
+        // The scanner has its own limit on flow nesting (`[[[...`), below ours.
+        return Diagnostic::error("toolc::too-deep", "nesting too deep for the YAML scanner")
+            .at(Span::new(file, at, at), "this level is one too many")
+            .help("flatten the structure or move shared parts into `$defs` and refer to them with `$ref`");
+    }
     // The scanner's messages are terse; name the usual cause when we recognise one.
     let help = if info.contains("mapping values are not allowed") {
         "a `key: value` appears where a plain value was expected; quote values that contain `: ` or check the indentation"

@@ -9,7 +9,9 @@
 //!
 //! [`to_strict`] rewrites a schema into that subset where it can do so without changing what the
 //! model may send (optional properties become required-but-nullable, `default` moves into the
-//! description); anything else is reported as a [`StrictIssue`] and the caller keeps the original
+//! description). Length limits and unsupported `format`s are also stated in the description rather
+//! than given up on strict mode: the runtime validates every call against the original schema, so
+//! the constraint still holds, and structural guarantees are worth more. Anything else is reported as a [`StrictIssue`] and the caller keeps the original
 //! schema with `strict: false`. [`strip_strict_nulls`] maps the nulls that strict mode makes the
 //! model send for omitted optional arguments back to "absent" before an executor sees them.
 
@@ -83,13 +85,11 @@ impl StrictIssue {
     /// What the author can change to get strict mode.
     pub fn fix(&self) -> String {
         match self.keyword.as_str() {
-            "minLength" | "maxLength" => "remove the length limit and state it in `description`".into(),
             "oneOf" => "use `anyOf` when the alternatives cannot both match".into(),
             "allOf" => "merge the `allOf` members into one schema".into(),
             "additionalProperties" => "declare every key under `properties` and set `additionalProperties: false`".into(),
             "properties" => "declare the object's keys under `properties`".into(),
             "type" => "give the schema a `type`".into(),
-            "format" => format!("use one of the formats strict mode supports ({}) or drop `format`", STRICT_FORMATS.join(", ")),
             "pattern" => "write the pattern without look-around (`(?=`, `(?!`, `(?<=`, `(?<!`)".into(),
             "anyOf" => "put the alternatives inside a property; the root of `parameters` must be a plain object".into(),
             _ => format!("remove `{}` or express it in `description`", self.keyword),
@@ -254,15 +254,22 @@ impl Strict<'_> {
                 "default" => {
                     notes.push(format!("Default: {}.", compact(value)));
                 }
+                // Constraints strict mode cannot decode by, but that lose nothing when stated in
+                // the description: the runtime validates every call against the original schema
+                // before an executor or the browser sees it, and the model reads the description.
+                "minLength" => notes.push(format!("At least {} characters.", compact(value))),
+                "maxLength" => notes.push(format!("At most {} characters.", compact(value))),
+                "minProperties" => notes.push(format!("At least {} entries.", compact(value))),
+                "maxProperties" => notes.push(format!("At most {} entries.", compact(value))),
+                "uniqueItems" if value == &Value::Bool(true) => {
+                    notes.push("Items must be unique.".to_owned());
+                }
+                "uniqueItems" => {}
                 "format" => {
                     if value.as_str().is_some_and(|f| STRICT_FORMATS.contains(&f)) {
                         out.insert(key.clone(), value.clone());
                     } else {
-                        self.issue(
-                            pointer,
-                            key,
-                            &format!("`{}` is not a format strict mode supports", compact(value)),
-                        );
+                        notes.push(format!("Format: {}.", value.as_str().unwrap_or("?")));
                     }
                 }
                 "pattern" => {
@@ -829,24 +836,20 @@ mod tests {
         let schema = json!({
             "type": "object",
             "properties": {
-                "name": { "type": "string", "minLength": 1 },
                 "either": { "oneOf": [{ "type": "string" }, { "type": "integer" }] },
                 "map": { "type": "object", "additionalProperties": { "type": "string" } },
                 "free": { "type": "object" },
                 "any": {},
-                "site": { "type": "string", "format": "uri" },
                 "code": { "type": "string", "pattern": "^(?!x)" }
             }
         });
         let issues = to_strict(&schema).unwrap_err();
         let got = keywords(&issues);
         for expected in [
-            ("/properties/name", "minLength"),
             ("/properties/either", "oneOf"),
             ("/properties/map", "additionalProperties"),
             ("/properties/free", "properties"),
             ("/properties/any", "type"),
-            ("/properties/site", "format"),
             ("/properties/code", "pattern"),
         ] {
             assert!(
@@ -854,7 +857,7 @@ mod tests {
                 "missing {expected:?} in {got:?}"
             );
         }
-        assert_eq!(issues[0].keyword_pointer(), "/properties/name/minLength");
+        assert_eq!(issues[0].keyword_pointer(), "/properties/either/oneOf");
     }
 
     #[test]
