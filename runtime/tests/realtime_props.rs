@@ -1,0 +1,358 @@
+//! Properties of the session dispatcher over random conversations and random garbage.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use toolc_runtime::realtime::{script, Output, Session, SessionConfig};
+use toolc_runtime::{definitions_from_str, executor_fn, Registry, ToolError};
+
+const MANIFEST: &str = r#"
+version: 1
+tools:
+  - name: srv
+    description: Server tool.
+    location: server
+    timeout: 50ms
+    parameters: { type: object, properties: { n: { type: integer } } }
+  - name: cli
+    description: Client tool.
+    location: client
+    timeout: 100ms
+    filler: ["Hold on."]
+    parameters: { type: object, properties: { n: { type: integer } } }
+  - name: fire
+    description: Fire and forget.
+    location: client
+    wait_for_response: false
+"#;
+
+fn registry() -> Arc<Registry> {
+    let defs = definitions_from_str("p.tools.yaml", MANIFEST).unwrap();
+    Arc::new(
+        Registry::builder()
+            .definitions(defs)
+            .executor(
+                "srv",
+                executor_fn(|a: Value| async move {
+                    match a["n"].as_i64().unwrap_or(0) % 4 {
+                        0 => Ok(json!({"ok": true})),
+                        1 => Err(ToolError::new("failed")),
+                        2 => {
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                            Ok(json!({}))
+                        }
+                        _ => panic!("boom"),
+                    }
+                }),
+            )
+            .build()
+            .unwrap(),
+    )
+}
+
+/// What the browser does with one client call.
+#[derive(Clone, Debug)]
+enum Answer {
+    Reply,
+    Ignore,
+    ReplyTwice,
+    ReplyWrongId,
+}
+
+#[derive(Clone, Debug)]
+struct Call {
+    tool: &'static str,
+    n: i64,
+    answer: Answer,
+    malformed: bool,
+}
+
+fn call() -> impl Strategy<Value = Call> {
+    (
+        prop_oneof![Just("srv"), Just("cli"), Just("fire"), Just("nope")],
+        0i64..8,
+        prop_oneof![
+            Just(Answer::Reply),
+            Just(Answer::Ignore),
+            Just(Answer::ReplyTwice),
+            Just(Answer::ReplyWrongId)
+        ],
+        proptest::bool::weighted(0.1),
+    )
+        .prop_map(|(tool, n, answer, malformed)| Call {
+            tool,
+            n,
+            answer,
+            malformed,
+        })
+}
+
+struct Run {
+    to_model: Vec<Value>,
+}
+
+async fn run(
+    session: &mut Session,
+    events: &mut toolc_runtime::realtime::SessionEvents,
+    out: &mut Run,
+    d: Duration,
+) {
+    let until = tokio::time::Instant::now() + d;
+    loop {
+        for o in session.drain_outputs() {
+            if let Output::ToModel(t) = o {
+                out.to_model.push(serde_json::from_str(&t).unwrap());
+            }
+        }
+        match tokio::time::timeout_at(until, events.recv()).await {
+            Ok(Some(e)) => session.on_event(e),
+            _ => break,
+        }
+    }
+    for o in session.drain_outputs() {
+        if let Output::ToModel(t) = o {
+            out.to_model.push(serde_json::from_str(&t).unwrap());
+        }
+    }
+}
+
+fn conversation(responses: Vec<Vec<Call>>, fillers: bool) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let registry = registry();
+        let mut config = SessionConfig::new(&registry);
+        config.filler_delay = fillers.then(|| Duration::from_millis(30));
+        let (mut session, mut events) = Session::new(registry, Arc::new(config));
+        let mut out = Run {
+            to_model: Vec::new(),
+        };
+        let mut expected_calls = BTreeSet::new();
+        let mut responses_with_calls = 0;
+        for (r, calls) in responses.iter().enumerate() {
+            let rid = format!("r{r}");
+            let list: Vec<(String, &str, String)> = calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let args = if c.malformed {
+                        "{n:".to_owned()
+                    } else {
+                        format!(r#"{{"n":{}}}"#, c.n)
+                    };
+                    (format!("c{r}_{i}"), c.tool, args)
+                })
+                .collect();
+            let refs: Vec<(&str, &str, &str)> = list
+                .iter()
+                .map(|(a, b, c)| (a.as_str(), *b, c.as_str()))
+                .collect();
+            if !refs.is_empty() {
+                responses_with_calls += 1;
+            }
+            for e in script::response_with_calls(&rid, &refs) {
+                session.on_model_event(&e.to_string());
+            }
+            run(
+                &mut session,
+                &mut events,
+                &mut out,
+                Duration::from_millis(5),
+            )
+            .await;
+            for ((call_id, _, _), c) in list.iter().zip(calls) {
+                expected_calls.insert(call_id.clone());
+                let reply = |id: &str| {
+                    json!({"type":"function_call.result","call_id":id,"output":"{\"r\":1}"})
+                        .to_string()
+                };
+                match c.answer {
+                    Answer::Reply => {
+                        session.on_browser_event(&reply(call_id));
+                    }
+                    Answer::ReplyTwice => {
+                        session.on_browser_event(&reply(call_id));
+                        session.on_browser_event(&reply(call_id));
+                    }
+                    Answer::ReplyWrongId => {
+                        session.on_browser_event(&reply(&format!("{call_id}x")));
+                    }
+                    Answer::Ignore => {}
+                }
+            }
+            run(
+                &mut session,
+                &mut events,
+                &mut out,
+                Duration::from_millis(20),
+            )
+            .await;
+        }
+        run(&mut session, &mut events, &mut out, Duration::from_secs(2)).await;
+
+        // Exactly one result per call, every call answered, nothing else.
+        let mut per_call: BTreeMap<String, usize> = BTreeMap::new();
+        for e in &out.to_model {
+            if e["type"] == "conversation.item.create" {
+                *per_call
+                    .entry(e["item"]["call_id"].as_str().unwrap().to_owned())
+                    .or_default() += 1;
+            }
+        }
+        assert_eq!(
+            per_call.keys().cloned().collect::<BTreeSet<_>>(),
+            expected_calls
+        );
+        assert!(per_call.values().all(|n| *n == 1), "{per_call:?}");
+        // Exactly one continuation per response that had calls.
+        let continuations = out
+            .to_model
+            .iter()
+            .filter(|e| e["type"] == "response.create" && e.get("response").is_none())
+            .count();
+        assert_eq!(continuations, responses_with_calls);
+        assert_eq!(session.open_calls(), 0);
+    });
+}
+
+fn arbitrary_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        ".{0,12}".prop_map(Value::String),
+        prop_oneof![
+            Just("c1"),
+            Just("c2"),
+            Just("srv"),
+            Just("cli"),
+            Just("r1"),
+            Just("function_call")
+        ]
+        .prop_map(|s| Value::String(s.into())),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(
+                prop_oneof![
+                    Just("type".to_owned()),
+                    Just("call_id".to_owned()),
+                    Just("callId".to_owned()),
+                    Just("name".to_owned()),
+                    Just("arguments".to_owned()),
+                    Just("item".to_owned()),
+                    Just("response".to_owned()),
+                    Just("output".to_owned()),
+                    Just("id".to_owned()),
+                    Just("response_id".to_owned()),
+                    Just("metadata".to_owned()),
+                    "[a-z]{1,6}",
+                ],
+                inner,
+                0..6
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// A tool-shaped event with random contents: the types the session parses, fields that may be
+/// missing or of any JSON type.
+fn tool_shaped() -> impl Strategy<Value = Value> {
+    (
+        prop_oneof![
+            Just("response.created"),
+            Just("response.done"),
+            Just("response.output_item.added"),
+            Just("response.output_item.done"),
+            Just("response.function_call_arguments.delta"),
+            Just("response.function_call_arguments.done"),
+            Just("conversation.item.added"),
+            Just("function_call.result"),
+            Just("tool.result"),
+            Just("conversation.item.create"),
+            Just("session.update"),
+        ],
+        arbitrary_json(),
+        arbitrary_json(),
+        arbitrary_json(),
+    )
+        .prop_map(|(kind, a, b, c)| {
+            let mut e = json!({"type": kind, "call_id": a, "item": b, "response": c.clone(), "name": "cli", "arguments": "{}", "output": c});
+            if let Some(item) = e["item"].as_object_mut() {
+                item.insert("type".into(), json!("function_call"));
+            }
+            e
+        })
+}
+
+#[derive(Clone, Debug)]
+enum Input {
+    Model(String),
+    Browser(String),
+    Wait(u64),
+}
+
+fn input() -> impl Strategy<Value = Input> {
+    let text = prop_oneof![
+        arbitrary_json().prop_map(|v| v.to_string()),
+        tool_shaped().prop_map(|v| v.to_string()),
+        ".{0,40}",
+    ];
+    prop_oneof![
+        text.clone().prop_map(Input::Model),
+        text.prop_map(Input::Browser),
+        (0u64..200).prop_map(Input::Wait),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    /// Any mix of server, client, fire-and-forget, unknown and malformed calls over several
+    /// responses, with any browser behaviour: one result per call, one continuation per
+    /// response with calls.
+    #[test]
+    fn one_result_per_call_and_one_continuation_per_response(
+        responses in prop::collection::vec(prop::collection::vec(call(), 0..5), 1..4),
+        fillers in any::<bool>(),
+    ) {
+        conversation(responses, fillers);
+    }
+
+    /// Garbage from either side never panics the session, and no call is answered twice.
+    #[test]
+    fn arbitrary_events_never_panic(inputs in prop::collection::vec(input(), 0..40)) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build().unwrap();
+        rt.block_on(async move {
+            let registry = registry();
+            let mut config = SessionConfig::new(&registry);
+            config.filler_delay = Some(Duration::from_millis(10));
+            let (mut session, mut events) = Session::new(registry, Arc::new(config));
+            let mut out = Run { to_model: Vec::new() };
+            for i in inputs {
+                match i {
+                    Input::Model(t) => { session.on_model_event(&t); }
+                    Input::Browser(t) => { session.on_browser_event(&t); }
+                    Input::Wait(ms) => run(&mut session, &mut events, &mut out, Duration::from_millis(ms)).await,
+                }
+            }
+            session.browser_closed();
+            run(&mut session, &mut events, &mut out, Duration::from_secs(1)).await;
+            let mut seen = BTreeSet::new();
+            for e in &out.to_model {
+                if e["type"] == "conversation.item.create" {
+                    let id = e["item"]["call_id"].as_str().unwrap().to_owned();
+                    assert!(seen.insert(id.clone()), "call {id} answered twice");
+                }
+            }
+        });
+    }
+}
