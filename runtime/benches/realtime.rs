@@ -1,0 +1,95 @@
+//! Per-call dispatcher overhead: the routing primitive alone, and a whole call through a
+//! realtime session (events in, executor, result and continuation out), with a no-op server
+//! tool so the figure is the runtime's own cost. Also the cost of looking at an unrelated event.
+
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use serde_json::json;
+use toolc_runtime::dispatch::{self, NoClient, ToolCall};
+use toolc_runtime::realtime::{script, Session, SessionConfig};
+use toolc_runtime::{definitions_from_str, executor_fn, Registry};
+
+const MANIFEST: &str = r#"
+version: 1
+tools:
+  - name: noop
+    description: Does nothing.
+    location: server
+    parameters:
+      type: object
+      properties: { q: { type: string } }
+      required: [q]
+"#;
+
+fn registry() -> Arc<Registry> {
+    let defs = definitions_from_str("bench.tools.yaml", MANIFEST).unwrap();
+    Arc::new(
+        Registry::builder()
+            .definitions(defs)
+            .executor("noop", executor_fn(|_| async { Ok(json!({"ok": true})) }))
+            .build()
+            .unwrap(),
+    )
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let registry = registry();
+    let call = ToolCall::new("c1", "noop", r#"{"q":"x"}"#);
+
+    c.bench_function("dispatch/route_noop_server_call", |b| {
+        b.iter(|| rt.block_on(dispatch::route(&registry, &call, &NoClient)))
+    });
+
+    // One call through a session: arguments.done + output_item.done + response.done in, the
+    // executor on a task, function_call_output + response.create out.
+    let mut config = SessionConfig::new(&registry);
+    config.filler_delay = None;
+    let config = Arc::new(config);
+    let events: Vec<Vec<String>> = (0..4096)
+        .map(|i| {
+            script::response_with_calls(
+                &format!("r{i}"),
+                &[(&format!("c{i}"), "noop", r#"{"q":"x"}"#)],
+            )
+            .iter()
+            .map(|e| e.to_string())
+            .collect()
+        })
+        .collect();
+    c.bench_function("session/one_server_call_round_trip", |b| {
+        let (mut session, mut rx) = Session::new(registry.clone(), config.clone());
+        let mut i = 0usize;
+        b.iter(|| {
+            // Fresh call ids: a repeated id would be de-duplicated, not run.
+            let batch = &events[i % events.len()];
+            if i > 0 && i % events.len() == 0 {
+                let fresh = Session::new(registry.clone(), config.clone());
+                session = fresh.0;
+                rx = fresh.1;
+            }
+            i += 1;
+            for e in batch {
+                session.on_model_event(e);
+            }
+            rt.block_on(async {
+                let ev = rx.recv().await.unwrap();
+                session.on_event(ev);
+            });
+            session.drain_outputs().count()
+        })
+    });
+
+    let audio = json!({"type":"response.output_audio.delta","event_id":"ev_1","response_id":"r1","item_id":"i1","output_index":0,"content_index":0,"delta":"A".repeat(4096)}).to_string();
+    c.bench_function("session/unrelated_4k_audio_delta", |b| {
+        let (mut session, _rx) = Session::new(registry.clone(), config.clone());
+        b.iter(|| session.on_model_event(&audio))
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

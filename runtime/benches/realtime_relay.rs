@@ -1,0 +1,195 @@
+//! Relay pass-through of events that are not about tools, against a bare tokio-tungstenite
+//! forwarding loop, in the same run over the same loopback sockets and the same model server.
+//!
+//! Each measurement: a browser connects, the model server sends N events of ~300 bytes to the
+//! browser while the browser sends N events to the model; the time until both sides have all of
+//! them. Runs alternate between the two proxies; the median of several runs is reported.
+//! `cargo bench -p toolc-runtime --features relay --bench realtime_relay`
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+use toolc_runtime::relay::{Relay, RelayConfig};
+use toolc_runtime::{definitions_from_str, executor_fn, Registry};
+
+const MANIFEST: &str = r#"
+version: 1
+tools:
+  - name: lookup
+    description: A server tool (never called here).
+    location: server
+  - name: highlight
+    description: A client tool (never called here).
+    location: client
+"#;
+
+fn event(kind: &str, i: usize) -> String {
+    // ~300 bytes, like a small audio delta.
+    json!({"type": kind, "event_id": format!("ev_{i}"), "response_id": "r1", "item_id": "i1", "output_index": 0, "content_index": 0, "delta": "QUJD".repeat(60)}).to_string()
+}
+
+/// A model server: on each connection, skips the relay's `session.update` if there is one, sends
+/// `n` events and counts `n` events back, then reports.
+async fn model_server(n: usize) -> (SocketAddr, mpsc::UnboundedReceiver<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let _ = stream.set_nodelay(true);
+            let done = done_tx.clone();
+            tokio::spawn(async move {
+                let ws = tokio_tungstenite::accept_async(stream).await.unwrap();
+                let (mut tx, mut rx) = ws.split();
+                let sender = tokio::spawn(async move {
+                    for i in 0..n {
+                        tx.feed(Message::text(event("response.output_audio.delta", i)))
+                            .await
+                            .unwrap();
+                    }
+                    tx.flush().await.unwrap();
+                    tx
+                });
+                let mut got = 0;
+                while got < n {
+                    match rx.next().await {
+                        Some(Ok(Message::Text(t))) => {
+                            if !t.as_str().contains("session.update") {
+                                got += 1;
+                            }
+                        }
+                        Some(Ok(_)) => {}
+                        _ => return,
+                    }
+                }
+                let _tx = sender.await.unwrap();
+                let _ = done.send(());
+                // Hold the connection until the browser leaves.
+                while let Some(Ok(_)) = rx.next().await {}
+            });
+        }
+    });
+    (addr, done_rx)
+}
+
+/// The baseline: accept a browser, open the model connection, forward both ways with
+/// `StreamExt::forward` (which batches flushes while frames are ready), nothing else.
+async fn bare_proxy(upstream: String) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                let _ = stream.set_nodelay(true);
+                let browser = tokio_tungstenite::accept_async(stream).await.unwrap();
+                let (model, _) = tokio_tungstenite::connect_async(upstream).await.unwrap();
+                let (b_tx, b_rx) = browser.split();
+                let (m_tx, m_rx) = model.split();
+                let up = b_rx.forward(m_tx);
+                let down = m_rx.forward(b_tx);
+                let _ = tokio::join!(up, down);
+            });
+        }
+    });
+    addr
+}
+
+async fn relay_proxy(upstream: String) -> SocketAddr {
+    let defs = definitions_from_str("bench.tools.yaml", MANIFEST).unwrap();
+    let registry = Arc::new(
+        Registry::builder()
+            .definitions(defs)
+            .executor("lookup", executor_fn(|_| async { Ok(json!({})) }))
+            .build()
+            .unwrap(),
+    );
+    let mut config = RelayConfig::new(&registry);
+    config.upstream = upstream;
+    let relay = Relay::bind("127.0.0.1:0", registry, config).await.unwrap();
+    let addr = relay.local_addr().unwrap();
+    tokio::spawn(relay.serve());
+    addr
+}
+
+/// One run: connect a browser through `proxy`, exchange `n` events each way, return the time.
+async fn run(proxy: SocketAddr, n: usize, done: &mut mpsc::UnboundedReceiver<()>) -> Duration {
+    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{proxy}/"))
+        .await
+        .unwrap();
+    let (mut tx, mut rx) = ws.split();
+    let start = Instant::now();
+    let sender = tokio::spawn(async move {
+        for i in 0..n {
+            tx.feed(Message::text(event("input_audio_buffer.append", i)))
+                .await
+                .unwrap();
+        }
+        tx.flush().await.unwrap();
+        tx
+    });
+    let mut got = 0;
+    while got < n {
+        match rx.next().await {
+            Some(Ok(Message::Text(_))) => got += 1,
+            Some(Ok(_)) => {}
+            other => panic!("browser connection ended early: {other:?}"),
+        }
+    }
+    done.recv().await.unwrap();
+    let elapsed = start.elapsed();
+    let mut tx = sender.await.unwrap();
+    let _ = tx.close().await;
+    elapsed
+}
+
+fn main() {
+    let smoke = !std::env::args().any(|a| a == "--bench");
+    let (n, rounds) = if smoke { (200, 1) } else { (20_000, 7) };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let (model, mut done) = model_server(n).await;
+        let upstream = format!("ws://{model}/v1/realtime");
+        let bare = bare_proxy(upstream.clone()).await;
+        let relay = relay_proxy(upstream).await;
+        // Warm-up.
+        run(bare, n, &mut done).await;
+        run(relay, n, &mut done).await;
+        let mut bare_times = Vec::new();
+        let mut relay_times = Vec::new();
+        for _ in 0..rounds {
+            bare_times.push(run(bare, n, &mut done).await);
+            relay_times.push(run(relay, n, &mut done).await);
+        }
+        bare_times.sort();
+        relay_times.sort();
+        let median = |v: &[Duration]| v[v.len() / 2];
+        let rate = |d: Duration| (2 * n) as f64 / d.as_secs_f64();
+        let (b, r) = (median(&bare_times), median(&relay_times));
+        println!("realtime_relay: {n} events each way (~300 B), median of {rounds} runs");
+        println!(
+            "  bare tokio-tungstenite forward loop: {:?} ({:.0} events/s)",
+            b,
+            rate(b)
+        );
+        println!(
+            "  toolc relay:                        {:?} ({:.0} events/s)",
+            r,
+            rate(r)
+        );
+        println!(
+            "  relay / bare throughput: {:.2}x (target >= 0.80x)",
+            rate(r) / rate(b)
+        );
+    });
+}
