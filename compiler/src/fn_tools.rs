@@ -357,7 +357,9 @@ pub enum ManifestError {
 /// One proc-macro process expands every `#[tool]` of a crate: parse each manifest once.
 /// Entries are keyed by path and re-validated against the file's bytes, so an edited manifest is
 /// never served stale (rust-analyzer keeps the process alive across edits).
-static CACHE: Mutex<Option<HashMap<PathBuf, (Vec<u8>, Arc<Manifest>)>>> = Mutex::new(None);
+type Cache = HashMap<PathBuf, (Vec<u8>, Arc<Manifest>)>;
+
+static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
 
 impl Manifest {
     /// Reads and checks a manifest; `display` is the path as the user wrote it.

@@ -66,12 +66,18 @@ pub struct Bound {
     pub absolute: String,
 }
 
-/// Resolves `manifest = "..."` against the crate's directory, loads and checks it. Relative paths
-/// are relative to `CARGO_MANIFEST_DIR`; `TOOLC_MANIFEST_DIR` overrides that base, which is how
-/// compile-fail tests (built from a copy of the crate elsewhere) find their manifests.
+/// Resolves `manifest = "..."` against the crate's directory, loads and checks it.
+///
+/// Relative paths are relative to `CARGO_MANIFEST_DIR`. trybuild compiles its cases as a
+/// package named `<crate>-tests` in a directory under `target/`, where those paths mean nothing;
+/// for such a package only, `TOOLC_MANIFEST_DIR` (set by the test) replaces the base. Limiting it
+/// to trybuild's package keeps the crate under test, built in the same cargo run, on its own
+/// manifests.
 pub fn load_manifest(lit: &syn::LitStr, errors: &mut Errors) -> Option<Bound> {
     let written = lit.value();
+    let is_trybuild = std::env::var("CARGO_PKG_NAME").is_ok_and(|p| p.ends_with("-tests"));
     let base = std::env::var_os("TOOLC_MANIFEST_DIR")
+        .filter(|_| is_trybuild)
         .or_else(|| std::env::var_os("CARGO_MANIFEST_DIR"))
         .map(PathBuf::from)
         .unwrap_or_default();

@@ -31,6 +31,7 @@ fn parse_options(attr: TokenStream, errors: &mut Errors) -> Options {
         wait_for_response: None,
         krate: common::default_crate(),
     };
+    let mut late = Vec::new();
     let parser = syn::meta::parser(|meta| {
         let key = meta
             .path
@@ -49,7 +50,11 @@ fn parse_options(attr: TokenStream, errors: &mut Errors) -> Options {
                 let lit: syn::LitStr = meta.value()?.parse()?;
                 match toolc::manifest::parse_duration(&lit.value()) {
                     Ok(d) => o.timeout = Some((lit, d.as_millis() as u64)),
-                    Err(why) => return Err(syn::Error::new(lit.span(), why)),
+                    // Reported without stopping, so the other options are still checked.
+                    Err(why) => late.push(syn::Error::new(
+                        lit.span(),
+                        format!("invalid timeout `{}`: {why}; write e.g. \"5s\" or \"500ms\"", lit.value()),
+                    )),
                 }
             }
             _ => {
@@ -61,6 +66,9 @@ fn parse_options(attr: TokenStream, errors: &mut Errors) -> Options {
         Ok(())
     });
     if let Err(e) = syn::parse::Parser::parse2(parser, attr) {
+        errors.push(e);
+    }
+    for e in late {
         errors.push(e);
     }
     o
@@ -245,7 +253,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         let from_doc = doc
             .arguments
             .iter()
-            .find(|(n, _)| *n == name || *n == ident.to_string())
+            .find(|(n, _)| *n == name || ident == n)
             .map(|(_, d)| d.clone());
         params.push(Param {
             rust: RustType::classify(&pt.ty),
@@ -257,19 +265,18 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         });
     }
     for (documented, _) in &doc.arguments {
-        if !params
-            .iter()
-            .any(|p| &p.name == documented || p.ident == documented)
+        if args_struct.is_none()
+            && !params
+                .iter()
+                .any(|p| &p.name == documented || p.ident == documented)
         {
-            if args_struct.is_none() {
-                errors.at(
-                    fn_ident.span(),
-                    common::message(
-                        &format!("the doc comment of tool `{name}` describes an argument `{documented}`, which is not a parameter"),
-                        "fix the name in the `# Arguments` list, or remove the entry",
-                    ),
-                );
-            }
+            errors.at(
+                fn_ident.span(),
+                common::message(
+                    &format!("the doc comment of tool `{name}` describes an argument `{documented}`, which is not a parameter"),
+                    "fix the name in the `# Arguments` list, or remove the entry",
+                ),
+            );
         }
     }
 
@@ -349,6 +356,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let companion = quote! {
         #[doc = ::core::concat!("The tool definition and executor of [`", ::core::stringify!(#fn_ident), "`].")]
         #[allow(non_camel_case_types, dead_code)]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default)]
         #vis struct #fn_ident {}
     };
     // The fn as written (without our parameter attributes), so the user can still call it.
@@ -360,11 +368,6 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
         _ => TokenStream::new(),
     };
-    if !errors.is_empty() {
-        let errors = errors.into_compile_errors();
-        return quote!(#errors #user_fn #companion);
-    }
-
     let krate = &options.krate;
     let fns = quote!(#krate::__private::fns);
     let manifest_path = bound
@@ -380,6 +383,29 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         Location::Server => quote!(#fns::Location::Server),
         Location::Client => quote!(#fns::Location::Client),
     };
+    if !errors.is_empty() {
+        // The companion still implements `ToolFn`, so that a `tools!` naming this fn adds no
+        // errors of its own to the ones above; the crate does not compile, so the bodies never run.
+        let errors = errors.into_compile_errors();
+        return quote! {
+            #errors
+            #user_fn
+            #companion
+            const _: () = {
+                impl #fns::ToolFn for #fn_ident {
+                    const NAME: &'static str = #name;
+                    const LOCATION: #fns::Location = #location_tokens;
+                    const MANIFEST: &'static str = #manifest_path;
+                    fn definition() -> #fns::ToolDefinition {
+                        ::core::unreachable!()
+                    }
+                    fn executor() -> ::core::option::Option<::std::sync::Arc<dyn #fns::Executor>> {
+                        ::core::unreachable!()
+                    }
+                }
+            };
+        };
+    }
     let definition = match &bound {
         Some(bound) => {
             let def = bound

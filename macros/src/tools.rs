@@ -110,6 +110,7 @@ pub fn expand(input: TokenStream) -> TokenStream {
         let text = format!(
             "toolc: `{shown}` is listed in a `tools!` bound to `{written}`, but its #[tool] is not bound to that manifest\n= help: write `#[tool(manifest = \"{written}\")]` on `{shown}` so that its signature is checked against the manifest"
         );
+        let text = text.replace('{', "{{").replace('}', "}}");
         quote_spanned! {item.span()=>
             const _: () = ::core::assert!(#fns::str_eq(<#item as #fns::ToolFn>::MANIFEST, #absolute), #text);
         }
@@ -122,6 +123,7 @@ pub fn expand(input: TokenStream) -> TokenStream {
         let any = items.iter().map(|item| {
             quote!(#fns::str_eq(<#item as #fns::ToolFn>::NAME, #name))
         });
+        let text = text.replace('{', "{{").replace('}', "}}");
         quote_spanned! {lit_span=>
             const _: () = ::core::assert!(false #(|| #any)*, #text);
         }

@@ -318,11 +318,14 @@ mod tests {
 
     #[test]
     fn const_string_equality() {
-        const SAME: bool = str_eq("search_docs", "search_docs");
-        const DIFFERENT: bool = str_eq("search_docs", "search_doc");
-        assert!(SAME);
-        assert!(!DIFFERENT);
-        assert!(!str_eq("ab", "ac"));
+        // Evaluated at compile time, as in the assertions `tools!` generates.
+        const RESULTS: [bool; 4] = [
+            str_eq("search_docs", "search_docs"),
+            str_eq("search_docs", "search_doc"),
+            str_eq("ab", "ac"),
+            str_eq("", ""),
+        ];
+        assert_eq!(RESULTS, [true, false, false, true]);
     }
 
     #[derive(serde::Deserialize, schemars::JsonSchema)]

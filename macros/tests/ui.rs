@@ -1,0 +1,13 @@
+//! Compile-pass and compile-fail suites for `#[tool]` and `tools!`. Each fail case is one kind of
+//! error, with its expected stderr beside it; `TRYBUILD=overwrite` rewrites them and `git diff`
+//! is the review.
+
+#[test]
+fn ui() {
+    // trybuild builds the cases from a copy of this crate under `target/`, so manifest paths
+    // are resolved against this crate's directory explicitly.
+    std::env::set_var("TOOLC_MANIFEST_DIR", env!("CARGO_MANIFEST_DIR"));
+    let t = trybuild::TestCases::new();
+    t.pass("tests/ui/pass/*.rs");
+    t.compile_fail("tests/ui/fail/*.rs");
+}
