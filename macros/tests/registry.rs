@@ -145,7 +145,10 @@ fn definitions_from_rust() {
     );
     assert!(params["properties"]["round-to"].is_object());
     assert_eq!(params["required"], json!(["values", "range"]));
-    assert_eq!(stats.returns.as_ref().unwrap()["$ref"], "#/$defs/Stats");
+    // A returned struct is inlined at the root: an object schema, as MCP's `outputSchema` needs.
+    let returns = stats.returns.as_ref().unwrap();
+    assert_eq!(returns["type"], "object");
+    assert_eq!(returns["required"], json!(["count", "mean"]));
 
     let echo = registry.definition("echo").unwrap();
     assert_eq!(echo.parameters["type"], "object");

@@ -158,7 +158,7 @@ fn attach_defs(schema: &mut Value, generator: &mut SchemaGenerator) {
     }
 }
 
-/// The parameters schema of an argument struct: its root schema, which must be an object.
+/// The schema of an argument struct (or a returned type) with a root `$ref` to itself inlined.
 fn struct_schema(source: SchemaSource, generator: &mut SchemaGenerator) -> Value {
     let mut schema = to_value(source, generator);
     // A `$ref` to the struct itself: inline it so that the root is the object.
@@ -212,7 +212,9 @@ impl FnDefinition {
         attach_defs(&mut parameters, &mut generator);
         let returns = self.returns.map(|source| {
             let mut generator = self::generator();
-            let mut schema = to_value(source, &mut generator);
+            // Inlined like an argument struct, so that a returned struct is an object schema
+            // at the root (MCP's `outputSchema` accepts nothing else).
+            let mut schema = struct_schema(source, &mut generator);
             attach_defs(&mut schema, &mut generator);
             schema
         });

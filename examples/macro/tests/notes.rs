@@ -76,8 +76,13 @@ fn rust_definitions_reach_every_output() {
         find["properties"]["query"]["description"],
         "Words in the title, body or tags."
     );
-    // The returned struct is a named type under `$defs`.
+    // The returned struct is an object schema at the root, so MCP declares an `outputSchema`.
     let returns: serde_json::Value =
         serde_json::from_str(&outputs["schemas/add_note.returns.json"]).unwrap();
-    assert!(returns.to_string().contains("\"Note\""), "{returns}");
+    assert_eq!(returns["type"], "object", "{returns}");
+    assert!(
+        outputs["providers/mcp.json"].contains("outputSchema"),
+        "{}",
+        outputs["providers/mcp.json"]
+    );
 }
