@@ -554,7 +554,7 @@ pub fn check_binding(f: &FnTool, manifest: &Manifest) -> Vec<Problem> {
                 format!("tool `{name}` has no parameter `{}` in {place}", p.name),
                 format!(
                     "{}remove this parameter, or add `{}` to the tool's `parameters` in {file}",
-                    did_you_mean(&p.name, props.keys().map(String::as_str)),
+                    extra_hint(&p.name, props, &f.params),
                     p.name
                 ),
             ));
@@ -646,6 +646,28 @@ pub fn check_binding(f: &FnTool, manifest: &Manifest) -> Vec<Problem> {
         ));
     }
     problems
+}
+
+/// "Did you mean" for a parameter the manifest does not have: the closest property name, or,
+/// when this is the only such parameter and one property is not taken, that property (a rename
+/// or typo the edit distance cannot see).
+fn extra_hint(param: &str, props: &Map<String, Value>, params: &[FnParam]) -> String {
+    let suggestion = did_you_mean(param, props.keys().map(String::as_str));
+    if !suggestion.is_empty() {
+        return suggestion;
+    }
+    let untaken: Vec<&String> = props
+        .keys()
+        .filter(|k| !params.iter().any(|p| &p.name == *k))
+        .collect();
+    let extra = params
+        .iter()
+        .filter(|p| !props.contains_key(&p.name))
+        .count();
+    match untaken.as_slice() {
+        [only] if extra == 1 => format!("did you mean `{only}`? "),
+        _ => String::new(),
+    }
 }
 
 fn rust_ident(name: &str) -> String {
@@ -1068,6 +1090,17 @@ tools:
     }
 
     #[test]
+    fn a_renamed_parameter_suggests_the_untaken_property() {
+        let p = check_with("query", ("text", "String"));
+        assert_eq!(p[0].target, Target::Param(0));
+        assert!(
+            p[0].help.starts_with("did you mean `query`?"),
+            "{}",
+            p[0].help
+        );
+    }
+
+    #[test]
     fn refs_and_arrays_are_followed() {
         let p = check_with("kind", ("kind", "Option<i32>"));
         assert!(
@@ -1117,6 +1150,27 @@ tools:
         let tool = m.tool("search").unwrap();
         assert_eq!(m.defaults(tool), vec![("limit".to_owned(), "3".to_owned())]);
         assert_eq!(m.server_tools(), vec![("search", "m.yaml:3".to_owned())]);
+    }
+
+    #[test]
+    fn loads_are_cached_until_the_file_changes() {
+        let dir = std::env::temp_dir().join(format!("toolc-fn-tools-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cache.tools.yaml");
+        std::fs::write(&path, MANIFEST).unwrap();
+        let first = Manifest::load(&path, "cache.tools.yaml").unwrap();
+        let again = Manifest::load(&path, "cache.tools.yaml").unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        std::fs::write(&path, MANIFEST.replace("Search.", "Search better.")).unwrap();
+        let edited = Manifest::load(&path, "cache.tools.yaml").unwrap();
+        assert!(!Arc::ptr_eq(&first, &edited));
+        assert_eq!(
+            edited.tool("search").unwrap().def.description,
+            "Search better."
+        );
+        let missing = Manifest::load(&dir.join("nope.yaml"), "nope.yaml").unwrap_err();
+        assert!(matches!(missing, ManifestError::Read(m) if m.contains("`nope.yaml`")));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
