@@ -178,12 +178,17 @@ impl fmt::Display for MarkerError {
 
 impl std::error::Error for MarkerError {}
 
-/// One output of the scanner. Text borrows from the input chunk (or from the scanner) so the
-/// common case, text without markers, is passed through without copying.
+/// One output of the scanner. Text and calls borrow from the input chunk or the scanner's
+/// buffers, so scanning allocates nothing unless the sink keeps what it is given
+/// ([`into_owned`](Self::into_owned)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MarkerEvent<'a> {
     Text(&'a str),
-    Call(MarkerCall),
+    /// A complete call; `arguments` is as in [`MarkerCall::arguments`].
+    Call {
+        name: &'a str,
+        arguments: &'a str,
+    },
     Error(MarkerError),
 }
 
@@ -191,7 +196,10 @@ impl MarkerEvent<'_> {
     pub fn into_owned(self) -> ScanEvent {
         match self {
             MarkerEvent::Text(t) => ScanEvent::Text(t.to_owned()),
-            MarkerEvent::Call(c) => ScanEvent::Call(c),
+            MarkerEvent::Call { name, arguments } => ScanEvent::Call(MarkerCall {
+                name: name.to_owned(),
+                arguments: arguments.to_owned(),
+            }),
             MarkerEvent::Error(e) => ScanEvent::Error(e),
         }
     }
@@ -481,8 +489,15 @@ impl MarkerScanner {
                         self.emit_text(chunk, i, at, sink);
                         // A character cut short by `<` can never be completed.
                         self.flush_carry(sink);
-                        self.state = State::Opening(1);
-                        i = at + 1;
+                        let opening_len = self.tag.opening().len();
+                        if bytes[at..].starts_with(self.tag.opening().as_bytes()) {
+                            // The whole opening is in this chunk: no need to match it bytewise.
+                            self.begin_marker();
+                            i = at + opening_len;
+                        } else {
+                            self.state = State::Opening(1);
+                            i = at + 1;
+                        }
                     }
                 },
                 State::Opening(held) => {
@@ -498,8 +513,19 @@ impl MarkerScanner {
                     }
                 }
                 State::Body => {
-                    // Markers are rare and short next to text, so a byte-wise loop is enough.
                     while i < bytes.len() {
+                        // Take the name and the arguments in bulk where the chunk allows;
+                        // what these leave (an odd byte, the limit) goes through `body_step`.
+                        let taken = match self.grammar {
+                            Grammar::Name => self.name_run(&bytes[i..]),
+                            Grammar::Keyword(n) => self.keyword_run(n, &bytes[i..]),
+                            Grammar::Json => self.json_run(&bytes[i..]),
+                            _ => 0,
+                        };
+                        if taken > 0 {
+                            i += taken;
+                            continue;
+                        }
                         let b = bytes[i];
                         i += 1;
                         if self.body_step(b, sink) {
@@ -581,12 +607,12 @@ impl MarkerScanner {
                         self.name_done = true;
                         self.grammar = Grammar::Keyword(0);
                     }
-                } else if !(b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+                } else if !is_name_byte(b) {
                     self.malformed(
                         "the tool name may only contain ASCII letters, digits, `_` and `-`, followed by `,ARGUMENTS=`",
                         sink,
                     );
-                } else if self.name.is_empty() && (b.is_ascii_digit() || b == b'-') {
+                } else if self.name.is_empty() && !is_name_start(b) {
                     self.malformed("the tool name must start with a letter or `_`", sink);
                 } else if self.name.len() == MAX_NAME_LEN {
                     self.malformed("the tool name is longer than 64 characters", sink);
@@ -641,32 +667,124 @@ impl MarkerScanner {
         ended
     }
 
+    /// How many more bytes the marker may have before it is over the limit.
+    fn room(&self) -> usize {
+        self.max_len.saturating_sub(self.marker_len)
+    }
+
+    /// Reads the valid characters of the tool name at the start of `bytes`; returns how many.
+    /// Anything that needs an error (a bad first character, a name too long, the limit) is
+    /// left to [`body_step`](Self::body_step).
+    fn name_run(&mut self, bytes: &[u8]) -> usize {
+        let room = self.room().min(MAX_NAME_LEN - self.name.len());
+        if self.name.is_empty() && !bytes.first().is_some_and(|&b| is_name_start(b)) {
+            return 0;
+        }
+        let taken = bytes
+            .iter()
+            .take(room)
+            .take_while(|&&b| is_name_byte(b))
+            .count();
+        if let Ok(part) = std::str::from_utf8(&bytes[..taken]) {
+            self.name.push_str(part);
+        }
+        if taken > 0 {
+            // Name bytes are none of `>`, `"`, `{`, `}`: the structure only loses a partial `>>>`.
+            self.structure.closes = 0;
+            self.marker_len += taken;
+        }
+        taken
+    }
+
+    /// Matches the rest of `ARGUMENTS=` (from `matched`) at once when `bytes` holds all of it.
+    fn keyword_run(&mut self, matched: usize, bytes: &[u8]) -> usize {
+        let rest = &KEYWORD[matched..];
+        if rest.len() > self.room() || !bytes.starts_with(rest) {
+            return 0;
+        }
+        self.structure.closes = 0;
+        self.marker_len += rest.len();
+        self.grammar = Grammar::BeforeJson;
+        rest.len()
+    }
+
+    /// Reads arguments bytes up to the end of the JSON object, the end of `bytes` or the size
+    /// limit, whichever comes first; returns how many it took. The byte that would go over the
+    /// limit is left to [`body_step`](Self::body_step), which reports it.
+    fn json_run(&mut self, bytes: &[u8]) -> usize {
+        let window = &bytes[..bytes.len().min(self.room())];
+        // Inside the object the depth is at least 1, so every `"` opens a string and `>` never
+        // ends the marker: a tighter loop than `Structure::step`, on local copies.
+        let Structure {
+            mut depth,
+            mut in_string,
+            mut escaped,
+            ..
+        } = self.structure;
+        let mut taken = window.len();
+        for (k, &b) in window.iter().enumerate() {
+            if in_string {
+                if escaped {
+                    escaped = false;
+                } else if b == b'\\' {
+                    escaped = true;
+                } else if b == b'"' {
+                    in_string = false;
+                }
+                continue;
+            }
+            match b {
+                b'"' => in_string = true,
+                b'{' => depth = depth.saturating_add(1),
+                b'}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        taken = k + 1;
+                        self.grammar = Grammar::Close(0);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.structure = Structure {
+            depth,
+            in_string,
+            escaped,
+            closes: 0,
+        };
+        self.json.extend_from_slice(&window[..taken]);
+        self.marker_len += taken;
+        taken
+    }
+
     /// The marker's closing `>>>` has been read.
     fn complete<F: FnMut(MarkerEvent<'_>)>(&mut self, sink: &mut F) {
         match self.grammar {
             Grammar::Failed => {}
             Grammar::Close(3) => {
-                let name = std::mem::take(&mut self.name);
-                if !self.known.allows(&name) {
+                let name = self.name.as_str();
+                if !self.known.allows(name) {
+                    let name = name.to_owned();
                     sink(MarkerEvent::Error(MarkerError::UnknownTool { name }));
                     return;
                 }
-                let json = std::mem::take(&mut self.json);
-                match String::from_utf8(json) {
+                let event = match std::str::from_utf8(&self.json) {
                     Ok(arguments) => {
-                        match serde_json::from_str::<serde::de::IgnoredAny>(&arguments) {
-                            Ok(_) => sink(MarkerEvent::Call(MarkerCall { name, arguments })),
-                            Err(e) => sink(MarkerEvent::Error(MarkerError::InvalidJson {
-                                name,
+                        match serde_json::from_str::<serde::de::IgnoredAny>(arguments) {
+                            Ok(_) => MarkerEvent::Call { name, arguments },
+                            Err(e) => MarkerEvent::Error(MarkerError::InvalidJson {
+                                name: name.to_owned(),
                                 message: e.to_string(),
-                            })),
+                            }),
                         }
                     }
-                    Err(_) => sink(MarkerEvent::Error(MarkerError::InvalidJson {
-                        name,
+                    Err(_) => MarkerEvent::Error(MarkerError::InvalidJson {
+                        name: name.to_owned(),
                         message: "the arguments are not valid UTF-8".to_owned(),
-                    })),
-                }
+                    }),
+                };
+                sink(event);
             }
             // The structure can only close where the grammar has failed or is complete; this
             // arm keeps a future change of either from passing a broken marker as a call.
@@ -766,6 +884,14 @@ impl MarkerScanner {
             sink(MarkerEvent::Text(REPLACEMENT));
         }
     }
+}
+
+fn is_name_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_'
+}
+
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
 }
 
 fn collector(out: &mut Vec<ScanEvent>) -> impl FnMut(MarkerEvent<'_>) + '_ {

@@ -485,3 +485,26 @@ fn parse_arguments_gives_the_value() {
         serde_json::json!({"a": [1, 2]})
     );
 }
+
+#[test]
+fn the_limit_counts_the_whole_marker_exactly() {
+    let tag = MarkerTag::new("APIPILOT_CALL").unwrap();
+    for pad in 10..40 {
+        let args = format!("{{\"a\":\"{}\"}}", "x".repeat(pad));
+        let marker = tag.render_call("t", &args);
+        let mut s = scanner().with_max_marker_len(marker.len());
+        assert_eq!(s.max_marker_len(), marker.len());
+        assert_eq!(scan_all_ways(&mut s, &marker), vec![call("t", &args)]);
+        let mut s = scanner().with_max_marker_len(marker.len() - 1);
+        assert_eq!(
+            scan_all_ways(&mut s, &format!("{marker}.")),
+            vec![
+                ScanEvent::Error(MarkerError::TooLong {
+                    name: Some("t".to_owned()),
+                    limit: marker.len() - 1
+                }),
+                text("."),
+            ]
+        );
+    }
+}
