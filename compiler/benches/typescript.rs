@@ -50,7 +50,7 @@ fn bench_typescript(c: &mut Criterion) {
     group.bench_function("generate tools.ts, 1000 tools", |b| {
         b.iter(|| typescript::generate(std::hint::black_box(&ir)).len())
     });
-    group.bench_function("load + check + generate tools.ts, 1000 tools", |b| {
+    group.bench_function("load + check + emit typescript, 1000 tools", |b| {
         b.iter(|| {
             let mut session = Session::new();
             session.add_manifest("bench.tools.yaml", text.as_bytes());

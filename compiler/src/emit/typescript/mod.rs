@@ -290,7 +290,7 @@ fn defs(root: &Value, root_name: &str, names: &BTreeMap<String, String>, out: &m
 /// A union of string literals, or `never` for none.
 fn literal_union<'a>(names: impl Iterator<Item = &'a str>) -> String {
     let parts: Vec<String> = names
-        .map(|n| Value::String(n.to_owned()).to_string())
+        .map(|n| types::json_text(&Value::String(n.to_owned())))
         .collect();
     if parts.is_empty() {
         "never".to_owned()
@@ -370,7 +370,7 @@ fn definitions_table(ir: &Ir, names: &[ToolNames], out: &mut String) {
         push_indent(2, out);
         property_name(&def.name, out);
         out.push_str(": {\n");
-        let json = |v: &Value| v.to_string();
+        let json = types::json_text;
         let _ = writeln!(out, "    name: {},", json(&Value::String(def.name.clone())));
         let _ = writeln!(
             out,

@@ -194,7 +194,7 @@ impl TsType {
         match value {
             Value::Null => TsType::Null,
             Value::Bool(_) | Value::Number(_) | Value::String(_) => {
-                TsType::Literal(value.to_string())
+                TsType::Literal(json_text(value))
             }
             Value::Array(items) => TsType::Tuple {
                 items: items.iter().map(TsType::of_value).collect(),
@@ -277,7 +277,7 @@ pub fn property_name(name: &str, out: &mut String) {
     if is_ts_identifier(name) {
         out.push_str(name);
     } else {
-        out.push_str(&Value::String(name.to_owned()).to_string());
+        out.push_str(&json_text(&Value::String(name.to_owned())));
     }
 }
 
@@ -311,32 +311,96 @@ pub fn doc_comment(text: &str, indent: usize, out: &mut String) {
     out.push_str(" */\n");
 }
 
-/// The documentation of a schema: its description (or title), its default and its format.
+/// The keywords the mapping reads, found in one pass over a schema object: schemas are small
+/// maps, and one walk is cheaper than a hashed lookup per keyword.
+#[derive(Default)]
+struct Keywords<'v> {
+    reference: Option<&'v str>,
+    constant: Option<&'v Value>,
+    enumeration: Option<&'v Vec<Value>>,
+    nullable: bool,
+    any_of: Option<&'v Vec<Value>>,
+    one_of: Option<&'v Vec<Value>>,
+    all_of: Option<&'v Vec<Value>>,
+    types: Option<&'v Value>,
+    properties: Option<&'v Map<String, Value>>,
+    required: Option<&'v Vec<Value>>,
+    additional: Option<&'v Value>,
+    unevaluated: Option<&'v Value>,
+    patterns: bool,
+    items: Option<&'v Value>,
+    prefix_items: Option<&'v Vec<Value>>,
+    min_items: Option<u64>,
+    description: Option<&'v str>,
+    title: Option<&'v str>,
+    format: Option<&'v str>,
+    default: Option<&'v Value>,
+}
+
+impl<'v> Keywords<'v> {
+    fn of(object: &'v Map<String, Value>) -> Keywords<'v> {
+        let mut k = Keywords::default();
+        for (key, value) in object {
+            match key.as_str() {
+                "$ref" => k.reference = value.as_str(),
+                "const" => k.constant = Some(value),
+                "enum" => k.enumeration = value.as_array(),
+                "nullable" => k.nullable = value == &Value::Bool(true),
+                "anyOf" => k.any_of = value.as_array(),
+                "oneOf" => k.one_of = value.as_array(),
+                "allOf" => k.all_of = value.as_array(),
+                "type" => k.types = Some(value),
+                "properties" => k.properties = value.as_object(),
+                "required" => k.required = value.as_array(),
+                "additionalProperties" => k.additional = Some(value),
+                "unevaluatedProperties" => k.unevaluated = Some(value),
+                "patternProperties" => {
+                    k.patterns = value.as_object().is_some_and(|p| !p.is_empty());
+                }
+                "items" => k.items = Some(value),
+                "prefixItems" => k.prefix_items = value.as_array(),
+                "minItems" => k.min_items = value.as_u64(),
+                "description" => k.description = value.as_str(),
+                "title" => k.title = value.as_str(),
+                "format" => k.format = value.as_str(),
+                "default" => k.default = Some(value),
+                _ => {}
+            }
+        }
+        k
+    }
+
+    fn doc(&self) -> Option<String> {
+        let mut doc = String::new();
+        if let Some(text) = self.description.or(self.title) {
+            doc.push_str(text.trim());
+        }
+        if let Some(format) = self.format {
+            if !doc.is_empty() {
+                doc.push('\n');
+            }
+            doc.push_str("@format ");
+            doc.push_str(format);
+        }
+        if let Some(default) = self.default {
+            if !doc.is_empty() {
+                doc.push('\n');
+            }
+            doc.push_str("@default ");
+            doc.push_str(&json_text(default));
+        }
+        (!doc.is_empty()).then_some(doc)
+    }
+}
+
+/// Compact JSON text, without going through `Display`'s formatter adapter.
+pub fn json_text(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
+}
+
+/// The documentation of a schema: its description (or title), its format and its default.
 pub fn schema_doc(schema: &Value) -> Option<String> {
-    let object = schema.as_object()?;
-    let mut doc = String::new();
-    let text = object
-        .get("description")
-        .or_else(|| object.get("title"))
-        .and_then(Value::as_str);
-    if let Some(text) = text {
-        doc.push_str(text.trim());
-    }
-    if let Some(format) = object.get("format").and_then(Value::as_str) {
-        if !doc.is_empty() {
-            doc.push('\n');
-        }
-        doc.push_str("@format ");
-        doc.push_str(format);
-    }
-    if let Some(default) = object.get("default") {
-        if !doc.is_empty() {
-            doc.push('\n');
-        }
-        doc.push_str("@default ");
-        doc.push_str(&default.to_string());
-    }
-    (!doc.is_empty()).then_some(doc)
+    Keywords::of(schema.as_object()?).doc()
 }
 
 /// Maps the schemas of one root (a tool's `parameters` or `returns`).
@@ -364,99 +428,90 @@ impl Mapper<'_> {
         if depth > MAX_INLINE_DEPTH {
             return TsType::Unknown;
         }
-        if let Some(target) = object.get("$ref").and_then(Value::as_str) {
+        let k = Keywords::of(object);
+        if let Some(target) = k.reference {
             // 2020-12 allows keywords beside `$ref`; in practice they are annotations
             // (description, default), so the referenced type alone is the type.
             return self.reference(target, depth);
         }
 
-        let mut base = if let Some(value) = object.get("const") {
+        let mut base = if let Some(value) = k.constant {
             Some(TsType::of_value(value))
-        } else if let Some(values) = object.get("enum").and_then(Value::as_array) {
+        } else if let Some(values) = k.enumeration {
             Some(TsType::union(values.iter().map(TsType::of_value)))
         } else {
-            self.typed(object, depth)
+            self.typed(&k, depth)
         };
-        if object.get("nullable") == Some(&Value::Bool(true)) {
+        if k.nullable {
             base = base.map(|b| TsType::union([b, TsType::Null]));
         }
 
         let mut parts: Vec<TsType> = base.into_iter().collect();
-        for keyword in ["anyOf", "oneOf"] {
-            if let Some(alternatives) = object.get(keyword).and_then(Value::as_array) {
-                parts.push(TsType::union(
-                    alternatives.iter().map(|s| self.map_at(s, depth + 1)),
-                ));
-            }
+        for alternatives in [k.any_of, k.one_of].into_iter().flatten() {
+            parts.push(TsType::union(
+                alternatives.iter().map(|s| self.map_at(s, depth + 1)),
+            ));
         }
-        if let Some(all) = object.get("allOf").and_then(Value::as_array) {
+        if let Some(all) = k.all_of {
             parts.extend(all.iter().map(|s| self.map_at(s, depth + 1)));
         }
         TsType::intersection(parts)
     }
 
     /// The type from `type` (or implied by object/array keywords); `None` when unconstrained.
-    fn typed(&self, object: &Map<String, Value>, depth: usize) -> Option<TsType> {
-        let names: Vec<&str> = match object.get("type") {
-            Some(Value::String(name)) => vec![name.as_str()],
-            Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
-            _ => {
-                if ["properties", "additionalProperties", "patternProperties"]
-                    .iter()
-                    .any(|k| object.contains_key(*k))
-                {
-                    vec!["object"]
-                } else if object.contains_key("items") || object.contains_key("prefixItems") {
-                    vec!["array"]
-                } else {
-                    return None;
-                }
+    fn typed(&self, k: &Keywords<'_>, depth: usize) -> Option<TsType> {
+        let one;
+        let names: &[Value] = match k.types {
+            Some(Value::Array(names)) => names,
+            Some(name @ Value::String(_)) => {
+                one = [name.clone()];
+                &one
             }
+            _ if k.properties.is_some() || k.additional.is_some() || k.patterns => {
+                return Some(self.object(k, depth));
+            }
+            _ if k.items.is_some() || k.prefix_items.is_some() => {
+                return Some(self.array(k, depth));
+            }
+            _ => return None,
         };
-        Some(TsType::union(names.into_iter().map(|name| match name {
-            "string" => TsType::String,
-            "number" | "integer" => TsType::Number,
-            "boolean" => TsType::Boolean,
-            "null" => TsType::Null,
-            "object" => self.object(object, depth),
-            "array" => self.array(object, depth),
-            _ => TsType::Unknown,
-        })))
+        Some(TsType::union(names.iter().map(
+            |name| match name.as_str().unwrap_or("") {
+                "string" => TsType::String,
+                "number" | "integer" => TsType::Number,
+                "boolean" => TsType::Boolean,
+                "null" => TsType::Null,
+                "object" => self.object(k, depth),
+                "array" => self.array(k, depth),
+                _ => TsType::Unknown,
+            },
+        )))
     }
 
-    fn object(&self, object: &Map<String, Value>, depth: usize) -> TsType {
-        let required: Vec<&str> = object
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let properties: Vec<Property> = object
-            .get("properties")
-            .and_then(Value::as_object)
+    fn object(&self, k: &Keywords<'_>, depth: usize) -> TsType {
+        let is_required = |name: &str| {
+            k.required
+                .is_some_and(|r| r.iter().any(|v| v.as_str() == Some(name)))
+        };
+        let properties: Vec<Property> = k
+            .properties
             .map(|props| {
                 props
                     .iter()
                     .map(|(name, schema)| Property {
                         name: name.clone(),
                         ty: self.map_at(schema, depth + 1),
-                        optional: !required.contains(&name.as_str()),
+                        optional: !is_required(name),
                         doc: schema_doc(schema),
                     })
                     .collect()
             })
             .unwrap_or_default();
-        let additional = object
-            .get("additionalProperties")
-            .or_else(|| object.get("unevaluatedProperties"));
-        let has_patterns = object
-            .get("patternProperties")
-            .and_then(Value::as_object)
-            .is_some_and(|p| !p.is_empty());
-        let index = match additional {
-            Some(Value::Bool(false)) if !has_patterns => None,
+        let index = match k.additional.or(k.unevaluated) {
+            Some(Value::Bool(false)) if !k.patterns => None,
             // A typed index signature must also admit every listed property's type; with
             // properties beside it, `unknown` is the honest common type.
-            Some(schema) if properties.is_empty() && !has_patterns => {
+            Some(schema) if properties.is_empty() && !k.patterns => {
                 Some(Box::new(self.map_at(schema, depth + 1)))
             }
             _ => Some(Box::new(TsType::Unknown)),
@@ -464,16 +519,11 @@ impl Mapper<'_> {
         TsType::Object(ObjectType { properties, index })
     }
 
-    fn array(&self, object: &Map<String, Value>, depth: usize) -> TsType {
-        let items = object.get("items");
-        match object.get("prefixItems").and_then(Value::as_array) {
+    fn array(&self, k: &Keywords<'_>, depth: usize) -> TsType {
+        match k.prefix_items {
             Some(prefix) => {
-                let min = object
-                    .get("minItems")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0)
-                    .min(prefix.len() as u64) as usize;
-                let rest = match items {
+                let min = k.min_items.unwrap_or(0).min(prefix.len() as u64) as usize;
+                let rest = match k.items {
                     Some(Value::Bool(false)) => None,
                     Some(schema) => Some(Box::new(self.map_at(schema, depth + 1))),
                     None => Some(Box::new(TsType::Unknown)),
@@ -484,7 +534,7 @@ impl Mapper<'_> {
                     rest,
                 }
             }
-            None => match items {
+            None => match k.items {
                 Some(Value::Bool(false)) => TsType::Tuple {
                     items: Vec::new(),
                     required: 0,
