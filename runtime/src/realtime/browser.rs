@@ -3,6 +3,13 @@
 //! `{"type":"function_call.result","call_id","output"}`, with `arguments` and `output` as JSON
 //! text. The alternative naming is `tool.call` / `tool.result` with `callId`. Results are
 //! accepted in either naming whatever the session sends.
+//!
+//! Opt-in ([`crate::realtime::SessionConfig::trace_calls`]): when a call resolves, the browser
+//! gets `{"type":"toolc.trace","name","location","duration_ms","status"}` plus `"error"` (the
+//! [`crate::CallErrorKind`] string) for a failed call and `"call_id"` for a call it was given.
+//! It never carries a server call's id, arguments or result.
+
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -128,6 +135,43 @@ pub fn decode_item_result(event: &Value) -> Option<Result<BrowserResult, Malform
     Some(decode_result(Naming::FunctionCall, item))
 }
 
+/// What a `toolc.trace` event says about one resolved call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trace<'a> {
+    /// Only for calls that were routed to the browser.
+    pub call_id: Option<&'a str>,
+    pub name: &'a str,
+    pub location: crate::Location,
+    /// From the moment the call was reported to its result.
+    pub duration: Duration,
+    /// `ok`, `acknowledged` (fire-and-forget) or `error`.
+    pub status: &'a str,
+    /// The error kind of a failed call.
+    pub error: Option<&'a str>,
+}
+
+/// The `toolc.trace` event (see the module documentation).
+pub fn encode_trace(trace: &Trace<'_>) -> String {
+    let mut msg = serde_json::Map::with_capacity(7);
+    msg.insert("type".into(), Value::String("toolc.trace".into()));
+    if let Some(call_id) = trace.call_id {
+        msg.insert("call_id".into(), Value::String(call_id.into()));
+    }
+    msg.insert("name".into(), Value::String(trace.name.into()));
+    msg.insert(
+        "location".into(),
+        Value::String(trace.location.as_str().into()),
+    );
+    // Whole microseconds, so the number prints short (2.345, not 2.3451234).
+    let ms = trace.duration.as_micros() as f64 / 1000.0;
+    msg.insert("duration_ms".into(), json!(ms));
+    msg.insert("status".into(), Value::String(trace.status.into()));
+    if let Some(error) = trace.error {
+        msg.insert("error".into(), Value::String(error.into()));
+    }
+    Value::Object(msg).to_string()
+}
+
 /// A result message the runtime sends nowhere but tests use to check the encoding round trip.
 pub fn result_value(naming: Naming, call_id: &str, output: &str) -> Value {
     let mut v = json!({ "type": naming.result_type(), "output": output });
@@ -205,6 +249,34 @@ mod tests {
         let msg =
             json!({"type":"conversation.item.create","item":{"type":"message","role":"user"}});
         assert!(decode_item_result(&msg).is_none());
+    }
+
+    #[test]
+    fn traces_name_the_call_id_only_when_given() {
+        let server = encode_trace(&Trace {
+            call_id: None,
+            name: "lookup",
+            location: crate::Location::Server,
+            duration: Duration::from_micros(2_345),
+            status: "error",
+            error: Some("timeout"),
+        });
+        assert_eq!(
+            serde_json::from_str::<Value>(&server).unwrap(),
+            json!({"type":"toolc.trace","name":"lookup","location":"server","duration_ms":2.345,"status":"error","error":"timeout"})
+        );
+        let client = encode_trace(&Trace {
+            call_id: Some("c1"),
+            name: "hl",
+            location: crate::Location::Client,
+            duration: Duration::from_millis(40),
+            status: "ok",
+            error: None,
+        });
+        assert_eq!(
+            serde_json::from_str::<Value>(&client).unwrap(),
+            json!({"type":"toolc.trace","call_id":"c1","name":"hl","location":"client","duration_ms":40.0,"status":"ok"})
+        );
     }
 
     #[test]

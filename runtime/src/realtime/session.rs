@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
@@ -212,6 +212,11 @@ pub struct SessionConfig {
     pub filler_delay: Option<Duration>,
     pub counters: Arc<Counters>,
     pub observer: Option<Observer>,
+    /// Opt-in: when a call resolves, tell the browser what it may know about it (name,
+    /// location, duration, status; never a server call's id, arguments or result) with a
+    /// `toolc.trace` event ([`browser::encode_trace`]), so a page can show server calls in its
+    /// log. Off by default.
+    pub trace_calls: bool,
 }
 
 impl fmt::Debug for SessionConfig {
@@ -222,6 +227,7 @@ impl fmt::Debug for SessionConfig {
             .field("naming", &self.naming)
             .field("filler_delay", &self.filler_delay)
             .field("observer", &self.observer.is_some())
+            .field("trace_calls", &self.trace_calls)
             .finish()
     }
 }
@@ -240,6 +246,7 @@ impl SessionConfig {
             filler_delay: Some(DEFAULT_FILLER_DELAY),
             counters: Arc::new(Counters::default()),
             observer: None,
+            trace_calls: false,
         }
     }
 }
@@ -259,6 +266,7 @@ struct CallInfo {
     seq: u64,
     filler_sent: bool,
     filler_wanted: bool,
+    started: Instant,
 }
 
 /// A result, a browser message or a timer coming back from a call's task.
@@ -797,6 +805,7 @@ impl Session {
                 seq: self.next_seq,
                 filler_sent: false,
                 filler_wanted: false,
+                started: Instant::now(),
             },
         );
         if kind == CallKind::Client {
@@ -889,8 +898,45 @@ impl Session {
                 call_id,
                 &outcome.output,
             )));
+        if self.config.trace_calls {
+            self.trace(call_id, &outcome.status);
+        }
         if self.tracker.resolve(call_id) == Resolved::Continue {
             self.continuation();
+        }
+    }
+
+    /// The opt-in `toolc.trace` event for a resolved call (see [`SessionConfig::trace_calls`]).
+    fn trace(&mut self, call_id: &str, status: &Status) {
+        let Some(info) = self.calls.get(call_id) else {
+            return;
+        };
+        let routed_to_browser = matches!(info.kind, CallKind::Client | CallKind::Notify);
+        let location = if routed_to_browser {
+            crate::Location::Client
+        } else {
+            // A name the registry does not know came from the model alone: not worth a trace.
+            match self.registry.location(&info.name) {
+                Some(location) => location,
+                None => return,
+            }
+        };
+        let (status, error) = match status {
+            Status::Ok => ("ok", None),
+            Status::Acknowledged => ("acknowledged", None),
+            Status::Failed(e) => ("error", Some(e.kind().as_str())),
+        };
+        let text = browser::encode_trace(&browser::Trace {
+            // The browser already holds the ids of calls it was given, and no others.
+            call_id: routed_to_browser.then_some(call_id),
+            name: &info.name,
+            location,
+            duration: info.started.elapsed(),
+            status,
+            error,
+        });
+        if lock(&self.browser.state).connected {
+            self.outputs.push_back(Output::ToBrowser(text));
         }
     }
 
