@@ -9,6 +9,10 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use toolc::emit::{self, Kind};
 use toolc::Session;
 
+// The same allocator as the `toolc` binary, so the figures are those of `toolc build`.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn build(text: &str, out: &Path) -> usize {
     let mut session = Session::new();
     session.add_manifest("bench.tools.yaml", text.as_bytes());

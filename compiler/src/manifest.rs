@@ -111,11 +111,51 @@ pub fn load_file(
         return Vec::new();
     };
     let file_name = source.name.clone();
-    items
-        .iter()
-        .filter_map(|item| load_tool(sources, &file_name, item, diags))
-        .collect()
+    // Checking a tool (its schemas above all) is independent of every other tool: large manifests
+    // are checked on all cores, and the results are put back in declaration order.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    if items.len() < PARALLEL_THRESHOLD || threads == 1 {
+        return items
+            .iter()
+            .filter_map(|item| load_tool(sources, &file_name, item, diags))
+            .collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let results: Vec<(Vec<IrTool>, Diagnostics)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| {
+                let file_name = &file_name;
+                scope.spawn(move || {
+                    let mut part_diags = Diagnostics::default();
+                    let tools = part
+                        .iter()
+                        .filter_map(|item| load_tool(sources, file_name, item, &mut part_diags))
+                        .collect();
+                    (tools, part_diags)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    let mut tools = Vec::with_capacity(items.len());
+    for (part_tools, part_diags) in results {
+        tools.extend(part_tools);
+        diags.extend(part_diags);
+    }
+    tools
 }
+
+/// Below this many tools a manifest is checked on one thread: spawning costs more than it saves.
+const PARALLEL_THRESHOLD: usize = 64;
 
 /// Reports keys that are not strings, and unknown keys with a suggestion.
 fn check_fields(entries: &[(Node, Node)], known: &[&str], what: &str, diags: &mut Diagnostics) {

@@ -9,6 +9,9 @@ use toolc::emit::providers::{self, Provider};
 use toolc::emit::{self, Kind};
 use toolc::{Ir, Session};
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "toolc",

@@ -44,25 +44,48 @@ impl Kind {
     }
 }
 
-/// Runs the emitters for `kinds`. Provider-specific problems are warnings pushed to `diags`.
+/// Runs the emitters for `kinds`, each on its own thread (they only read the IR). Outputs and
+/// provider warnings are merged in the order of `kinds`, so the result does not depend on which
+/// thread finishes first.
 pub fn emit(ir: &Ir, kinds: &[Kind], diags: &mut Diagnostics) -> Outputs {
+    let results: Vec<(Outputs, Diagnostics)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = kinds
+            .iter()
+            .map(|&kind| scope.spawn(move || emit_one(ir, kind)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
     let mut outputs = Outputs::new();
-    for kind in kinds {
-        match kind {
-            Kind::Schemas => schemas::emit(ir, &mut outputs),
-            Kind::Providers => providers::emit(ir, diags, &mut outputs),
-            Kind::Rust => {
-                outputs.insert(
-                    "tools.rs".into(),
-                    rust::generate(ir, &rust::RustOptions::default()),
-                );
-            }
-            Kind::TypeScript => {
-                outputs.insert("tools.ts".into(), typescript::generate(ir));
-            }
-        }
+    for (kind_outputs, kind_diags) in results {
+        outputs.extend(kind_outputs);
+        diags.extend(kind_diags);
     }
     outputs
+}
+
+fn emit_one(ir: &Ir, kind: Kind) -> (Outputs, Diagnostics) {
+    let mut outputs = Outputs::new();
+    let mut diags = Diagnostics::default();
+    match kind {
+        Kind::Schemas => schemas::emit(ir, &mut outputs),
+        Kind::Providers => providers::emit(ir, &mut diags, &mut outputs),
+        Kind::Rust => {
+            outputs.insert(
+                "tools.rs".into(),
+                rust::generate(ir, &rust::RustOptions::default()),
+            );
+        }
+        Kind::TypeScript => {
+            outputs.insert("tools.ts".into(), typescript::generate(ir));
+        }
+    }
+    (outputs, diags)
 }
 
 /// Pretty JSON with a final newline; key order is the IR's (source order), so it is deterministic.
