@@ -2,6 +2,9 @@
 //! `cargo run -p toolc --example synthetic_manifest -- 1000 > /tmp/bench.tools.yaml`
 
 fn main() {
-    let n = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1_000);
+    let n = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000);
     print!("{}", toolc::synthetic::manifest(n));
 }
