@@ -337,6 +337,28 @@ test("tool names that are not identifiers, and results without a schema", async 
   assert.deepEqual(await replies.next(), { type: "tool.result", callId: "e", output: '{"ok":false,"reason":null}' });
 });
 
+test("TOOLS holds every definition, with schemas exactly as in the manifest", () => {
+  assert.deepEqual(Object.keys(support.TOOLS), [
+    "search_help_articles",
+    "get_order_status",
+    "highlight_element",
+    "scroll_to_section",
+    "fill_form_field",
+    "show_toast",
+  ]);
+  const toast = support.TOOLS.show_toast;
+  assert.equal(toast.location, "client");
+  assert.equal(toast.wait_for_response, false);
+  assert.equal(toast.timeout_ms, 10000, "client tools default to 10 s");
+  assert.deepEqual(support.TOOLS.highlight_element.filler, ["One moment.", "Let me show you."]);
+  assert.equal(support.TOOLS.search_help_articles.returns.properties.articles.type, "array");
+  // A `__proto__` property must stay a property, not become the schema object's prototype.
+  const properties = edge.TOOLS["show-banner"].parameters.properties;
+  assert.ok(Object.prototype.hasOwnProperty.call(properties, "__proto__"));
+  assert.equal(Object.getPrototypeOf(properties), Object.prototype);
+  assert.equal(properties["__proto__"].type, "string");
+});
+
 test("a result that cannot be encoded as JSON becomes an error result", async (t) => {
   const { client, replies, send } = await connect(t);
   const { handlers } = supportHandlers({ highlight_element: () => ({ found: 10n }) });

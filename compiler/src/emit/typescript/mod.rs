@@ -370,7 +370,7 @@ fn definitions_table(ir: &Ir, names: &[ToolNames], out: &mut String) {
         push_indent(2, out);
         property_name(&def.name, out);
         out.push_str(": {\n");
-        let json = types::json_text;
+        let json = |v: &Value| object_literal(&types::json_text(v));
         let _ = writeln!(out, "    name: {},", json(&Value::String(def.name.clone())));
         let _ = writeln!(
             out,
@@ -396,6 +396,18 @@ fn definitions_table(ir: &Ir, names: &[ToolNames], out: &mut String) {
         out.push_str("  },\n");
     }
     out.push_str("};\n");
+}
+
+/// JSON text as a JavaScript object literal. The two differ in one place: a `"__proto__":` key in
+/// a literal sets the prototype instead of adding a property, so it is written as a computed key.
+/// Inside JSON strings every `"` is escaped, so an unescaped `{"__proto__":` or `,"__proto__":`
+/// can only be a key.
+fn object_literal(json: &str) -> String {
+    if !json.contains("\"__proto__\":") {
+        return json.to_owned();
+    }
+    json.replace("{\"__proto__\":", "{[\"__proto__\"]:")
+        .replace(",\"__proto__\":", ",[\"__proto__\"]:")
 }
 
 fn handlers(ir: &Ir, names: &[ToolNames], out: &mut String) {
