@@ -21,6 +21,9 @@ use crate::{Location, ToolDefinition};
 /// cannot make the model's error text arbitrarily long.
 const MAX_VIOLATIONS: usize = 16;
 
+/// Up to this many tools, a call finds its tool by scanning instead of hashing.
+const LINEAR_LOOKUP: usize = 16;
+
 struct Entry {
     def: ToolDefinition,
     parameters: Validator,
@@ -230,8 +233,14 @@ impl Registry {
     }
 
     fn entry(&self, name: &str) -> Result<&Entry, CallError> {
-        match self.index.get(name) {
-            Some(&i) => Ok(&self.entries[i]),
+        // A few string compares beat hashing the name for the tool counts manifests have.
+        let found = if self.entries.len() <= LINEAR_LOOKUP {
+            self.entries.iter().find(|e| e.def.name == name)
+        } else {
+            self.index.get(name).map(|&i| &self.entries[i])
+        };
+        match found {
+            Some(entry) => Ok(entry),
             None => {
                 let known: Vec<&str> = self.names().collect();
                 Err(CallError::unknown_tool(name, &known))
@@ -300,7 +309,9 @@ impl Registry {
         }
         let value = parse_arguments(name, arguments)?;
         let output = self.run(entry, name, value).await?;
-        Ok(output.to_string())
+        // `to_string` on a `Value` goes through `fmt`; the writer path is faster and cannot fail
+        // for a `Value` (its keys are strings).
+        Ok(serde_json::to_string(&output).unwrap_or_else(|_| output.to_string()))
     }
 
     /// Calls a server tool with parsed arguments and returns the checked result as a value.
