@@ -444,3 +444,14 @@ tools:
     let io = toolc_runtime::load_definitions(["/nonexistent/x.tools.yaml"]).unwrap_err();
     assert!(io.to_string().contains("cannot read"), "{io}");
 }
+
+#[test]
+fn registries_and_calls_can_cross_threads() {
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    fn send<T: Send>(_: &T) {}
+    let r = registry_with("search", search(), Some(Duration::from_secs(1)));
+    send_sync(&r);
+    let call = r.call("search", "{}");
+    send(&call);
+    let _ = call;
+}
