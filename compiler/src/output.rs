@@ -63,3 +63,73 @@ pub fn write_if_changed(path: &Path, content: &str) -> io::Result<bool> {
     std::fs::write(path, content)?;
     Ok(true)
 }
+
+/// The path of `to` as seen from the folder `from_dir`, with `/` separators and a leading `./`
+/// when it does not climb (`stubs` → `out/tools.js` gives `../out/tools.js`): what an ES module
+/// `import` needs. Both paths are taken relative to the current directory when not absolute.
+pub fn relative_import(from_dir: &Path, to: &Path) -> String {
+    let absolute = |p: &Path| {
+        let joined = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            std::env::current_dir().unwrap_or_default().join(p)
+        };
+        // Drop `.` and resolve `..` lexically: the folders may not exist yet.
+        let mut parts: Vec<std::path::Component> = Vec::new();
+        for c in joined.components() {
+            match c {
+                std::path::Component::CurDir => {}
+                std::path::Component::ParentDir if parts.len() > 1 => {
+                    parts.pop();
+                }
+                other => parts.push(other),
+            }
+        }
+        parts.into_iter().collect::<PathBuf>()
+    };
+    let (from, to) = (absolute(from_dir), absolute(to));
+    let from_parts: Vec<_> = from.components().collect();
+    let to_parts: Vec<_> = to.components().collect();
+    let common = from_parts
+        .iter()
+        .zip(&to_parts)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut segments: Vec<String> = vec!["..".into(); from_parts.len() - common];
+    segments.extend(
+        to_parts[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    let joined = segments.join("/");
+    if joined.starts_with("..") {
+        joined
+    } else {
+        format!("./{joined}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_imports() {
+        assert_eq!(
+            relative_import(Path::new("/a/stubs"), Path::new("/a/out/tools.js")),
+            "../out/tools.js"
+        );
+        assert_eq!(
+            relative_import(Path::new("/a/out"), Path::new("/a/out/tools.js")),
+            "./tools.js"
+        );
+        assert_eq!(
+            relative_import(Path::new("/a/b/c"), Path::new("/a/tools.js")),
+            "../../tools.js"
+        );
+        assert_eq!(
+            relative_import(Path::new("web/./src"), Path::new("web/gen/../gen/tools.js")),
+            "../gen/tools.js"
+        );
+    }
+}

@@ -108,7 +108,8 @@ fn run(cli: &Cli) -> Result<(), u8> {
                 report.unchanged.len()
             );
             if let Some(dir) = ts_stubs {
-                write_stubs(&ir, dir)?;
+                let import = toolc::output::relative_import(dir, &out.join("tools.js"));
+                write_stubs(&ir, dir, &import)?;
             }
             Ok(())
         }
@@ -218,8 +219,10 @@ fn print_diagnostics(cli: &Cli, session: &Session) {
     }
 }
 
-fn write_stubs(ir: &Ir, dir: &Path) -> Result<(), u8> {
-    let stubs = emit::typescript::stubs(ir);
+/// Writes each client tool's stub that does not exist yet; `import` is where the stubs find
+/// `tools.ts` (compiled to `tools.js`) from `dir`.
+fn write_stubs(ir: &Ir, dir: &Path, import: &str) -> Result<(), u8> {
+    let stubs = emit::typescript::stubs_importing(ir, import);
     for (file, content) in stubs {
         let path = dir.join(&file);
         if path.exists() {
