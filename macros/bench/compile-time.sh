@@ -12,6 +12,9 @@ N=100
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WORK="$ROOT/target/macro-compile-bench"
 mkdir -p "$WORK"
+# The three generated crates share one target directory of their own (not the workspace's), so
+# their dependencies are built once.
+export CARGO_TARGET_DIR="$WORK/target"
 
 gen_manifest() {
   {
@@ -87,15 +90,21 @@ for v in plain rust manifest; do
   (cd "$WORK/$v" && cargo check --offline -q)
 done
 
-for v in plain rust manifest; do
-  times=()
-  for r in $(seq 1 "$RUNS"); do
+# Runs are interleaved (plain, rust, manifest, plain, ...) so that load from anything else on the
+# machine falls on the three variants alike.
+declare -A times
+for r in $(seq 1 "$RUNS"); do
+  for v in plain rust manifest; do
     # A changed comment makes cargo re-check the crate (and re-expand every macro in it).
     echo "// run $r $(now)" >> "$WORK/$v/src/lib.rs"
     start=$(now)
     (cd "$WORK/$v" && cargo check --offline -q)
     end=$(now)
-    times+=("$(echo "$end - $start" | bc -l)")
+    times[$v]+="$(echo "$end - $start" | bc -l) "
   done
-  printf '%-9s median %.3f s   runs: %s\n' "$v" "$(printf '%s\n' "${times[@]}" | median)" "$(printf '%.2f ' "${times[@]}")"
 done
+for v in plain rust manifest; do
+  # shellcheck disable=SC2086
+  printf '%-9s median %.3f s   runs: %s\n' "$v" "$(printf '%s\n' ${times[$v]} | median)" "$(printf '%.2f ' ${times[$v]})"
+done
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -356,7 +356,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let companion = quote! {
         #[doc = ::core::concat!("The tool definition and executor of [`", ::core::stringify!(#fn_ident), "`].")]
         #[allow(non_camel_case_types, dead_code)]
-        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default)]
+        #[derive(::core::fmt::Debug)]
         #vis struct #fn_ident {}
     };
     // The fn as written (without our parameter attributes), so the user can still call it.
@@ -433,14 +433,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                 .as_ref()
                 .and_then(|b| b.manifest.tool(&name).map(|t| b.manifest.defaults(t)))
                 .unwrap_or_default();
-            executor(
-                &fns,
-                krate,
-                &item.sig,
-                &params,
-                args_struct.as_ref(),
-                &defaults,
-            )
+            executor(&fns, &item.sig, &params, args_struct.as_ref(), &defaults)
         }
     };
     quote! {
@@ -594,46 +587,35 @@ fn definition_from_rust(
 
 fn executor(
     fns: &TokenStream,
-    krate: &syn::Path,
     sig: &Signature,
     params: &[Param],
     args_struct: Option<&(syn::Ident, Type)>,
     defaults: &[(String, String)],
 ) -> TokenStream {
     let fn_ident = &sig.ident;
-    let args_ident = format_ident!("__ToolcArgs");
-    let serde_crate = format!(
-        "{}::__private::serde",
-        quote!(#krate).to_string().replace(' ', "")
-    );
-    let (args_type, struct_def, call_args) = match args_struct {
-        Some((_, ty)) => (quote!(#ty), TokenStream::new(), quote!(__args)),
+    // Each parameter is taken out of the argument object into a local with its owned type;
+    // the call borrows those locals where the fn takes references.
+    let (takes, call_args) = match args_struct {
+        Some((_, ty)) => (
+            quote_spanned!(ty.span()=> let __a0: #ty = #fns::args(__args)?;),
+            quote!(__a0),
+        ),
         None => {
-            let fields = params.iter().enumerate().map(|(i, p)| {
-                let field = format_ident!("__p{}", i);
+            let takes = params.iter().enumerate().map(|(i, p)| {
+                let local = format_ident!("__a{}", i);
                 let name = &p.name;
                 let ty = fn_tools::owned_type(&p.ty).unwrap_or_else(|| p.ty.clone());
-                let default =
-                    matches!(p.rust, RustType::Optional(_)).then(|| quote!(#[serde(default)]));
-                quote_spanned!(p.ty.span()=> #[serde(rename = #name)] #default #field: #ty)
+                quote_spanned!(p.ty.span()=> let #local: #ty = #fns::arg(&mut __args, #name)?;)
             });
             let passes = params.iter().enumerate().map(|(i, p)| {
-                let field = format_ident!("__p{}", i);
+                let local = format_ident!("__a{}", i);
                 if matches!(p.ty, Type::Reference(_)) {
-                    quote!(&__args.#field)
+                    quote!(&#local)
                 } else {
-                    quote!(__args.#field)
+                    quote!(#local)
                 }
             });
-            (
-                quote!(#args_ident),
-                quote! {
-                    #[derive(#krate::__private::serde::Deserialize)]
-                    #[serde(crate = #serde_crate)]
-                    struct #args_ident { #(#fields),* }
-                },
-                quote!(#(#passes),*),
-            )
+            (quote!(#(#takes)*), quote!(#(#passes),*))
         }
     };
     let call = match sig.asyncness {
@@ -650,11 +632,14 @@ fn executor(
         quote_spanned!(sig.output.span()=> #fns::ok(#call))
     };
     let default_items = defaults.iter().map(|(k, v)| quote!((#k, #v)));
+    let mutable = (args_struct.is_none() && !params.is_empty()).then(|| quote!(mut));
     quote! {
-        #struct_def
-        ::core::option::Option::Some(#fns::executor::<#args_type, _, _, _>(
+        ::core::option::Option::Some(#fns::executor(
             &[#(#default_items),*],
-            |__args: #args_type| async move { #wrapped },
+            |#mutable __args: #fns::Args| {
+                #takes
+                ::core::result::Result::Ok(async move { #wrapped })
+            },
         ))
     }
 }

@@ -120,20 +120,23 @@ pub fn expand(input: TokenStream) -> TokenStream {
         let text = format!(
             "toolc: server tool `{name}` ({place}) has no executor in this `tools!` list\n= help: write `#[tool(manifest = \"{written}\")] async fn {name}(...) {{ ... }}` and add `{name}` to the list, or change its `location` to `client` in {place}"
         );
-        let any = items.iter().map(|item| {
-            quote!(#fns::str_eq(<#item as #fns::ToolFn>::NAME, #name))
-        });
         let text = text.replace('{', "{{").replace('}', "}}");
         quote_spanned! {lit_span=>
-            const _: () = ::core::assert!(false #(|| #any)*, #text);
+            const _: () = ::core::assert!(#fns::names_contain(__TOOLC_NAMES, #name), #text);
         }
     });
     let definitions = bound.manifest.definitions_json();
     let adds = items.iter().map(|item| {
         quote_spanned!(item.span()=> let __builder = #fns::add_executor::<#item>(__builder);)
     });
+    // The names once, in one array, so that each server tool's check is a single call rather
+    // than one comparison expression per listed item (quadratic code for rustc to check).
+    let names = items
+        .iter()
+        .map(|item| quote!(<#item as #fns::ToolFn>::NAME));
     quote! {{
         const _: &[u8] = ::core::include_bytes!(#absolute);
+        const __TOOLC_NAMES: &[&str] = &[#(#names),*];
         #(#bound_checks)*
         #(#server_checks)*
         let __builder = #fns::RegistryBuilder::default()

@@ -4,7 +4,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -63,6 +62,18 @@ pub const fn str_eq(a: &str, b: &str) -> bool {
         i += 1;
     }
     true
+}
+
+/// Whether `names` holds `name`; `const`, for the assertions of `tools!`.
+pub const fn names_contain(names: &[&str], name: &str) -> bool {
+    let mut i = 0;
+    while i < names.len() {
+        if str_eq(names[i], name) {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 /// Parses JSON that toolc wrote at compile time from a checked manifest.
@@ -250,62 +261,78 @@ pub fn ok<T: Serialize + Send + 'static>(value: T) -> Result<T, ToolError> {
     Ok(value)
 }
 
-/// The executor of a `#[tool]` fn: applies the manifest's defaults to absent properties,
-/// deserializes the generated argument struct and runs the fn.
-pub struct FnExecutor<A, F> {
+/// The executor of a `#[tool]` fn: applies the manifest's defaults to absent properties, then
+/// hands the argument object to the generated closure, which takes each parameter out of it with
+/// [`arg`] and returns the fn's future.
+///
+/// Taking parameters one by one (rather than deriving `Deserialize` for a struct per tool) keeps
+/// the generated code small: type-checking serde's derive output for every tool dominated the
+/// macro's compile-time cost.
+pub struct FnExecutor<F> {
     defaults: &'static [(&'static str, &'static str)],
     f: F,
-    // `fn(A)` keeps the executor Send + Sync whatever A is.
-    _args: PhantomData<fn(A)>,
 }
 
-impl<A, F> fmt::Debug for FnExecutor<A, F> {
+impl<F> fmt::Debug for FnExecutor<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FnExecutor")
-            .field("args", &std::any::type_name::<A>())
             .field("defaults", &self.defaults)
             .finish()
     }
 }
 
-pub fn executor<A, O, F, Fut>(
+pub type Args = Map<String, Value>;
+
+pub fn executor<O, F, Fut>(
     defaults: &'static [(&'static str, &'static str)],
     f: F,
 ) -> Arc<dyn Executor>
 where
-    A: DeserializeOwned + Send + 'static,
     O: Serialize + Send + 'static,
-    F: Fn(A) -> Fut + Send + Sync + 'static,
+    F: Fn(Args) -> Result<Fut, serde_json::Error> + Send + Sync + 'static,
     Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
 {
-    Arc::new(FnExecutor {
-        defaults,
-        f,
-        _args: PhantomData,
-    })
+    Arc::new(FnExecutor { defaults, f })
 }
 
-impl<A, O, F, Fut> Executor for FnExecutor<A, F>
+/// Takes parameter `name` out of the arguments. An absent property reads as `null`, which is
+/// what `Option` parameters expect; for other types the schema has already required it.
+pub fn arg<T: DeserializeOwned>(args: &mut Args, name: &str) -> Result<T, serde_json::Error> {
+    let value = args.remove(name).unwrap_or(Value::Null);
+    serde_json::from_value(value)
+        .map_err(|e| <serde_json::Error as serde::de::Error>::custom(format!("`{name}`: {e}")))
+}
+
+/// The whole argument object as one struct (`#[args]`).
+pub fn args<T: DeserializeOwned>(args: Args) -> Result<T, serde_json::Error> {
+    serde_json::from_value(Value::Object(args))
+}
+
+impl<O, F, Fut> Executor for FnExecutor<F>
 where
-    A: DeserializeOwned + Send + 'static,
     O: Serialize + Send + 'static,
-    F: Fn(A) -> Fut + Send + Sync + 'static,
+    F: Fn(Args) -> Result<Fut, serde_json::Error> + Send + Sync + 'static,
     Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
 {
-    fn start(&self, mut arguments: Value) -> Result<ToolFuture, serde_json::Error> {
-        if let Value::Object(map) = &mut arguments {
-            for (name, default) in self.defaults {
-                if !map.contains_key(*name) {
-                    // Written by serde_json at compile time, so it parses; a failure would only
-                    // leave the property absent, which deserialization then reports.
-                    if let Ok(value) = serde_json::from_str(default) {
-                        map.insert((*name).to_owned(), value);
-                    }
+    fn start(&self, arguments: Value) -> Result<ToolFuture, serde_json::Error> {
+        let mut map = match arguments {
+            Value::Object(map) => map,
+            other => {
+                return Err(<serde_json::Error as serde::de::Error>::custom(format!(
+                    "the arguments must be an object, not {other}"
+                )))
+            }
+        };
+        for (name, default) in self.defaults {
+            if !map.contains_key(*name) {
+                // Written by serde_json at compile time, so it parses; a failure would only
+                // leave the property absent, which deserialization then reports.
+                if let Ok(value) = serde_json::from_str(default) {
+                    map.insert((*name).to_owned(), value);
                 }
             }
         }
-        let args: A = serde_json::from_value(arguments)?;
-        let fut = (self.f)(args);
+        let fut = (self.f)(map)?;
         Ok(Box::pin(async move {
             let output = fut.await?;
             serde_json::to_value(output)
@@ -328,6 +355,12 @@ mod tests {
             str_eq("", ""),
         ];
         assert_eq!(RESULTS, [true, false, false, true]);
+        const FOUND: [bool; 3] = [
+            names_contain(&["a", "search_docs"], "search_docs"),
+            names_contain(&["a", "search_docs"], "search"),
+            names_contain(&[], "a"),
+        ];
+        assert_eq!(FOUND, [true, false, false]);
     }
 
     #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -406,29 +439,31 @@ mod tests {
         assert!(def.parameters.get("$defs").is_none());
     }
 
-    #[derive(serde::Deserialize)]
-    struct Args {
-        query: String,
-        limit: u32,
-    }
-
     #[tokio::test]
     async fn defaults_fill_absent_properties() {
-        let exec = executor::<Args, _, _, _>(&[("limit", "3")], |a: Args| async move {
-            Ok::<_, ToolError>(format!("{}:{}", a.query, a.limit))
+        let exec = executor(&[("limit", "3")], |mut a: Args| {
+            let query: String = arg(&mut a, "query")?;
+            let limit: u32 = arg(&mut a, "limit")?;
+            let note: Option<String> = arg(&mut a, "note")?;
+            Ok(async move { Ok::<_, ToolError>(format!("{query}:{limit}:{note:?}")) })
         });
         let out = exec
             .start(serde_json::json!({"query": "q"}))
             .unwrap()
             .await
             .unwrap();
-        assert_eq!(out, "q:3");
+        assert_eq!(out, "q:3:None");
         let out = exec
-            .start(serde_json::json!({"query": "q", "limit": 7}))
+            .start(serde_json::json!({"query": "q", "limit": 7, "note": "n"}))
             .unwrap()
             .await
             .unwrap();
-        assert_eq!(out, "q:7");
-        assert!(exec.start(serde_json::json!({"limit": 7})).is_err());
+        assert_eq!(out, r#"q:7:Some("n")"#);
+        let err = exec.start(serde_json::json!({"limit": 7})).err().unwrap();
+        assert!(
+            err.to_string().starts_with("`query`: invalid type: null"),
+            "{err}"
+        );
+        assert!(exec.start(serde_json::json!([1])).is_err());
     }
 }
