@@ -1,0 +1,142 @@
+//! `cargo run -p voice-agent`: serves the help-centre page at `http://LISTEN/` and relays it to
+//! a realtime model. See the README.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use serde_json::Value;
+use toolc_runtime::realtime::openai;
+use voice_agent::{Model, Options, Server};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "voice-agent",
+    about = "A realtime support agent whose client tools run in the page you open."
+)]
+struct Args {
+    /// Address of the page and of its relay websocket. Port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: String,
+    /// Talk to the model at this websocket URL instead of the scripted one (the default with
+    /// OPENAI_API_KEY set is OpenAI's GA endpoint).
+    #[arg(long, value_name = "URL")]
+    upstream: Option<String>,
+    /// Play the bundled scripted conversation even when OPENAI_API_KEY is set.
+    #[arg(long, conflicts_with = "upstream")]
+    scripted: bool,
+    /// Milliseconds between the streamed pieces of the scripted model's text.
+    #[arg(long, default_value_t = 40)]
+    pace_ms: u64,
+    /// With a real model: milliseconds a waiting client call may be open before the model says
+    /// one of the tool's filler phrases; 0 turns fillers off. The scripted model has none.
+    #[arg(long, default_value_t = 1500)]
+    filler_delay_ms: u64,
+    /// The folder with the page (index.html, style.css, dist/).
+    #[arg(long, value_name = "DIR")]
+    web: Option<PathBuf>,
+    /// The tool manifest; its server tools must be the two this demo implements.
+    #[arg(long, value_name = "PATH")]
+    manifest: Option<PathBuf>,
+    /// Serve GET /_test/model: what the scripted model received and the relay's counters. For
+    /// the browser test; do not turn it on for anything else.
+    #[arg(long)]
+    test_endpoints: bool,
+}
+
+/// What the agent is told when a real model plays it.
+const INSTRUCTIONS: &str = "You are the voice support agent of the Northwind Outfitters help \
+centre. The customer is looking at the help-centre page. Look answers up with \
+search_help_articles before you answer how something works, and order states with \
+get_order_status. Show things on the page: scroll_to_section with an article's section, \
+highlight_element with a CSS selector (the refund button is #refund-button), fill_form_field for \
+the refund form, show_toast for short confirmations. Keep answers short and friendly.";
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let options = match options(&args) {
+        Ok(o) => o,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(options)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn options(args: &Args) -> Result<Options, String> {
+    let mut options = Options::new(&args.listen);
+    if let Some(web) = &args.web {
+        options.web_dir = web.clone();
+    }
+    if let Some(manifest) = &args.manifest {
+        options.manifest = manifest.clone();
+    }
+    options.test_endpoints = args.test_endpoints;
+    let api_key = std::env::var("OPENAI_API_KEY")
+        .ok()
+        .filter(|k| !k.trim().is_empty() && !args.scripted);
+    options.model = match (&args.upstream, api_key) {
+        (None, None) => Model::Scripted {
+            pace: Duration::from_millis(args.pace_ms),
+        },
+        (url, api_key) => {
+            let url = url.clone().unwrap_or_else(|| openai::DEFAULT_URL.to_owned());
+            if url.starts_with("wss://") {
+                return Err(format!(
+                    "{url} needs TLS, and this build has none (toolc's relay keeps TLS out of the \
+                     default build). Point --upstream at a ws:// TLS-terminating proxy for the \
+                     model, or run without OPENAI_API_KEY (or with --scripted) for the bundled \
+                     scripted model. See examples/voice-agent/README.md."
+                ));
+            }
+            options.filler_delay =
+                (args.filler_delay_ms > 0).then(|| Duration::from_millis(args.filler_delay_ms));
+            options
+                .session
+                .insert("instructions".into(), Value::String(INSTRUCTIONS.into()));
+            Model::Remote { url, api_key }
+        }
+    };
+    Ok(options)
+}
+
+async fn run(options: Options) -> Result<(), String> {
+    let web_dir = options.web_dir.clone();
+    let scripted = matches!(options.model, Model::Scripted { .. });
+    let server = Server::bind(options).await?;
+    let addr = server.local_addr().map_err(|e| e.to_string())?;
+    // The first line is machine-readable: the browser test reads the address from it.
+    println!("listening on http://{addr}/");
+    if scripted {
+        println!("model: the bundled scripted conversation (set OPENAI_API_KEY for a real one)");
+    } else {
+        println!("model: {}", server.upstream());
+    }
+    println!("tools: {}", server.tool_names().join(", "));
+    if !web_dir.join("dist/main.js").is_file() {
+        eprintln!(
+            "warning: {} has no dist/main.js yet; build the page with `npm ci && npm run build` in that folder",
+            web_dir.display()
+        );
+    }
+    server.serve().await;
+    Ok(())
+}
