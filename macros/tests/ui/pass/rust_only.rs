@@ -58,6 +58,12 @@ pub fn ping(#[args] args: PingArgs) -> String {
     args.host
 }
 
+/// Seconds since the server started; takes no arguments.
+#[tool]
+pub fn uptime() -> u64 {
+    42
+}
+
 /// Show a toast on the page.
 #[tool(client, wait_for_response = false)]
 pub fn show_toast(message: String, level: Option<String>);
@@ -67,10 +73,14 @@ pub fn show_toast(message: String, level: Option<String>);
 pub fn get_selection() -> String;
 
 fn main() {
-    let registry = tools![search_logs, ping, show_toast, get_selection]
+    let registry = tools![search_logs, ping, uptime, show_toast, get_selection]
         .build()
         .unwrap();
-    assert_eq!(registry.len(), 4);
+    assert_eq!(registry.len(), 5);
+    assert_eq!(
+        registry.definition("uptime").unwrap().parameters,
+        toolc_runtime::ToolDefinition::empty_parameters()
+    );
     assert_eq!(registry.location("show_toast"), Some(Location::Client));
     let ping = registry.definition("ping-host").unwrap();
     assert_eq!(ping.parameters["required"][0], "host");
