@@ -362,6 +362,8 @@ pub struct MarkerScanner {
     name: String,
     name_done: bool,
     json: Vec<u8>,
+    /// `json` is already known to be valid JSON (it was parsed in one piece).
+    json_valid: bool,
 }
 
 impl MarkerScanner {
@@ -379,6 +381,7 @@ impl MarkerScanner {
             name: String::new(),
             name_done: false,
             json: Vec::new(),
+            json_valid: false,
             tag,
         }
     }
@@ -519,6 +522,7 @@ impl MarkerScanner {
                         let taken = match self.grammar {
                             Grammar::Name => self.name_run(&bytes[i..]),
                             Grammar::Keyword(n) => self.keyword_run(n, &bytes[i..]),
+                            Grammar::BeforeJson if bytes[i] == b'{' => self.json_whole(&bytes[i..]),
                             Grammar::Json => self.json_run(&bytes[i..]),
                             _ => 0,
                         };
@@ -576,6 +580,7 @@ impl MarkerScanner {
         self.name.clear();
         self.name_done = false;
         self.json.clear();
+        self.json_valid = false;
     }
 
     fn name_if_done(&self) -> Option<String> {
@@ -708,6 +713,28 @@ impl MarkerScanner {
         rest.len()
     }
 
+    /// When the whole arguments object is in `bytes` (and within the limit) and is valid JSON,
+    /// finds its end and validates it in one pass; returns its length, or 0 to leave the object
+    /// to [`json_run`](Self::json_run). For valid JSON the end found here is the one the
+    /// structural scan would find, so the two paths agree however the input is split.
+    fn json_whole(&mut self, bytes: &[u8]) -> usize {
+        let window = &bytes[..bytes.len().min(self.room())];
+        let mut values =
+            serde_json::Deserializer::from_slice(window).into_iter::<serde::de::IgnoredAny>();
+        match values.next() {
+            Some(Ok(_)) => {
+                let end = values.byte_offset();
+                self.json.extend_from_slice(&window[..end]);
+                self.json_valid = true;
+                self.marker_len += end;
+                self.structure = Structure::default();
+                self.grammar = Grammar::Close(0);
+                end
+            }
+            _ => 0,
+        }
+    }
+
     /// Reads arguments bytes up to the end of the JSON object, the end of `bytes` or the size
     /// limit, whichever comes first; returns how many it took. The byte that would go over the
     /// limit is left to [`body_step`](Self::body_step), which reports it.
@@ -793,7 +820,12 @@ impl MarkerScanner {
                 }
                 let event = match std::str::from_utf8(&self.json) {
                     Ok(arguments) => {
-                        match serde_json::from_str::<serde::de::IgnoredAny>(arguments) {
+                        let checked = if self.json_valid {
+                            Ok(serde::de::IgnoredAny)
+                        } else {
+                            serde_json::from_str::<serde::de::IgnoredAny>(arguments)
+                        };
+                        match checked {
                             Ok(_) => MarkerEvent::Call { name, arguments },
                             Err(e) => MarkerEvent::Error(MarkerError::InvalidJson {
                                 name: name.to_owned(),

@@ -508,3 +508,16 @@ fn the_limit_counts_the_whole_marker_exactly() {
         );
     }
 }
+
+#[test]
+fn deep_nesting_is_handled_the_same_however_split() {
+    // Syntax is checked without building a value, so nesting has no recursion limit here; the
+    // dispatcher's parse into a value applies serde_json's limit later.
+    let mut s = scanner();
+    let deep = format!("{}1{}", "{\"a\":".repeat(200), "}".repeat(200));
+    let out = scan_all_ways(
+        &mut s,
+        &format!("<<<APIPILOT_CALL:NAME=t,ARGUMENTS={deep}>>>after"),
+    );
+    assert_eq!(out, vec![call("t", &deep), text("after")]);
+}
