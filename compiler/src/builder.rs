@@ -1,12 +1,10 @@
 //! The build.rs entry point, in the style of prost-build:
 //!
 //! ```no_run
-//! // build.rs
-//! fn main() {
-//!     toolc::Builder::new()
-//!         .manifest("../manifests/support.tools.yaml")
-//!         .compile_for_cargo();
-//! }
+//! // In build.rs's `fn main()`:
+//! toolc::Builder::new()
+//!     .manifest("../manifests/support.tools.yaml")
+//!     .compile_for_cargo();
 //! ```
 //!
 //! (`fn main() -> Result<(), BuildError>` with `.compile()` works as well, prost-style.)

@@ -390,7 +390,7 @@ impl<'a> Gen<'a> {
             _ => return Ty::Value("not a schema object"),
         };
         if let Some(reference) = obj.get("$ref") {
-            return match reference.as_str().and_then(|r| local_def(r)) {
+            return match reference.as_str().and_then(local_def) {
                 Some(def) => match defs.names.get(&def) {
                     Some(rust) => Ty::Named(rust.clone()),
                     None => Ty::Value("a `$ref` to a definition that is not there"),
