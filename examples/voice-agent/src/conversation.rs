@@ -250,7 +250,11 @@ mod tests {
         let first: Vec<&str> = TURNS[0].calls.iter().map(|c| c.name).collect();
         assert_eq!(
             first,
-            ["search_help_articles", "highlight_element", "scroll_to_section"]
+            [
+                "search_help_articles",
+                "highlight_element",
+                "scroll_to_section"
+            ]
         );
         let second: Vec<&str> = TURNS[1].calls.iter().map(|c| c.name).collect();
         assert_eq!(second, ["fill_form_field", "show_toast"]);

@@ -224,7 +224,12 @@ mod tests {
             b"\xff\xfe",
             b"",
         ] {
-            assert_eq!(parse_head(head), None, "{:?}", String::from_utf8_lossy(head));
+            assert_eq!(
+                parse_head(head),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(head)
+            );
         }
     }
 

@@ -40,7 +40,10 @@ pub enum Model {
     /// streamed pieces of its text.
     Scripted { pace: Duration },
     /// A realtime model at `url` (OpenAI's GA endpoint or anything speaking its events).
-    Remote { url: String, api_key: Option<String> },
+    Remote {
+        url: String,
+        api_key: Option<String>,
+    },
 }
 
 /// Everything the server needs.
@@ -318,7 +321,10 @@ pub fn check_handshake(request: &Request) -> Result<String, Response> {
     if !request.header_has_token("connection", "upgrade")
         || request.header("sec-websocket-version") != Some("13")
     {
-        return Err(Response::text(426, "a websocket version 13 handshake is needed"));
+        return Err(Response::text(
+            426,
+            "a websocket version 13 handshake is needed",
+        ));
     }
     let Some(key) = request.header("sec-websocket-key") else {
         return Err(Response::text(400, "missing Sec-WebSocket-Key"));

@@ -98,7 +98,9 @@ fn options(args: &Args) -> Result<Options, String> {
             pace: Duration::from_millis(args.pace_ms),
         },
         (url, api_key) => {
-            let url = url.clone().unwrap_or_else(|| openai::DEFAULT_URL.to_owned());
+            let url = url
+                .clone()
+                .unwrap_or_else(|| openai::DEFAULT_URL.to_owned());
             if url.starts_with("wss://") {
                 return Err(format!(
                     "{url} needs TLS, and this build has none (toolc's relay keeps TLS out of the \

@@ -107,11 +107,7 @@ fn hits(term: &str, words: &[String]) -> usize {
 /// Equal, one a prefix of the other of at least four letters ("track", "tracking"), or sharing
 /// five letters ("cancelled", "cancellation"): a stemmer's effect without a stemmer.
 fn same_stem(a: &str, b: &str) -> bool {
-    let common = a
-        .chars()
-        .zip(b.chars())
-        .take_while(|(x, y)| x == y)
-        .count();
+    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
     let shorter = a.chars().count().min(b.chars().count());
     a == b || (common == shorter && shorter >= 4) || common >= 5
 }
@@ -207,7 +203,10 @@ mod tests {
             ids(&data.search("forgot my password", 5)),
             ["reset-password"]
         );
-        assert_eq!(ids(&data.search("shipping abroad customs", 1)), ["shipping-abroad"]);
+        assert_eq!(
+            ids(&data.search("shipping abroad customs", 1)),
+            ["shipping-abroad"]
+        );
     }
 
     #[test]
@@ -217,7 +216,10 @@ mod tests {
         assert_eq!(ids(&data.search("tracking", 1)), ["track-order"]);
         assert_eq!(data.search("refund return label", 2).len(), 2);
         assert!(data.search("zzzz qqqq", 10).is_empty());
-        assert!(data.search("the and for", 10).is_empty(), "stop words alone");
+        assert!(
+            data.search("the and for", 10).is_empty(),
+            "stop words alone"
+        );
         assert!(data.search("", 10).is_empty());
     }
 

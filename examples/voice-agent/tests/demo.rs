@@ -1,0 +1,282 @@
+//! The demo server in-process, on loopback, with a test browser standing in for the page: the
+//! HTTP side (page files, config, refusals) and the whole scripted conversation through the
+//! relay. The real page in a real browser is tested by `npm test` in `web/`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use toolc_runtime::relay::testing::TestBrowser;
+use voice_agent::{conversation, Model, Options, Server};
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+async fn start() -> String {
+    let mut options = Options::new("127.0.0.1:0");
+    options.model = Model::Scripted {
+        pace: Duration::ZERO,
+    };
+    options.test_endpoints = true;
+    let server = Server::bind(options).await.expect("the demo starts");
+    let addr = server.local_addr().unwrap();
+    tokio::spawn(server.serve());
+    addr.to_string()
+}
+
+/// One raw HTTP exchange; returns the status and the body.
+async fn request(addr: &str, head: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    tokio::time::timeout(LIMIT, stream.read_to_end(&mut response))
+        .await
+        .expect("the server answers and closes")
+        .unwrap();
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+async fn get(addr: &str, path: &str) -> (u16, String) {
+    request(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n"),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_and_its_settings_are_served_and_nothing_else() {
+    let addr = start().await;
+    let (status, body) = get(&addr, "/").await;
+    assert_eq!(status, 200);
+    assert!(body.contains(r#"<script type="module" src="dist/main.js">"#));
+    let (status, body) = get(&addr, "/style.css").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("[data-highlight]"));
+
+    let (status, body) = get(&addr, "/config.json").await;
+    assert_eq!(status, 200);
+    let config: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        config,
+        json!({"mode": "scripted", "question": conversation::QUESTION})
+    );
+
+    for path in [
+        "/../Cargo.toml",
+        "/package.json",
+        "/build.mjs",
+        "/dist/../../src/lib.rs",
+        "/nope.html",
+    ] {
+        assert_eq!(get(&addr, path).await.0, 404, "{path}");
+    }
+    let (status, _) = request(
+        &addr,
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status, 405);
+    assert_eq!(request(&addr, "NONSENSE\r\n\r\n").await.0, 400);
+    // No terminator, and no more bytes than the server reads before it gives up, so that it
+    // closes with nothing unread (which would reset the connection under the response).
+    let huge = format!("GET / HTTP/1.1\r\nX: {}", "a".repeat(16_500));
+    assert_eq!(request(&addr, &huge).await.0, 431);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_sites_page_cannot_open_the_relay() {
+    let addr = start().await;
+    let handshake = |origin: &str| {
+        format!(
+            "GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+             Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+             Origin: {origin}\r\n\r\n"
+        )
+    };
+    let (status, body) = request(&addr, &handshake("https://elsewhere.example")).await;
+    assert_eq!(status, 403, "{body}");
+
+    // The page's own origin is let in (101), and the model connection is opened.
+    let mut stream = TcpStream::connect(&addr).await.unwrap();
+    stream
+        .write_all(handshake(&format!("http://{addr}")).as_bytes())
+        .await
+        .unwrap();
+    let mut buf = [0u8; 256];
+    let n = tokio::time::timeout(LIMIT, stream.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    let head = String::from_utf8_lossy(&buf[..n]);
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    assert!(head.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
+}
+
+/// Plays the page: reads events until every tool in `names` has been called, answering the
+/// waiting ones with `answers(name)`. Calls of one response reach the page in any order (each
+/// runs on its own task). Returns the calls and every event read.
+async fn take_calls(
+    browser: &mut TestBrowser,
+    names: &[&str],
+    answers: impl Fn(&str) -> Option<Value>,
+) -> (Vec<Value>, Vec<Value>) {
+    let mut calls: Vec<Value> = Vec::new();
+    let mut events = Vec::new();
+    while calls.len() < names.len() {
+        let Some(event) = browser.next_event(LIMIT).await else {
+            panic!("calls {names:?} did not all arrive; got {events:?}");
+        };
+        if event["type"] == "function_call" {
+            let name = event["name"].as_str().unwrap_or_default().to_owned();
+            assert!(names.contains(&name.as_str()), "unexpected call {event}");
+            if let Some(output) = answers(&name) {
+                let reply = json!({
+                    "type": "function_call.result",
+                    "call_id": event["call_id"],
+                    "output": output.to_string(),
+                });
+                assert!(browser.send(&reply).await);
+            }
+            calls.push(event.clone());
+        }
+        events.push(event);
+    }
+    (calls, events)
+}
+
+fn answer(name: &str) -> Option<Value> {
+    match name {
+        "highlight_element" => Some(json!({"found": true})),
+        "scroll_to_section" => Some(json!({"scrolled": true})),
+        "fill_form_field" => Some(json!({"filled": true})),
+        // Fire-and-forget: a page sends no reply.
+        _ => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scripted_conversation_runs_through_the_relay() {
+    let addr = start().await;
+    let mut browser = TestBrowser::connect(&format!("ws://{addr}/"))
+        .await
+        .expect("the relay accepts a page");
+    let question = json!({
+        "type": "conversation.item.create",
+        "item": {"type": "message", "role": "user",
+                 "content": [{"type": "input_text", "text": conversation::QUESTION}]},
+    });
+    assert!(browser.send(&question).await);
+    assert!(browser.send(&json!({"type": "response.create"})).await);
+
+    let (first, mut seen) = take_calls(
+        &mut browser,
+        &["highlight_element", "scroll_to_section"],
+        answer,
+    )
+    .await;
+    assert_eq!(first.len(), 2);
+    let (second, more) = take_calls(&mut browser, &["fill_form_field", "show_toast"], answer).await;
+    assert_eq!(second.len(), 2);
+    seen.extend(more);
+    let (closing, rest) = browser
+        .next_matching(LIMIT, |e| {
+            e["type"] == "response.done" && e["response"]["id"] == "resp_demo_3"
+        })
+        .await;
+    assert!(closing.is_some(), "no closing response; got {rest:?}");
+    seen.extend(rest);
+    let traces: Vec<&Value> = seen.iter().filter(|e| e["type"] == "toolc.trace").collect();
+    assert!(
+        traces
+            .iter()
+            .any(|t| t["name"] == "search_help_articles" && t["location"] == "server"),
+        "{traces:?}"
+    );
+
+    let (status, body) = get(&addr, "/_test/model").await;
+    assert_eq!(status, 200);
+    let report: Value = serde_json::from_str(&body).unwrap();
+    let received = report["connections"][0]["received"].as_array().unwrap();
+    let outputs: Vec<&str> = received
+        .iter()
+        .filter(|e| e["item"]["type"] == "function_call_output")
+        .map(|e| e["item"]["call_id"].as_str().unwrap())
+        .collect();
+    let mut sorted = outputs.clone();
+    sorted.sort_unstable();
+    assert_eq!(
+        sorted,
+        [
+            "call_demo_fill",
+            "call_demo_highlight",
+            "call_demo_scroll",
+            "call_demo_search",
+            "call_demo_toast"
+        ]
+    );
+    let creates = received
+        .iter()
+        .filter(|e| e["type"] == "response.create")
+        .count();
+    assert_eq!(creates, 3, "the question and one continuation per response");
+    assert_eq!(report["counters"]["continuations"], 2);
+    assert_eq!(report["counters"]["server_calls"], 1);
+    assert_eq!(report["counters"]["results_accepted"], 3);
+    let search = received
+        .iter()
+        .find(|e| e["item"]["call_id"] == "call_demo_search")
+        .unwrap();
+    let result: Value = serde_json::from_str(search["item"]["output"].as_str().unwrap()).unwrap();
+    assert_eq!(result["articles"][0]["section"], "refunds");
+
+    let text = serde_json::to_string(&seen).unwrap();
+    assert!(!text.contains("call_demo_search"), "{text}");
+    browser.close().await;
+}
+
+#[test]
+fn every_article_has_its_place_on_the_page() {
+    let html =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("web/index.html"))
+            .expect("web/index.html");
+    let data = voice_agent::tools::Data::bundled().unwrap();
+    for a in &data.articles {
+        assert!(
+            html.contains(&format!(r#"<section id="{}""#, a.section)),
+            "section {} of {}",
+            a.section,
+            a.id
+        );
+        assert!(
+            html.contains(&format!(r#"<article id="article-{}">"#, a.id)),
+            "{}",
+            a.id
+        );
+        assert!(
+            html.contains(&format!("<h3>{}</h3>", a.title)),
+            "{}",
+            a.title
+        );
+        assert!(html.contains(&a.summary), "{}", a.summary);
+    }
+    // What the scripted conversation points at.
+    assert!(html.contains(r#"id="refund-button""#));
+    for field in ["name", "email", "order_number", "message"] {
+        assert!(
+            html.contains(&format!(r#"name="{field}""#)),
+            "form field {field}"
+        );
+    }
+}
