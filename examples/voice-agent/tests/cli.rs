@@ -18,7 +18,10 @@ fn an_api_key_without_tls_is_refused_with_the_way_out() {
     assert!(stderr.contains("wss://api.openai.com"), "{stderr}");
     assert!(stderr.contains("needs TLS"), "{stderr}");
     assert!(stderr.contains("--scripted"), "{stderr}");
-    assert!(!stderr.contains("sk-test"), "the key is never printed: {stderr}");
+    assert!(
+        !stderr.contains("sk-test"),
+        "the key is never printed: {stderr}"
+    );
 }
 
 #[test]

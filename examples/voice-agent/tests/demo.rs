@@ -303,14 +303,26 @@ async fn a_remote_model_gets_the_key_and_the_page_does_not() {
     let addr = start_remote(model.url(), Some("sk-test-secret".into())).await;
     let (status, body) = get(&addr, "/config.json").await;
     assert_eq!(status, 200);
-    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["mode"], "remote");
-    assert_eq!(get(&addr, "/_test/model").await.0, 404, "off unless asked for");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["mode"],
+        "remote"
+    );
+    assert_eq!(
+        get(&addr, "/_test/model").await.0,
+        404,
+        "off unless asked for"
+    );
 
-    let mut browser = TestBrowser::connect(&format!("ws://{addr}/")).await.unwrap();
+    let mut browser = TestBrowser::connect(&format!("ws://{addr}/"))
+        .await
+        .unwrap();
     let updated = browser.next_event(LIMIT).await.expect("the model's event");
     assert_eq!(updated["type"], "session.updated");
     let conn = model.connection(0, LIMIT).await.unwrap();
-    assert_eq!(conn.authorization().as_deref(), Some("Bearer sk-test-secret"));
+    assert_eq!(
+        conn.authorization().as_deref(),
+        Some("Bearer sk-test-secret")
+    );
     let update = &conn.events_of("session.update")[0];
     assert_eq!(update["session"]["tools"].as_array().unwrap().len(), 6);
     assert!(!updated.to_string().contains("sk-test-secret"));
@@ -321,10 +333,15 @@ async fn a_remote_model_gets_the_key_and_the_page_does_not() {
 async fn an_unreachable_model_is_reported_to_the_page() {
     // Port 9 (discard) on loopback: nothing listens there in a test environment.
     let addr = start_remote("ws://127.0.0.1:9/v1/realtime".into(), Some("sk-x".into())).await;
-    let mut browser = TestBrowser::connect(&format!("ws://{addr}/")).await.unwrap();
+    let mut browser = TestBrowser::connect(&format!("ws://{addr}/"))
+        .await
+        .unwrap();
     let error = browser.next_event(LIMIT).await.expect("an error event");
     assert_eq!(error["type"], "error");
     assert_eq!(error["error"]["code"], "upstream_unavailable");
     assert!(!error.to_string().contains("sk-x"), "{error}");
-    assert!(browser.next_event(LIMIT).await.is_none(), "then the page is closed");
+    assert!(
+        browser.next_event(LIMIT).await.is_none(),
+        "then the page is closed"
+    );
 }
