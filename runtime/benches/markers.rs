@@ -106,7 +106,7 @@ fn scan_bytes(scanner: &mut MarkerScanner, input: &[u8], chunk: usize) -> (usize
     (text, calls)
 }
 
-fn scan_str(scanner: &mut MarkerScanner, input: &str) -> (usize, usize) {
+fn scan_str(scanner: &mut MarkerScanner, pieces: &[&str]) -> (usize, usize) {
     let mut text = 0;
     let mut calls = 0;
     let mut sink = |e: MarkerEvent<'_>| match e {
@@ -114,9 +114,28 @@ fn scan_str(scanner: &mut MarkerScanner, input: &str) -> (usize, usize) {
         MarkerEvent::Call { .. } => calls += 1,
         MarkerEvent::Error(_) => calls += 1_000_000,
     };
-    scanner.feed_str(input, &mut sink);
+    for piece in pieces {
+        scanner.feed_str(piece, &mut sink);
+    }
     scanner.finish(&mut sink);
     (text, calls)
+}
+
+/// `input` cut into pieces of about `size` bytes at character boundaries, as text deltas
+/// decoded from a provider's JSON events are.
+fn str_pieces(input: &str, size: usize) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut rest = input;
+    while !rest.is_empty() {
+        let mut cut = size.min(rest.len());
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let (piece, tail) = rest.split_at(cut);
+        pieces.push(piece);
+        rest = tail;
+    }
+    pieces
 }
 
 fn bench(c: &mut Criterion) {
@@ -128,9 +147,13 @@ fn bench(c: &mut Criterion) {
     let finder = memchr::memmem::Finder::new(b"<<<");
     for (label, input) in &inputs {
         let mut scanner = MarkerScanner::new(tag.clone());
-        // Sanity: the scanner finds exactly the markers that were put in.
-        let (_, calls) = scan_str(&mut scanner, input);
-        assert_eq!(calls, finder.find_iter(input.as_bytes()).count());
+        let whole = [input.as_str()];
+        let deltas = str_pieces(input, 64);
+        // Sanity: the scanner finds exactly the markers that were put in, however fed.
+        let expected = finder.find_iter(input.as_bytes()).count();
+        assert_eq!(scan_str(&mut scanner, &whole).1, expected);
+        assert_eq!(scan_str(&mut scanner, &deltas).1, expected);
+        assert_eq!(scan_bytes(&mut scanner, input.as_bytes(), 64).1, expected);
 
         let mut group = c.benchmark_group(format!("markers/{label}"));
         group.throughput(Throughput::Bytes(input.len() as u64));
@@ -142,7 +165,10 @@ fn bench(c: &mut Criterion) {
             b.iter(|| std::str::from_utf8(black_box(input.as_bytes())).is_ok())
         });
         group.bench_function("scanner_str_whole", |b| {
-            b.iter(|| scan_str(&mut scanner, black_box(input)))
+            b.iter(|| scan_str(&mut scanner, black_box(&whole)))
+        });
+        group.bench_function("scanner_str_64B_deltas", |b| {
+            b.iter(|| scan_str(&mut scanner, black_box(&deltas)))
         });
         group.bench_function("scanner_bytes_whole", |b| {
             b.iter(|| scan_bytes(&mut scanner, black_box(input.as_bytes()), input.len()))
