@@ -38,6 +38,8 @@ fn bench(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
+    // Sessions spawn call tasks: they must be created and fed inside the runtime.
+    let _entered = rt.enter();
     let registry = registry();
     let call = ToolCall::new("c1", "noop", r#"{"q":"x"}"#);
 

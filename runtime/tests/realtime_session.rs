@@ -177,14 +177,9 @@ impl Harness {
     /// Lets call tasks run for `d` (paused clock: virtual time), handling their events.
     async fn run_for(&mut self, d: Duration) {
         let until = tokio::time::Instant::now() + d;
-        loop {
-            match tokio::time::timeout_at(until, self.events.recv()).await {
-                Ok(Some(ev)) => {
-                    self.session.on_event(ev);
-                    self.drain();
-                }
-                _ => break,
-            }
+        while let Ok(Some(ev)) = tokio::time::timeout_at(until, self.events.recv()).await {
+            self.session.on_event(ev);
+            self.drain();
         }
     }
 

@@ -22,6 +22,7 @@ use crate::dispatch::{
     self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath, Route, Status, ToolCall,
 };
 use crate::error::{CallError, CallErrorKind};
+use crate::markers::flow::{Found, MarkerFlow, MarkerFlowConfig};
 use crate::Registry;
 
 /// What the driver does with the event it just passed in.
@@ -217,6 +218,10 @@ pub struct SessionConfig {
     /// `toolc.trace` event ([`browser::encode_trace`]), so a page can show server calls in its
     /// log. Off by default.
     pub trace_calls: bool,
+    /// Opt-in: the two-pass text-marker flow ([`crate::markers::flow`]) for models that write
+    /// `<<<TAG:NAME=...>>>` markers instead of native calls. `None` (the default) leaves text
+    /// untouched.
+    pub markers: Option<Arc<MarkerFlowConfig>>,
 }
 
 impl fmt::Debug for SessionConfig {
@@ -228,6 +233,7 @@ impl fmt::Debug for SessionConfig {
             .field("filler_delay", &self.filler_delay)
             .field("observer", &self.observer.is_some())
             .field("trace_calls", &self.trace_calls)
+            .field("markers", &self.markers)
             .finish()
     }
 }
@@ -247,6 +253,7 @@ impl SessionConfig {
             counters: Arc::new(Counters::default()),
             observer: None,
             trace_calls: false,
+            markers: None,
         }
     }
 }
@@ -307,6 +314,12 @@ struct BrowserState {
     connected: bool,
     naming: Naming,
     pending: HashMap<String, Reply>,
+    /// Calls the session already sent to the browser, in the model's order, before their task
+    /// ran: the task's `call` takes the reply channel from here (or `notify` its marker) instead
+    /// of sending the call again. Sending from the session keeps the browser's calls in order
+    /// whatever order the tasks run in.
+    sent_waiting: HashMap<String, oneshot::Receiver<Result<String, ClientFailure>>>,
+    sent_notify: HashSet<String>,
 }
 
 /// The client path of one session: calls become browser messages, replies arrive through
@@ -338,8 +351,18 @@ impl Drop for PendingGuard {
 impl ClientPath for BrowserPath {
     fn call(&self, call: ClientCall) -> ClientFuture {
         let (tx, rx) = oneshot::channel();
-        {
+        let rx = {
             let mut state = lock(&self.state);
+            if let Some(rx) = state.sent_waiting.remove(&call.call_id) {
+                let guard = PendingGuard {
+                    state: self.state.clone(),
+                    call_id: call.call_id,
+                };
+                return Box::pin(async move {
+                    let _guard = guard;
+                    rx.await.unwrap_or(Err(ClientFailure::Disconnected))
+                });
+            }
             if !state.connected {
                 return Box::pin(std::future::ready(Err(ClientFailure::Disconnected)));
             }
@@ -355,7 +378,8 @@ impl ClientPath for BrowserPath {
                 state.pending.remove(&call.call_id);
                 return Box::pin(std::future::ready(Err(ClientFailure::Disconnected)));
             }
-        }
+            rx
+        };
         let guard = PendingGuard {
             state: self.state.clone(),
             call_id: call.call_id,
@@ -367,7 +391,10 @@ impl ClientPath for BrowserPath {
     }
 
     fn notify(&self, call: ClientCall) -> Result<(), ClientFailure> {
-        let state = lock(&self.state);
+        let mut state = lock(&self.state);
+        if state.sent_notify.remove(&call.call_id) {
+            return Ok(());
+        }
         if !state.connected {
             return Err(ClientFailure::Disconnected);
         }
@@ -411,6 +438,14 @@ impl Drop for DoneGuard {
     }
 }
 
+/// A function call read from a `response.done`, owned so the session can act on it.
+struct ReportedCall {
+    item_id: Option<String>,
+    call_id: Option<String>,
+    name: Option<String>,
+    arguments: String,
+}
+
 /// One session. See the module documentation for how a driver uses it.
 pub struct Session {
     registry: Arc<Registry>,
@@ -426,6 +461,7 @@ pub struct Session {
     outputs: VecDeque<Output>,
     next_seq: u64,
     filler_turn: usize,
+    markers: Option<MarkerFlow>,
 }
 
 impl fmt::Debug for Session {
@@ -446,9 +482,12 @@ impl Session {
                 connected: true,
                 naming: config.naming,
                 pending: HashMap::new(),
+                sent_waiting: HashMap::new(),
+                sent_notify: HashSet::new(),
             })),
             tx,
         };
+        let markers = config.markers.clone().map(MarkerFlow::new);
         let session = Session {
             registry,
             config,
@@ -462,6 +501,7 @@ impl Session {
             outputs: VecDeque::new(),
             next_seq: 0,
             filler_turn: 0,
+            markers,
         };
         (session, SessionEvents { rx })
     }
@@ -478,6 +518,9 @@ impl Session {
             "tools".into(),
             Value::Array(self.config.declarations.clone()),
         );
+        if let Some(markers) = &self.config.markers {
+            markers.merge_into_session(&mut session);
+        }
         openai::session_update(session)
     }
 
@@ -515,6 +558,80 @@ impl Session {
     /// An event from the model. Tool calls in it are started; the verdict says what the browser
     /// gets.
     pub fn on_model_event(&mut self, text: &str) -> Verdict {
+        let verdict = self.native_model_event(text);
+        if self.markers.is_none() {
+            return verdict;
+        }
+        self.marker_pass(text, verdict)
+    }
+
+    /// The marker flow after the native handling: marker text is hidden from the browser and
+    /// the calls it completes are run like native ones.
+    fn marker_pass(&mut self, text: &str, verdict: Verdict) -> Verdict {
+        let Some(flow) = self.markers.as_mut() else {
+            return verdict;
+        };
+        let mut found = Vec::new();
+        let verdict = flow.on_model_event(text, verdict, &mut found);
+        for f in found {
+            match f {
+                Found::Call {
+                    response_id,
+                    call_id,
+                    name,
+                    arguments,
+                } => {
+                    self.call_reported(Some(&response_id), Some(&call_id), Some(&name), &arguments);
+                    if !self.tracker.is_known(&call_id) {
+                        if let Some(flow) = self.markers.as_mut() {
+                            flow.forget(&call_id);
+                        }
+                    }
+                }
+                Found::Broken {
+                    response_id,
+                    call_id,
+                    error,
+                } => self.marker_broken(&response_id, &call_id, error),
+            }
+        }
+        verdict
+    }
+
+    /// A marker that could not become a call: an error result for the model, in the same
+    /// per-response batch as the response's other calls.
+    fn marker_broken(&mut self, response_id: &str, call_id: &str, error: CallError) {
+        let response_id = if response_id.is_empty() {
+            self.current_response.clone().unwrap_or_default()
+        } else {
+            response_id.to_owned()
+        };
+        if self.filler_responses.contains(&response_id)
+            || !self.tracker.register(&response_id, call_id)
+        {
+            if let Some(flow) = self.markers.as_mut() {
+                flow.forget(call_id);
+            }
+            return;
+        }
+        Counters::bump(&self.counters_ref().calls);
+        Counters::bump(&self.counters_ref().invalid_calls);
+        self.next_seq += 1;
+        self.calls.insert(
+            call_id.to_owned(),
+            CallInfo {
+                name: error.tool().to_owned(),
+                kind: CallKind::Invalid,
+                seq: self.next_seq,
+                filler_sent: false,
+                filler_wanted: false,
+                started: Instant::now(),
+            },
+        );
+        self.finish(call_id, CallOutcome::failed(call_id, error));
+    }
+
+    fn native_model_event(&mut self, text: &str) -> Verdict {
         let kind = match openai::head(text) {
             Head::Typed(kind) if openai::is_tool_related_server_event(&kind) => kind,
             _ => return Verdict::Forward,
@@ -714,28 +831,32 @@ impl Session {
             .or_else(|| self.current_response.clone())
             .unwrap_or_default();
         // Calls that only this event reports (no earlier *.done for them).
-        let mut late: Vec<(Option<String>, Option<String>, Option<String>, String)> = Vec::new();
+        let mut late: Vec<ReportedCall> = Vec::new();
         if let Some(items) = response.get("output").and_then(Value::as_array) {
             for item in items {
                 if let Some(fc) = openai::function_call_item(item) {
                     if let Some(arguments) = fc.arguments {
-                        late.push((
-                            fc.item_id.map(str::to_owned),
-                            fc.call_id.map(str::to_owned),
-                            fc.name.map(str::to_owned),
-                            arguments.to_owned(),
-                        ));
+                        late.push(ReportedCall {
+                            item_id: fc.item_id.map(str::to_owned),
+                            call_id: fc.call_id.map(str::to_owned),
+                            name: fc.name.map(str::to_owned),
+                            arguments: arguments.to_owned(),
+                        });
                     }
                 }
             }
         }
-        for (item_id, call_id, name, arguments) in &late {
-            self.learn_item(item_id.as_deref(), call_id.as_deref(), name.as_deref());
+        for c in &late {
+            self.learn_item(
+                c.item_id.as_deref(),
+                c.call_id.as_deref(),
+                c.name.as_deref(),
+            );
             self.call_reported(
                 Some(&response_id),
-                call_id.as_deref(),
-                name.as_deref(),
-                arguments,
+                c.call_id.as_deref(),
+                c.name.as_deref(),
+                &c.arguments,
             );
         }
         if self.current_response.as_deref() == Some(response_id.as_str()) {
@@ -816,8 +937,39 @@ impl Session {
                 let outcome = CallOutcome::failed(call_id, error);
                 self.finish(call_id, outcome);
             }
-            route => self.spawn_call(call, route),
+            route => {
+                self.send_to_browser_now(&call, &route);
+                self.spawn_call(call, route)
+            }
         }
+    }
+
+    /// Sends a client call to the browser at once, in the order the model made the calls; the
+    /// call's task then waits on the reply channel registered here.
+    fn send_to_browser_now(&mut self, call: &ToolCall, route: &Route) {
+        let arguments = match route {
+            Route::Client { arguments, .. } | Route::Notify { arguments } => arguments,
+            Route::Server { .. } | Route::Reject(_) => return,
+        };
+        let mut state = lock(&self.browser.state);
+        if !state.connected {
+            return;
+        }
+        let text = browser::encode_call(
+            state.naming,
+            &call.call_id,
+            &call.name,
+            &arguments.to_string(),
+        );
+        if matches!(route, Route::Client { .. }) {
+            let (tx, rx) = oneshot::channel();
+            state.pending.insert(call.call_id.clone(), tx);
+            state.sent_waiting.insert(call.call_id.clone(), rx);
+        } else {
+            state.sent_notify.insert(call.call_id.clone());
+        }
+        drop(state);
+        self.outputs.push_back(Output::ToBrowser(text));
     }
 
     fn spawn_call(&mut self, call: ToolCall, route: Route) {
@@ -893,11 +1045,13 @@ impl Session {
                 detail: error.detail().map(str::to_owned),
             });
         }
-        self.outputs
-            .push_back(Output::ToModel(openai::function_call_output(
-                call_id,
-                &outcome.output,
-            )));
+        let marker_result = self
+            .markers
+            .as_mut()
+            .and_then(|flow| flow.result_event(call_id, &outcome));
+        self.outputs.push_back(Output::ToModel(
+            marker_result.unwrap_or_else(|| openai::function_call_output(call_id, &outcome.output)),
+        ));
         if self.config.trace_calls {
             self.trace(call_id, &outcome.status);
         }
@@ -1055,6 +1209,9 @@ impl Session {
                     return Verdict::Forward;
                 };
                 let merge = openai::merge_session_update(&mut v, &self.config.declarations);
+                if let Some(markers) = &self.config.markers {
+                    markers.merge_into_session_update(&mut v);
+                }
                 for name in merge.dropped_tools {
                     self.note(Note::BrowserToolDropped { name });
                 }
@@ -1098,6 +1255,7 @@ impl Session {
         let pending = {
             let mut state = lock(&self.browser.state);
             state.connected = false;
+            state.sent_notify.clear();
             std::mem::take(&mut state.pending)
         };
         // Dropping the senders wakes every waiting call with "disconnected".

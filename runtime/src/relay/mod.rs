@@ -125,6 +125,8 @@ impl Relay {
 }
 
 /// Checks the path and reads `?naming=`; anything but `/` is refused with 404.
+// The error type is tungstenite's handshake callback contract.
+#[allow(clippy::result_large_err)]
 fn browser_handshake(request: &Request, naming: &mut Naming) -> Result<(), ErrorResponse> {
     if request.uri().path() != "/" {
         let mut response = ErrorResponse::new(Some("browsers connect at /".to_owned()));
@@ -167,6 +169,8 @@ fn relay_error(message: &str) -> Message {
     )
 }
 
+// The handshake callback's error type is tungstenite's contract.
+#[allow(clippy::result_large_err)]
 async fn handle_browser(
     stream: TcpStream,
     registry: Arc<Registry>,

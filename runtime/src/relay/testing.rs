@@ -298,6 +298,8 @@ impl FakeModel {
     }
 }
 
+// The handshake callback's error type is tungstenite's contract.
+#[allow(clippy::result_large_err)]
 async fn serve(stream: TcpStream, conn: Arc<Connection>, script: Arc<Script>) {
     let _ = stream.set_nodelay(true);
     let seen = conn.clone();
