@@ -1,7 +1,9 @@
-//! `toolc build` of N synthetic tools, every output: load, check, emit, write.
+//! `toolc build` of N synthetic tools, every output: load, check, emit, write; then each phase of
+//! it alone, so that a regression can be traced to the stage that caused it.
 //!
 //! Target (issue 2): 1,000 tools under 100 ms; 10,000 tools under 12× the 1,000-tool time.
-//! Run: `cargo bench -p toolc --bench build`
+//! Run: `cargo bench -p toolc --bench build -- --warm-up-time 1 --measurement-time 3`
+//! (append a filter such as `phase` or `10000` to run a subset).
 
 use std::path::Path;
 
@@ -22,6 +24,12 @@ fn build(text: &str, out: &Path) -> usize {
     report.written.len()
 }
 
+fn check(text: &str) -> toolc::Ir {
+    let mut session = Session::new();
+    session.add_manifest("bench.tools.yaml", text.as_bytes());
+    session.check().expect("synthetic manifests are valid")
+}
+
 fn bench_build(c: &mut Criterion) {
     let mut group = c.benchmark_group("toolc build");
     group.sample_size(10);
@@ -38,16 +46,61 @@ fn bench_build(c: &mut Criterion) {
             )
         });
         group.bench_function(format!("{n} tools, check only"), |b| {
-            b.iter(|| {
-                let mut session = Session::new();
-                session.add_manifest("bench.tools.yaml", text.as_bytes());
-                session.check().expect("valid").tools.len()
-            })
+            b.iter(|| check(&text).tools.len())
         });
         let _ = std::fs::remove_dir_all(&out);
     }
     group.finish();
 }
 
-criterion_group!(benches, bench_build);
+/// The stages of the 1,000-tool build one by one: YAML to nodes, the whole check, each emitter on
+/// its own (one thread each, as `emit` runs them side by side), and the write of every output.
+fn bench_phases(c: &mut Criterion) {
+    let mut group = c.benchmark_group("toolc build phase, 1000 tools");
+    group.sample_size(10);
+    let text = toolc::synthetic::manifest(1_000);
+    group.bench_function("yaml parse", |b| {
+        b.iter(|| {
+            let mut errors = Vec::new();
+            toolc::yaml::parse(
+                toolc::FileId(0),
+                &text,
+                toolc::yaml::Limits::default(),
+                &mut errors,
+            )
+            .is_some()
+        })
+    });
+    group.bench_function("check", |b| b.iter(|| check(&text).tools.len()));
+    let ir = check(&text);
+    for kind in Kind::ALL {
+        group.bench_function(format!("emit {}", kind.name()), |b| {
+            b.iter(|| {
+                let mut diags = toolc::Diagnostics::default();
+                emit::emit(&ir, &[kind], &mut diags).len()
+            })
+        });
+    }
+    let mut diags = toolc::Diagnostics::default();
+    let outputs = emit::emit(&ir, &Kind::ALL, &mut diags);
+    let out = std::env::temp_dir().join("toolc-bench-write");
+    group.bench_function("write, fresh folder", |b| {
+        b.iter_batched(
+            || {
+                let _ = std::fs::remove_dir_all(&out);
+            },
+            |()| {
+                toolc::output::write_outputs(&out, &outputs)
+                    .expect("temp dir is writable")
+                    .written
+                    .len()
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    let _ = std::fs::remove_dir_all(&out);
+    group.finish();
+}
+
+criterion_group!(benches, bench_phases, bench_build);
 criterion_main!(benches);

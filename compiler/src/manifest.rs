@@ -97,7 +97,7 @@ pub fn load_file(
         );
         return Vec::new();
     };
-    let Some(items) = tools.as_seq() else {
+    if tools.as_seq().is_none() {
         if tools.value != Value::Null {
             diags.push(
                 Diagnostic::error(
@@ -109,7 +109,19 @@ pub fn load_file(
             );
         }
         return Vec::new();
+    }
+    // The tool nodes are moved out of the tree, so that their schema nodes can be kept in the IR
+    // without copying them.
+    let Value::Map(entries) = root.value else {
+        return Vec::new(); // not reached: the root was matched as a mapping above
     };
+    let items: Vec<Node> = entries
+        .into_iter()
+        .find_map(|(key, value)| match value.value {
+            Value::Seq(items) if key.as_str() == Some("tools") => Some(items),
+            _ => None,
+        })
+        .unwrap_or_default();
     let file_name = source.name.clone();
     // Checking a tool (its schemas above all) is independent of every other tool: large manifests
     // are checked on all cores, and the results are put back in declaration order.
@@ -118,20 +130,29 @@ pub fn load_file(
         .min(8);
     if items.len() < PARALLEL_THRESHOLD || threads == 1 {
         return items
-            .iter()
+            .into_iter()
             .filter_map(|item| load_tool(sources, &file_name, item, diags))
             .collect();
     }
     let chunk = items.len().div_ceil(threads);
+    let mut parts: Vec<Vec<Node>> = Vec::with_capacity(threads);
+    let mut items = items.into_iter();
+    loop {
+        let part: Vec<Node> = items.by_ref().take(chunk).collect();
+        if part.is_empty() {
+            break;
+        }
+        parts.push(part);
+    }
     let results: Vec<(Vec<IrTool>, Diagnostics)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
+        let handles: Vec<_> = parts
+            .into_iter()
             .map(|part| {
                 let file_name = &file_name;
                 scope.spawn(move || {
                     let mut part_diags = Diagnostics::default();
                     let tools = part
-                        .iter()
+                        .into_iter()
                         .filter_map(|item| load_tool(sources, file_name, item, &mut part_diags))
                         .collect();
                     (tools, part_diags)
@@ -146,7 +167,7 @@ pub fn load_file(
             })
             .collect()
     });
-    let mut tools = Vec::with_capacity(items.len());
+    let mut tools = Vec::with_capacity(results.iter().map(|(t, _)| t.len()).sum());
     for (part_tools, part_diags) in results {
         tools.extend(part_tools);
         diags.extend(part_diags);
@@ -194,7 +215,7 @@ fn check_fields(entries: &[(Node, Node)], known: &[&str], what: &str, diags: &mu
 fn load_tool(
     sources: &SourceMap,
     file_name: &str,
-    item: &Node,
+    item: Node,
     diags: &mut Diagnostics,
 ) -> Option<IrTool> {
     let Some(entries) = item.as_map() else {
@@ -360,19 +381,18 @@ fn load_tool(
         }
     }
 
-    let parameters_node = field("parameters").map(|(_, v)| v.clone());
-    let parameters = match &parameters_node {
+    let parameters_node = field("parameters").map(|(_, v)| v);
+    let parameters = match parameters_node {
         Some(node) if node.value != Value::Null => {
             schema_check::check_schema(sources, node, &what, "parameters", true, diags)
         }
         _ => ToolDefinition::empty_parameters(),
     };
-    let returns_node = field("returns")
-        .map(|(_, v)| v.clone())
-        .filter(|n| n.value != Value::Null);
-    let returns = returns_node
-        .as_ref()
+    let returns = field("returns")
+        .map(|(_, v)| v)
+        .filter(|n| n.value != Value::Null)
         .map(|node| schema_check::check_schema(sources, node, &what, "returns", false, diags));
+    let (parameters_node, returns_node) = take_schema_nodes(item);
 
     let line = sources.get(name_span.file).line_col(name_span.start).0;
     Some(IrTool {
@@ -395,6 +415,23 @@ fn load_tool(
             returns: returns_node,
         },
     })
+}
+
+/// Moves the `parameters` node and the non-null `returns` node out of a tool's mapping.
+fn take_schema_nodes(item: Node) -> (Option<Node>, Option<Node>) {
+    let (mut parameters, mut returns) = (None, None);
+    if let Value::Map(entries) = item.value {
+        for (key, value) in entries {
+            match key.as_str() {
+                Some("parameters") if parameters.is_none() => parameters = Some(value),
+                Some("returns") if returns.is_none() && value.value != Value::Null => {
+                    returns = Some(value)
+                }
+                _ => {}
+            }
+        }
+    }
+    (parameters, returns)
 }
 
 fn type_error(field: &str, expected: &str, found: &Node) -> Diagnostic {

@@ -16,18 +16,27 @@ pub struct WriteReport {
 
 /// Writes every output under `dir`. Each changed file is first written beside its target under a
 /// temporary name; only when all of them are written are they renamed into place.
+///
+/// When `dir` does not exist yet, the whole tree is written into a hidden sibling folder that is
+/// then renamed to `dir`: one rename instead of one per file, and still all or nothing.
 pub fn write_outputs(dir: &Path, outputs: &Outputs) -> io::Result<WriteReport> {
+    if std::fs::symlink_metadata(dir).is_err() {
+        if let Some(report) = write_fresh(dir, outputs)? {
+            return Ok(report);
+        }
+    }
     let mut report = WriteReport::default();
     let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let mut created = Folders::default();
     let result = (|| {
         for (relative, content) in outputs {
             let target = dir.join(relative);
-            if std::fs::read(&target).is_ok_and(|old| old == content.as_bytes()) {
+            if same_content(&target, content) {
                 report.unchanged.push(target);
                 continue;
             }
             if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent)?;
+                created.ensure(parent)?;
             }
             let file_name = target
                 .file_name()
@@ -50,6 +59,71 @@ pub fn write_outputs(dir: &Path, outputs: &Outputs) -> io::Result<WriteReport> {
         report.written.push(target);
     }
     Ok(report)
+}
+
+/// The fresh-folder case of [`write_outputs`]. Returns `None` when `dir` appeared meanwhile (the
+/// caller then writes file by file) and an error when the staging folder cannot be written.
+fn write_fresh(dir: &Path, outputs: &Outputs) -> io::Result<Option<WriteReport>> {
+    let Some(name) = dir.file_name() else {
+        return Ok(None); // `..` or a root: not a folder we would create
+    };
+    let parent = dir.parent().unwrap_or(Path::new(""));
+    let staging = parent.join(format!(
+        ".{}.toolc-tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    if !parent.as_os_str().is_empty() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let _ = std::fs::remove_dir_all(&staging); // left over by a killed run of this process id
+    let written = (|| {
+        let mut created = Folders::default();
+        created.ensure(&staging)?;
+        for (relative, content) in outputs {
+            let path = staging.join(relative);
+            if let Some(folder) = path.parent() {
+                created.ensure(folder)?;
+            }
+            std::fs::write(&path, content)?;
+        }
+        std::fs::rename(&staging, dir)
+    })();
+    match written {
+        Ok(()) => Ok(Some(WriteReport {
+            written: outputs.keys().map(|relative| dir.join(relative)).collect(),
+            unchanged: Vec::new(),
+        })),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            if std::fs::symlink_metadata(dir).is_ok() {
+                Ok(None)
+            } else {
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Whether the file at `path` holds exactly `content`; the length is compared before reading.
+fn same_content(path: &Path, content: &str) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.len() == content.len() as u64)
+        && std::fs::read(path).is_ok_and(|old| old == content.as_bytes())
+}
+
+/// Folders already created in this write, so that each is created once, not once per file.
+#[derive(Default)]
+struct Folders(std::collections::HashSet<PathBuf>);
+
+impl Folders {
+    fn ensure(&mut self, folder: &Path) -> io::Result<()> {
+        if self.0.contains(folder) {
+            return Ok(());
+        }
+        std::fs::create_dir_all(folder)?;
+        self.0.insert(folder.to_path_buf());
+        Ok(())
+    }
 }
 
 /// Writes one file only when its content differs; returns whether it wrote.
@@ -112,6 +186,69 @@ pub fn relative_import(from_dir: &Path, to: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn outputs(pairs: &[(&str, &str)]) -> Outputs {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("toolc-output-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn a_fresh_folder_is_written_whole_and_then_only_changes() {
+        let base = scratch("fresh");
+        let dir = base.join("nested/out");
+        let first = outputs(&[
+            ("a.json", "1"),
+            ("schemas/b.json", "2"),
+            ("schemas/c.json", "3"),
+        ]);
+        let report = write_outputs(&dir, &first).unwrap();
+        assert_eq!(report.written.len(), 3);
+        assert!(report.unchanged.is_empty());
+        assert_eq!(
+            std::fs::read_to_string(dir.join("schemas/c.json")).unwrap(),
+            "3"
+        );
+        // Nothing but the outputs: no staging folder left beside the output folder.
+        let siblings: Vec<_> = std::fs::read_dir(base.join("nested")).unwrap().collect();
+        assert_eq!(siblings.len(), 1);
+
+        let second = outputs(&[
+            ("a.json", "1"),
+            ("schemas/b.json", "two"),
+            ("schemas/c.json", "3"),
+        ]);
+        let report = write_outputs(&dir, &second).unwrap();
+        assert_eq!(report.written, vec![dir.join("schemas/b.json")]);
+        assert_eq!(report.unchanged.len(), 2);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("schemas/b.json")).unwrap(),
+            "two"
+        );
+        let files: Vec<_> = std::fs::read_dir(dir.join("schemas")).unwrap().collect();
+        assert_eq!(files.len(), 2, "no temporary files are left");
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn a_failed_fresh_write_leaves_nothing() {
+        let base = scratch("failed");
+        std::fs::create_dir_all(&base).unwrap();
+        // A file where a folder must go makes the write fail half-way.
+        let bad = outputs(&[("a.json", "1"), ("a.json/b.json", "2")]);
+        let dir = base.join("out");
+        assert!(write_outputs(&dir, &bad).is_err());
+        assert!(!dir.exists());
+        assert_eq!(std::fs::read_dir(&base).unwrap().count(), 0);
+        let _ = std::fs::remove_dir_all(&base);
+    }
 
     #[test]
     fn relative_imports() {

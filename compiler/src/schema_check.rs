@@ -130,13 +130,18 @@ pub fn check_schema(
     // Only well-formed schemas reach the meta-schema and the compiler, and then only the errors
     // at places our own walk said nothing about.
     let meta = jsonschema::draft202012::meta::validator();
-    let first_unreported = meta.iter_errors(&json).find_map(|error| {
-        let path = error.instance_path().as_str().to_owned();
-        let echoed = reported
-            .iter()
-            .any(|r| path.starts_with(r.as_str()) || r.starts_with(&path));
-        (!echoed).then(|| (path, error.to_string()))
-    });
+    // Collecting errors costs several times a plain yes/no, and almost every schema is valid.
+    let first_unreported = if meta.is_valid(&json) {
+        None
+    } else {
+        meta.iter_errors(&json).find_map(|error| {
+            let path = error.instance_path().as_str().to_owned();
+            let echoed = reported
+                .iter()
+                .any(|r| path.starts_with(r.as_str()) || r.starts_with(&path));
+            (!echoed).then(|| (path, error.to_string()))
+        })
+    };
     if let Some((path, error)) = first_unreported {
         let (span, keyword) = span_at(node, &path);
         diags.push(
@@ -149,7 +154,7 @@ pub fn check_schema(
         );
         return json;
     }
-    if reported.is_empty() {
+    if reported.is_empty() && may_fail_to_compile(&json) {
         if let Err(error) = jsonschema::draft202012::options()
             .should_validate_formats(false)
             .build(&json)
@@ -167,6 +172,46 @@ pub fn check_schema(
         }
     }
     json
+}
+
+/// Whether compiling a schema that the meta-schema and our walk accept can still fail: a regular
+/// expression the engine rejects, a number that is not an integer where the compiler may want
+/// one, a reference or identifier the compiler resolves its own way. Only such schemas are
+/// compiled, because compiling is the most expensive part of checking a manifest. The scan is
+/// deliberately coarse (it also looks inside `enum` and `default` values): a false alarm costs
+/// one compilation, a miss would lose a diagnostic.
+fn may_fail_to_compile(value: &Json) -> bool {
+    match value {
+        Json::Number(n) => !(n.is_u64() || n.is_i64()),
+        Json::Array(items) => items.iter().any(may_fail_to_compile),
+        Json::Object(map) => map.iter().any(|(key, value)| {
+            let risky = match key.as_str() {
+                "pattern" | "patternProperties" => true,
+                "$ref" => !value.as_str().is_some_and(is_plain_local_ref),
+                "$defs" | "$comment" => false,
+                other => other.starts_with('$'),
+            };
+            risky || may_fail_to_compile(value)
+        }),
+        Json::Null | Json::Bool(_) | Json::String(_) => false,
+    }
+}
+
+/// `#`, `#/$defs/Name` or `#/definitions/Name` with a plain name (no escapes to decode): the
+/// references whose resolution our walk has already checked exactly as the compiler does it.
+fn is_plain_local_ref(reference: &str) -> bool {
+    if reference == "#" {
+        return true;
+    }
+    let name = reference
+        .strip_prefix("#/$defs/")
+        .or_else(|| reference.strip_prefix("#/definitions/"));
+    name.is_some_and(|name| {
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+    })
 }
 
 fn keyword_help(keyword: &str) -> String {
@@ -497,4 +542,105 @@ fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn compiles(schema: &Json) -> bool {
+        jsonschema::draft202012::options()
+            .should_validate_formats(false)
+            .build(schema)
+            .is_ok()
+    }
+
+    /// Every schema that skips compilation must be one that compiles: checked on the reference
+    /// manifests, synthetic tools and schemas that use every keyword without a risky value.
+    #[test]
+    fn schemas_that_skip_compilation_compile() {
+        let mut corpus: Vec<Json> = vec![
+            json!({"type": "object"}),
+            json!(true),
+            json!({"not": {}, "items": false, "prefixItems": [{"type": "string"}, true]}),
+            json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}},
+                   "$defs": {"A": {"type": "object", "properties": {"next": {"$ref": "#/$defs/A"}}}}}),
+            json!({"properties": {"b": {"$ref": "#"}}, "definitions": {"x-1.b": {"type": "null"}}}),
+            json!({"enum": [1, "a", null, [1]], "const": {"k": [true]}, "default": {"pattern": 1}}),
+            json!({"type": "string", "format": "no-such-format", "contentEncoding": "base64",
+                   "contentMediaType": "application/json", "contentSchema": {"type": "object"}}),
+            json!({"dependentRequired": {"a": ["b"]}, "dependentSchemas": {"a": {"required": ["c"]}},
+                   "unevaluatedProperties": false, "unevaluatedItems": {"type": "integer"}}),
+            json!({"if": {"minProperties": 1}, "then": {"maxProperties": 3}, "else": false,
+                   "propertyNames": {"maxLength": 3}, "additionalProperties": {"type": "string"}}),
+            json!({"type": "array", "contains": {"type": "integer"}, "minContains": 1,
+                   "maxContains": 2, "uniqueItems": true, "minItems": 0, "maxItems": 9}),
+            json!({"anyOf": [{"type": "integer", "multipleOf": 3, "exclusiveMinimum": -4}],
+                   "oneOf": [true], "allOf": [{}], "title": "t", "deprecated": true,
+                   "readOnly": false, "writeOnly": false, "examples": [1.5], "x-ext": {"pattern": "("}}),
+        ];
+        let manifests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests");
+        let mut session = crate::Session::new();
+        for entry in std::fs::read_dir(&manifests).expect("the reference manifests") {
+            let path = entry.expect("a directory entry").path();
+            if path.to_string_lossy().ends_with(".tools.yaml") {
+                session.add_path(&path).expect("readable");
+            }
+        }
+        session.add_manifest(
+            "synthetic.tools.yaml",
+            crate::synthetic::manifest(10).as_bytes(),
+        );
+        let ir = session.check().expect("the reference manifests are valid");
+        for tool in ir.tools {
+            corpus.push(tool.def.parameters);
+            corpus.extend(tool.def.returns);
+        }
+        let meta = jsonschema::draft202012::meta::validator();
+        let mut skipped = 0;
+        for schema in &corpus {
+            if meta.is_valid(schema) && !may_fail_to_compile(schema) {
+                skipped += 1;
+                assert!(compiles(schema), "{schema}");
+            }
+        }
+        assert!(skipped > corpus.len() / 2, "{skipped} of {}", corpus.len());
+    }
+
+    /// What only compilation finds is still found: a regular expression the engine rejects (also
+    /// as a `patternProperties` key), a non-integer where an integer is needed, an anchor or
+    /// dynamic reference that leads nowhere.
+    #[test]
+    fn schemas_that_can_fail_are_compiled() {
+        let risky = [
+            json!({"type": "string", "pattern": "(unclosed"}),
+            json!({"type": "object", "patternProperties": {"[z-a]": {"type": "string"}}}),
+            json!({"type": "string", "maxLength": 1e30}),
+            json!({"$dynamicRef": "#nowhere"}),
+            json!({"$schema": "https://example.invalid/unknown-meta-schema"}),
+        ];
+        for schema in &risky {
+            assert!(may_fail_to_compile(schema), "{schema}");
+        }
+        assert!(!compiles(&risky[0]));
+        assert!(!compiles(&risky[1]));
+        assert!(!may_fail_to_compile(
+            &json!({"$ref": "#/$defs/Line_item-2"})
+        ));
+        assert!(may_fail_to_compile(&json!({"$ref": "#/$defs/a~1b"})));
+        assert!(may_fail_to_compile(&json!({"$ref": "#/properties/a"})));
+    }
+
+    #[test]
+    fn a_bad_pattern_is_reported_at_its_node() {
+        let text = "version: 1\ntools:\n  - name: t\n    description: d\n    location: server\n    parameters:\n      type: object\n      properties:\n        id: { type: string, pattern: \"(unclosed\" }\n";
+        let mut session = crate::Session::new();
+        session.add_manifest("p.tools.yaml", text.as_bytes());
+        assert!(session.check().is_none());
+        let d = &session.diagnostics.iter().next().expect("one diagnostic");
+        assert_eq!(d.code, "toolc::invalid-schema");
+        let span = d.primary.as_ref().expect("a span").span;
+        assert!(text[span.start..].starts_with("\"(unclosed\""), "{span:?}");
+    }
 }
