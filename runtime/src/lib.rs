@@ -7,6 +7,8 @@
 //! - [`include_tools!`]: pulls in the module that `toolc::Builder` generated in a build script.
 //! - [`load_definitions`]: manifests loaded at run time, for registries assembled dynamically.
 
+#[cfg(feature = "catalog")]
+pub mod catalog;
 pub mod chat;
 pub mod dispatch;
 pub mod error;

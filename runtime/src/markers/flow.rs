@@ -201,9 +201,8 @@ impl MarkerFlowConfig {
 
     /// `text` with every marker removed, or `None` when it has none (nothing to rewrite).
     pub fn strip(&self, text: &str) -> Option<String> {
-        if memmem::find(text.as_bytes(), b"<<<").is_none() {
-            return None;
-        }
+        // No `<<<`, no marker: most texts are returned untouched without a scan.
+        memmem::find(text.as_bytes(), b"<<<")?;
         let mut scanner = self.scanner();
         let mut visible = String::with_capacity(text.len());
         let mut sink = |e: MarkerEvent<'_>| {
