@@ -275,7 +275,7 @@ where
                     }
                 };
                 let res = match res {
-                    Ok(()) => flush(&mut session, &mut to_browser, &mut to_model).await,
+                    Ok(()) => flush(&mut session, &mut to_browser, &mut to_model, (true, false)).await,
                     Err(who) => Err(who),
                 };
                 if let Err(who) = res {
@@ -304,7 +304,7 @@ where
                     }
                 };
                 let res = match res {
-                    Ok(()) => flush(&mut session, &mut to_browser, &mut to_model).await,
+                    Ok(()) => flush(&mut session, &mut to_browser, &mut to_model, (false, true)).await,
                     Err(who) => Err(who),
                 };
                 if let Err(who) = res {
@@ -316,7 +316,7 @@ where
                 while let Some(event) = events.try_recv() {
                     session.on_event(event);
                 }
-                if let Err(who) = flush(&mut session, &mut to_browser, &mut to_model).await {
+                if let Err(who) = flush(&mut session, &mut to_browser, &mut to_model, (false, false)).await {
                     break who;
                 }
             }
@@ -398,12 +398,14 @@ where
     to_model.feed(out).await.map_err(|_| Ended::Model)
 }
 
-/// Sends what the session queued, then flushes both directions; `Err` names the side whose
+/// Sends what the session queued, then flushes the sides that were written to (`dirty` says
+/// which the caller fed: browser, model); `Err` names the side whose
 /// connection failed.
 async fn flush<B, M>(
     session: &mut Session,
     to_browser: &mut B,
     to_model: &mut M,
+    (mut browser_dirty, mut model_dirty): (bool, bool),
 ) -> Result<(), Ended>
 where
     B: Sink<Message, Error = WsError> + Unpin,
@@ -412,19 +414,26 @@ where
     let mut browser_ok = true;
     while let Some(out) = session.pop_output() {
         match out {
-            Output::ToModel(t) => to_model
-                .feed(Message::text(t))
-                .await
-                .map_err(|_| Ended::Model)?,
+            Output::ToModel(t) => {
+                model_dirty = true;
+                to_model
+                    .feed(Message::text(t))
+                    .await
+                    .map_err(|_| Ended::Model)?
+            }
             Output::ToBrowser(t) => {
+                browser_dirty = true;
                 if browser_ok && to_browser.feed(Message::text(t)).await.is_err() {
                     browser_ok = false;
                 }
             }
         }
     }
-    to_model.flush().await.map_err(|_| Ended::Model)?;
-    if !browser_ok || to_browser.flush().await.is_err() {
+    // Flush only the sides written to: a flush is a write syscall when frames are buffered.
+    if model_dirty {
+        to_model.flush().await.map_err(|_| Ended::Model)?;
+    }
+    if !browser_ok || (browser_dirty && to_browser.flush().await.is_err()) {
         return Err(Ended::Browser);
     }
     Ok(())
