@@ -2,12 +2,15 @@
 //! gets its own connection to the model, the server tools run here, the client tools go to the
 //! browser. See the README.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use toolc_runtime::catalog::CatalogClient;
+use toolc_runtime::markers::{MarkerFlowConfig, MarkerTag};
 use toolc_runtime::realtime::{openai, Naming, Note};
 use toolc_runtime::relay::{Relay, RelayConfig};
 use toolc_runtime::Registry;
@@ -40,6 +43,19 @@ struct Args {
     /// 0 turns fillers off.
     #[arg(long, default_value_t = 1500)]
     filler_delay_ms: u64,
+    /// Text-marker tool calls: scan the model's text for `<<<TAG:NAME=tool,ARGUMENTS={...}>>>`,
+    /// hide the markers from the browser, run the calls and answer with a second response; the
+    /// tool catalog is declared in the session instructions.
+    #[arg(long, value_name = "TAG")]
+    markers: Option<String>,
+    /// A remote tool catalog (`http://HOST[:PORT][/PATH]`): its tools (`GET URL/tools`) join
+    /// the registry as server tools executed through it (`POST URL/execute`).
+    #[arg(long, value_name = "URL")]
+    catalog: Option<String>,
+    /// Name of the environment variable holding the `Authorization` value (e.g. `Bearer ...`)
+    /// forwarded to the catalog; without it, tools that require authorization are refused.
+    #[arg(long, value_name = "NAME", requires = "catalog")]
+    catalog_auth_env: Option<String>,
 }
 
 fn default_manifest() -> PathBuf {
@@ -70,7 +86,48 @@ fn main() -> ExitCode {
 async fn run(args: Args) -> Result<(), String> {
     let definitions = toolc_runtime::load_definitions([&args.manifest])
         .map_err(|e| format!("cannot load {}:\n{e}", args.manifest.display()))?;
-    let registry: Registry = tools::registry(definitions).map_err(|e| e.to_string())?;
+    let mut builder = tools::builder(definitions.clone());
+    let mut needs_auth = BTreeSet::new();
+    if let Some(url) = &args.catalog {
+        let authorization = match &args.catalog_auth_env {
+            None => None,
+            Some(name) => Some(
+                std::env::var(name)
+                    .map_err(|_| format!("the environment variable {name} is not set"))?,
+            ),
+        };
+        let client = CatalogClient::new(url)
+            .map_err(|e| format!("--catalog: {e}"))?
+            .with_observer(Arc::new(|e| {
+                // Code, status and raw answer are for the operator; the model only sees the
+                // message.
+                eprintln!(
+                    "relay: catalog error {} (status {:?}): {}; raw: {}",
+                    e.code(),
+                    e.status(),
+                    e.message(),
+                    e.raw().unwrap_or("-")
+                );
+            }));
+        let catalog = Arc::new(client)
+            .server_tools()
+            .await
+            .map_err(|e| format!("cannot read the tool catalog at {url}: {e}"))?;
+        for (name, why) in catalog.catalog().skipped() {
+            eprintln!("relay: catalog tool `{name}` left out: {why}");
+        }
+        needs_auth = catalog
+            .catalog()
+            .tools()
+            .iter()
+            .filter(|t| t.requires_auth)
+            .map(|t| t.name.clone())
+            .collect();
+        builder = catalog
+            .merge_into(builder, &definitions, authorization)
+            .map_err(|e| e.to_string())?;
+    }
+    let registry: Registry = builder.build().map_err(|e| e.to_string())?;
     let registry = Arc::new(registry);
     let naming = Naming::parse(&args.naming).ok_or_else(|| {
         format!(
@@ -99,6 +156,11 @@ async fn run(args: Args) -> Result<(), String> {
             eprintln!("relay: {note}");
         }
     }));
+    if let Some(tag) = &args.markers {
+        let tag = MarkerTag::new(tag).map_err(|e| format!("--markers: {e}"))?;
+        let flow = MarkerFlowConfig::for_registry(tag, &registry, |d| needs_auth.contains(&d.name));
+        session.markers = Some(Arc::new(flow));
+    }
     config.session = Arc::new(session);
 
     let relay = Relay::bind(&args.listen, registry.clone(), config)
@@ -109,6 +171,9 @@ async fn run(args: Args) -> Result<(), String> {
     println!("listening on ws://{addr}/");
     println!("upstream {}", args.upstream);
     println!("tools: {}", registry.names().collect::<Vec<_>>().join(", "));
+    if let Some(tag) = &args.markers {
+        println!("markers: {tag}");
+    }
     relay.serve().await;
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! order book.
 
 use serde_json::{json, Value};
-use toolc_runtime::{executor_fn, Registry, RegistryError, ToolDefinition, ToolError};
+use toolc_runtime::{executor_fn, Registry, RegistryBuilder, ToolDefinition, ToolError};
 
 struct Article {
     id: &'static str,
@@ -102,9 +102,10 @@ pub fn order_status(order_number: &str) -> Result<Value, ToolError> {
         })
 }
 
-/// The registry: the manifest's definitions plus these executors (the location rule is checked
-/// here, so a manifest with a server tool this example does not implement is refused).
-pub fn registry(definitions: Vec<ToolDefinition>) -> Result<Registry, RegistryError> {
+/// The registry before it is built: the manifest's definitions plus these executors, so that
+/// more tools (a remote catalog's) can join. The location rule is checked when it is built, so
+/// a manifest with a server tool this example does not implement is refused.
+pub fn builder(definitions: Vec<ToolDefinition>) -> RegistryBuilder {
     Registry::builder()
         .definitions(definitions)
         .executor(
@@ -121,7 +122,6 @@ pub fn registry(definitions: Vec<ToolDefinition>) -> Result<Registry, RegistryEr
                 order_status(args["order_number"].as_str().unwrap_or_default())
             }),
         )
-        .build()
 }
 
 #[cfg(test)]
