@@ -629,3 +629,80 @@ proptest! {
         prop_assert_eq!(h.flow.counters().snapshot().errors, 0);
     }
 }
+
+fn any_json() -> impl Strategy<Value = Value> {
+    let marker_text =
+        format!("x <<<{TAG}:NAME=get_order_status,ARGUMENTS={{\"order_id\":\"AB-1\"}}>>> y");
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        "[a<>{}\"\\\\ ]{0,10}".prop_map(Value::String),
+        Just(Value::String(marker_text)),
+        Just(Value::String(format!("<<<{TAG}:NAME=get"))),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::vec(
+                (
+                    prop_oneof![
+                        Just("text".to_owned()),
+                        Just("transcript".to_owned()),
+                        Just("delta".to_owned()),
+                        Just("item".to_owned()),
+                        Just("part".to_owned()),
+                        Just("content".to_owned()),
+                        Just("output".to_owned()),
+                        Just("type".to_owned()),
+                        Just("id".to_owned()),
+                        Just("item_id".to_owned()),
+                        Just("response_id".to_owned()),
+                        Just("content_index".to_owned()),
+                    ],
+                    inner
+                ),
+                0..5
+            )
+            .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+fn flow_event() -> impl Strategy<Value = Value> {
+    let kinds = prop_oneof![
+        Just("response.output_text.delta"),
+        Just("response.output_audio_transcript.delta"),
+        Just("response.output_text.done"),
+        Just("response.output_audio_transcript.done"),
+        Just("response.content_part.added"),
+        Just("response.content_part.done"),
+        Just("response.output_item.done"),
+        Just("conversation.item.added"),
+        Just("response.done"),
+        Just("response.created"),
+    ];
+    (kinds, any_json()).prop_map(|(kind, body)| {
+        let mut event = match body {
+            Value::Object(map) => Value::Object(map),
+            other => json!({ "delta": other, "text": other, "item_id": "i1" }),
+        };
+        event["type"] = json!(kind);
+        event
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Whatever shape the model's events have (fields missing, of the wrong type, markers in
+    /// odd places), the flow does not panic.
+    #[test]
+    fn arbitrary_events_never_panic_the_flow(events in prop::collection::vec(flow_event(), 0..12)) {
+        let mut h = Harness::new(true);
+        for e in &events {
+            h.session.on_model_event(&e.to_string());
+        }
+        let _ = h.session.drain_outputs().count();
+    }
+}
