@@ -1183,7 +1183,11 @@ fn tools_without_a_manifest_get_no_spans_and_bad_names_are_left_out() {
         .filter(|d| d.code == codes::STRICT_MODE_UNAVAILABLE)
         .collect();
     assert_eq!(strict.len(), 1, "{strict:?}");
-    assert!(strict[0].message.contains("`not` at `/properties/q`"), "{}", strict[0].message);
+    assert!(
+        strict[0].message.contains("`not` at `/properties/q`"),
+        "{}",
+        strict[0].message
+    );
     // `files.read` is fine for Gemini and MCP, not for OpenAI or Anthropic.
     let names: Vec<&str> = diags
         .iter()
