@@ -101,14 +101,6 @@ fn options(args: &Args) -> Result<Options, String> {
             let url = url
                 .clone()
                 .unwrap_or_else(|| openai::DEFAULT_URL.to_owned());
-            if url.starts_with("wss://") {
-                return Err(format!(
-                    "{url} needs TLS, and this build has none (toolc's relay keeps TLS out of the \
-                     default build). Point --upstream at a ws:// TLS-terminating proxy for the \
-                     model, or run without OPENAI_API_KEY (or with --scripted) for the bundled \
-                     scripted model. See examples/voice-agent/README.md."
-                ));
-            }
             options.filler_delay =
                 (args.filler_delay_ms > 0).then(|| Duration::from_millis(args.filler_delay_ms));
             options

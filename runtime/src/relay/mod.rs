@@ -7,8 +7,9 @@
 //! - `?naming=tool` in the browser's URL selects the `tool.call` / `tool.result` naming.
 //! - Each browser has its own task: whatever one browser or its model connection sends (any
 //!   bytes, any JSON), other sessions are unaffected.
-//! - There is no TLS in this crate: a `wss://` upstream (OpenAI's endpoint) needs a TLS-enabled
-//!   tokio-tungstenite feature in the application, or a local TLS-terminating proxy.
+//! - A `wss://` upstream (OpenAI's endpoint, the default) needs the `tls` feature (rustls with the
+//!   webpki roots); without it only `ws://` upstreams connect, and a `wss://` one fails with an
+//!   `error` event to the browser.
 
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -159,6 +160,19 @@ pub fn upstream_request(
     Ok(request)
 }
 
+/// A connection to the model: plain for `ws://`, rustls for `wss://` (with the `tls` feature).
+pub type UpstreamSocket = tokio_tungstenite::WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// Opens the upstream websocket for a request from [`upstream_request`]. Without the `tls`
+/// feature a `wss://` URL fails here with an error, not a panic.
+pub async fn connect_upstream(
+    request: tokio_tungstenite::tungstenite::handshake::client::Request,
+) -> Result<UpstreamSocket, WsError> {
+    tokio_tungstenite::connect_async(request)
+        .await
+        .map(|(ws, _)| ws)
+}
+
 fn relay_error(message: &str) -> Message {
     Message::text(
         json!({
@@ -190,11 +204,11 @@ async fn handle_browser(
         }
     };
     let upstream = match upstream_request(&config.upstream, config.api_key.as_deref()) {
-        Ok(request) => tokio_tungstenite::connect_async(request).await,
+        Ok(request) => connect_upstream(request).await,
         Err(e) => Err(e),
     };
     let upstream = match upstream {
-        Ok((ws, _)) => ws,
+        Ok(ws) => ws,
         Err(e) => {
             stats.upstream_failures.fetch_add(1, Ordering::Relaxed);
             // The error names the URL's problem, never the key.
