@@ -6,6 +6,8 @@
 //!   The catalog is cached for a TTL (default 300 s) and can be refreshed on demand
 //!   ([`CatalogClient::refresh`]). A call of a tool that is not in the cache refreshes once,
 //!   then fails.
+//!   Discovery is shared by every caller, so it is sent without anyone's credentials; while
+//!   one refresh runs, other callers wait for it instead of sending their own.
 //! - Execution: `POST {base}/execute` with `{"name","arguments"}` answers
 //!   `{"success","data","error":{"message","code","status_code","raw"}}`. Before anything is
 //!   sent, the arguments are validated against the catalog's schema, and a `requires_auth` tool
