@@ -63,19 +63,110 @@ pub fn server_trait_for(manifest_stem: &str) -> String {
 }
 
 pub fn generate(ir: &Ir, options: &RustOptions) -> String {
-    let mut gen = Gen::new(ir, options);
-    let body = gen.file();
-    let file: syn::File = match syn::parse2(body) {
-        Ok(file) => file,
-        Err(e) => panic!("toolc generated Rust that does not parse (a toolc bug): {e}"),
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    generate_in_parts(ir, options, TOOLS_PER_PART, threads)
+}
+
+/// Tools pretty-printed together. Printing one huge file costs more per item than printing small
+/// ones (the token buffers outgrow the caches), and small parts spread well across threads.
+const TOOLS_PER_PART: usize = 16;
+
+/// Names and types are planned over the whole manifest first, in tool order, because a nested
+/// type's name depends on every name taken before it. The planned items are then turned into
+/// tokens and pretty-printed in parts of `per_part` tools (the server trait, `definitions` and
+/// `registry` form one more part) on up to `threads` threads. A file's items are printed one after
+/// the other with nothing carried from one to the next, so the parts concatenated in order are
+/// exactly the file printed whole.
+fn generate_in_parts(ir: &Ir, options: &RustOptions, per_part: usize, threads: usize) -> String {
+    let trait_name = type_ident_text(&options.server_trait);
+    let plan = Gen::new(ir, &trait_name).plan();
+    let tool_parts: Vec<std::ops::Range<usize>> = (0..ir.tools.len())
+        .step_by(per_part.max(1))
+        .map(|start| start..start.saturating_add(per_part).min(ir.tools.len()))
+        .collect();
+    // The closing part is the largest single one: it goes first, so that it does not finish last.
+    let mut order: Vec<Option<usize>> = vec![None];
+    order.extend((0..tool_parts.len()).map(Some));
+    let render = |tokens: &Tokens, text: &mut Option<Text>, part: Option<usize>| -> String {
+        let mut out = String::new();
+        match part {
+            Some(i) => {
+                for t in tool_parts[i].clone() {
+                    for item in &plan.items[t] {
+                        match text.as_mut().and_then(|text| text.item(item)) {
+                            Some(written) => out.push_str(&written),
+                            None => out.push_str(&pretty(tokens.item(item))),
+                        }
+                    }
+                    let (tool, names) = (&ir.tools[t], &plan.names[t]);
+                    match text.as_mut().and_then(|text| text.marker(tool, names)) {
+                        Some(written) => out.push_str(&written),
+                        None => out.push_str(&pretty(tokens.marker(tool, names))),
+                    }
+                }
+            }
+            None => match text.as_mut().and_then(|text| text.closing(&plan.names)) {
+                Some(written) => out.push_str(&written),
+                None => {
+                    let mut stream = tokens.server_trait(&plan.names);
+                    stream.extend(tokens.definitions_fn(&plan.names));
+                    stream.extend(tokens.registry_fn(&plan.names));
+                    out.push_str(&pretty(stream));
+                }
+            },
+        }
+        out
     };
+    let workers = threads.clamp(1, 8).min(order.len());
+    let mut printed: Vec<(Option<usize>, String)> = if workers == 1 {
+        let tokens = Tokens::new(ir, options, &trait_name);
+        let mut text = Text::new(ir, options, &trait_name);
+        order
+            .iter()
+            .map(|&part| (part, render(&tokens, &mut text, part)))
+            .collect()
+    } else {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    let (next, order, render, trait_name) = (&next, &order, &render, &trait_name);
+                    scope.spawn(move || {
+                        // Token streams cannot cross threads: each worker makes its own.
+                        let tokens = Tokens::new(ir, options, trait_name);
+                        let mut text = Text::new(ir, options, trait_name);
+                        let mut done = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(&part) = order.get(i) else {
+                                break done;
+                            };
+                            done.push((part, render(&tokens, &mut text, part)));
+                        }
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| {
+                    h.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect()
+        })
+    };
+    // Tool parts in tool order, then the closing part (`None` sorts first, hence the key).
+    printed.sort_by_key(|(part, _)| part.map_or(usize::MAX, |i| i));
     let mut out = String::from("// @generated by toolc");
     if let Some(source) = &options.source {
         out.push_str(" from ");
         out.push_str(source);
     }
     out.push_str(". Do not edit.\n\n");
-    out.push_str(&prettyplease::unparse(&file));
+    out.reserve(printed.iter().map(|(_, text)| text.len()).sum());
+    for (_, text) in printed {
+        out.push_str(&text);
+    }
     out
 }
 
@@ -111,11 +202,27 @@ impl Ty {
 
 struct Field {
     rust: String,
-    wire: String,
     ty: Ty,
     docs: Vec<String>,
     /// `#[serde(...)]` contents.
-    serde: Vec<TokenStream>,
+    serde: Vec<SerdeArg>,
+}
+
+/// One argument of a field's `#[serde(...)]`.
+enum SerdeArg {
+    Rename(String),
+    DefaultFn(String),
+    Default,
+    SkipIfNone,
+}
+
+/// The value a default fn returns.
+enum DefaultExpr {
+    I64(i64),
+    F64(f64),
+    Bool(bool),
+    String(String),
+    Variant { ty: String, variant: String },
 }
 
 enum Item {
@@ -138,7 +245,7 @@ enum Item {
     DefaultFn {
         name: String,
         ty: Ty,
-        value: TokenStream,
+        value: DefaultExpr,
     },
 }
 
@@ -149,10 +256,15 @@ struct Defs {
     recursive: BTreeSet<String>,
 }
 
+/// What the file will hold, decided over the whole manifest: every name, every item.
+struct Plan {
+    names: Vec<ToolNames>,
+    /// The types of each tool, in file order (its marker follows them).
+    items: Vec<Vec<Item>>,
+}
+
 struct Gen<'a> {
     ir: &'a Ir,
-    rt: TokenStream,
-    serde_crate: String,
     trait_name: String,
     /// Every type name in the file, so nested types never collide.
     types: BTreeSet<String>,
@@ -170,19 +282,10 @@ struct ToolNames {
 }
 
 impl<'a> Gen<'a> {
-    fn new(ir: &'a Ir, options: &RustOptions) -> Gen<'a> {
-        let path = options.runtime_path.trim();
-        let rt: syn::Path = syn::parse_str(path)
-            .unwrap_or_else(|_| syn::parse_str("::toolc_runtime").expect("a literal path parses"));
-        let serde_crate = format!(
-            "{}::__private::serde",
-            quote!(#rt).to_string().replace(' ', "")
-        );
+    fn new(ir: &'a Ir, trait_name: &str) -> Gen<'a> {
         Gen {
             ir,
-            rt: quote!(#rt),
-            serde_crate,
-            trait_name: type_ident_text(&options.server_trait),
+            trait_name: trait_name.to_owned(),
             types: BTreeSet::new(),
             fns: BTreeSet::new(),
             items: Vec::new(),
@@ -213,7 +316,7 @@ impl<'a> Gen<'a> {
         name
     }
 
-    fn file(&mut self) -> TokenStream {
+    fn plan(mut self) -> Plan {
         // Top-level names are reserved first, in tool order, so they never get a suffix because
         // of some nested type.
         self.types.insert(self.trait_name.clone());
@@ -230,18 +333,16 @@ impl<'a> Gen<'a> {
                 }
             })
             .collect();
-        let mut out = TokenStream::new();
-        for (tool, names) in ir.tools.iter().zip(&names) {
-            self.tool_types(tool, names);
-            for item in std::mem::take(&mut self.items) {
-                out.extend(self.item(item));
-            }
-            out.extend(self.marker(tool, names));
-        }
-        out.extend(self.server_trait(&names));
-        out.extend(self.definitions_fn(&names));
-        out.extend(self.registry_fn(&names));
-        out
+        let items = ir
+            .tools
+            .iter()
+            .zip(&names)
+            .map(|(tool, names)| {
+                self.tool_types(tool, names);
+                std::mem::take(&mut self.items)
+            })
+            .collect();
+        Plan { names, items }
     }
 
     fn tool_types(&mut self, tool: &IrTool, names: &ToolNames) {
@@ -599,7 +700,7 @@ impl<'a> Gen<'a> {
                 .unwrap_or_default();
             let mut serde = Vec::new();
             if unraw(&rust) != wire {
-                serde.push(quote!(rename = #wire));
+                serde.push(SerdeArg::Rename(wire.clone()));
             }
             let default = schema.get("default");
             if required.contains(wire.as_str()) {
@@ -610,8 +711,7 @@ impl<'a> Gen<'a> {
                     snake_case(name),
                     unraw(&rust)
                 ));
-                let path = fn_name.clone();
-                serde.push(quote!(default = #path));
+                serde.push(SerdeArg::DefaultFn(fn_name.clone()));
                 self.items.push(Item::DefaultFn {
                     name: fn_name,
                     ty: ty.clone(),
@@ -622,10 +722,8 @@ impl<'a> Gen<'a> {
                 }
             } else {
                 ty = optional(ty);
-                serde.push(quote!(default));
-                serde.push(quote!(
-                    skip_serializing_if = "::std::option::Option::is_none"
-                ));
+                serde.push(SerdeArg::Default);
+                serde.push(SerdeArg::SkipIfNone);
                 if let Some(d) = default {
                     push_doc(
                         &mut docs,
@@ -640,7 +738,6 @@ impl<'a> Gen<'a> {
             }
             fields.push(Field {
                 rust,
-                wire: wire.clone(),
                 ty,
                 docs,
                 serde,
@@ -654,27 +751,79 @@ impl<'a> Gen<'a> {
     }
 
     /// The Rust expression of a default value, when it fits the field's type.
-    fn default_value(&self, ty: &Ty, value: &Value) -> Option<TokenStream> {
+    fn default_value(&self, ty: &Ty, value: &Value) -> Option<DefaultExpr> {
         match ty {
-            Ty::I64 => value.as_i64().map(|n| {
-                let lit = Literal::i64_suffixed(n);
-                quote!(#lit)
-            }),
-            Ty::F64 => value.as_f64().filter(|f| f.is_finite()).map(|f| {
-                let lit = Literal::f64_suffixed(f);
-                quote!(#lit)
-            }),
-            Ty::Bool => value.as_bool().map(|b| quote!(#b)),
-            Ty::String => value
-                .as_str()
-                .map(|s| quote!(::std::string::String::from(#s))),
+            Ty::I64 => value.as_i64().map(DefaultExpr::I64),
+            Ty::F64 => value
+                .as_f64()
+                .filter(|f| f.is_finite())
+                .map(DefaultExpr::F64),
+            Ty::Bool => value.as_bool().map(DefaultExpr::Bool),
+            Ty::String => value.as_str().map(|s| DefaultExpr::String(s.to_owned())),
             Ty::Named(name) => {
                 let variant = self.enums.get(name)?.get(value.as_str()?)?;
-                let ty = ident(name);
-                let variant = ident(variant);
-                Some(quote!(#ty::#variant))
+                Some(DefaultExpr::Variant {
+                    ty: name.clone(),
+                    variant: variant.clone(),
+                })
             }
             _ => None,
+        }
+    }
+}
+
+/// Turns planned items into tokens. Token streams cannot be sent to another thread, so every
+/// thread that prints a part of the file has its own.
+struct Tokens<'a> {
+    ir: &'a Ir,
+    rt: TokenStream,
+    serde_crate: String,
+    trait_name: &'a str,
+}
+
+impl<'a> Tokens<'a> {
+    fn new(ir: &'a Ir, options: &RustOptions, trait_name: &'a str) -> Tokens<'a> {
+        let path = options.runtime_path.trim();
+        let rt: syn::Path = syn::parse_str(path)
+            .unwrap_or_else(|_| syn::parse_str("::toolc_runtime").expect("a literal path parses"));
+        let serde_crate = format!(
+            "{}::__private::serde",
+            quote!(#rt).to_string().replace(' ', "")
+        );
+        Tokens {
+            ir,
+            rt: quote!(#rt),
+            serde_crate,
+            trait_name,
+        }
+    }
+
+    fn serde_arg(arg: &SerdeArg) -> TokenStream {
+        match arg {
+            SerdeArg::Rename(wire) => quote!(rename = #wire),
+            SerdeArg::DefaultFn(path) => quote!(default = #path),
+            SerdeArg::Default => quote!(default),
+            SerdeArg::SkipIfNone => quote!(skip_serializing_if = "::std::option::Option::is_none"),
+        }
+    }
+
+    fn default_expr(value: &DefaultExpr) -> TokenStream {
+        match value {
+            DefaultExpr::I64(n) => {
+                let lit = Literal::i64_suffixed(*n);
+                quote!(#lit)
+            }
+            DefaultExpr::F64(f) => {
+                let lit = Literal::f64_suffixed(*f);
+                quote!(#lit)
+            }
+            DefaultExpr::Bool(b) => quote!(#b),
+            DefaultExpr::String(s) => quote!(::std::string::String::from(#s)),
+            DefaultExpr::Variant { ty, variant } => {
+                let ty = ident(ty);
+                let variant = ident(variant);
+                quote!(#ty::#variant)
+            }
         }
     }
 
@@ -718,23 +867,22 @@ impl<'a> Gen<'a> {
         }
     }
 
-    fn item(&self, item: Item) -> TokenStream {
+    fn item(&self, item: &Item) -> TokenStream {
         match item {
             Item::Struct { name, docs, fields } => {
-                let docs = doc_attrs(&docs);
+                let docs = doc_attrs(docs);
                 let derives = self.derives(quote!(PartialEq,));
-                let name = ident(&name);
+                let name = ident(name);
                 let fields = fields.iter().map(|f| {
                     let docs = doc_attrs(&f.docs);
                     let rust = ident(&f.rust);
                     let ty = self.ty(&f.ty);
-                    let serde = &f.serde;
-                    let serde = if serde.is_empty() {
+                    let serde = if f.serde.is_empty() {
                         quote!()
                     } else {
-                        quote!(#[serde(#(#serde),*)])
+                        let args = f.serde.iter().map(Tokens::serde_arg);
+                        quote!(#[serde(#(#args),*)])
                     };
-                    let _ = &f.wire;
                     quote! {
                         #docs
                         #serde
@@ -755,9 +903,9 @@ impl<'a> Gen<'a> {
                 docs,
                 variants,
             } => {
-                let docs = doc_attrs(&docs);
+                let docs = doc_attrs(docs);
                 let derives = self.derives(quote!(Copy, PartialEq, Eq, Hash,));
-                let name = ident(&name);
+                let name = ident(name);
                 let variants = variants.iter().map(|(variant, wire)| {
                     let v = ident(variant);
                     let doc = format!(" `{wire}`");
@@ -777,9 +925,9 @@ impl<'a> Gen<'a> {
                 }
             }
             Item::Alias { name, docs, ty } => {
-                let docs = doc_attrs(&docs);
-                let name = ident(&name);
-                let ty = self.ty(&ty);
+                let docs = doc_attrs(docs);
+                let name = ident(name);
+                let ty = self.ty(ty);
                 quote! {
                     #docs
                     #[allow(dead_code)]
@@ -787,8 +935,9 @@ impl<'a> Gen<'a> {
                 }
             }
             Item::DefaultFn { name, ty, value } => {
-                let name = ident(&name);
-                let ty = self.ty(&ty);
+                let name = ident(name);
+                let ty = self.ty(ty);
+                let value = Tokens::default_expr(value);
                 quote! {
                     #[doc(hidden)]
                     fn #name() -> #ty {
@@ -833,14 +982,7 @@ impl<'a> Gen<'a> {
             let phrases = def.filler.iter();
             quote!(::std::vec::Vec::from([#(::std::string::String::from(#phrases)),*]))
         };
-        let mut docs = vec![format!("The {} tool `{name}`.", def.location)];
-        docs.push(String::new());
-        docs.extend(doc_lines(description));
-        if let Some(file) = &tool.origin.file {
-            docs.push(String::new());
-            docs.push(format!("Declared in `{file}`, line {}.", tool.origin.line));
-        }
-        let docs = doc_attrs(&docs);
+        let docs = doc_attrs(&marker_docs(tool));
         quote! {
             #docs
             #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -880,39 +1022,15 @@ impl<'a> Gen<'a> {
 
     fn server_trait(&self, names: &[ToolNames]) -> TokenStream {
         let rt = &self.rt;
-        let trait_name = ident(&self.trait_name);
+        let trait_name = ident(self.trait_name);
         let server = self.server_tools(names);
-        let list = if server.is_empty() {
-            "none: this manifest has no server tools".to_owned()
-        } else {
-            server
-                .iter()
-                .map(|(t, _)| format!("`{}`", t.def.name))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let message =
-            format!("`{{Self}}` is not the executor of this manifest's server tools ({list})");
-        let label = format!("`{{Self}}` does not implement `{}`", self.trait_name);
-        let note = format!(
-            "add `impl {} for {{Self}}` with one `async fn` per server tool: {list}",
-            self.trait_name
-        );
+        let tools: Vec<&IrTool> = server.iter().map(|(t, _)| *t).collect();
+        let (docs, [message, label, note]) = server_trait_texts(self.trait_name, &tools);
         let methods = server.iter().map(|(tool, n)| {
             let method = ident(&field_ident_text(&tool.def.name));
             let args = ident(&n.args);
             let output = ident(&n.output);
-            let mut docs = vec![format!("Executor of the server tool `{}`.", tool.def.name)];
-            docs.push(String::new());
-            docs.extend(doc_lines(&tool.def.description));
-            if let Some(t) = tool.def.timeout {
-                docs.push(String::new());
-                docs.push(format!(
-                    "The registry stops the call after {} ms.",
-                    t.as_millis()
-                ));
-            }
-            let docs = doc_attrs(&docs);
+            let docs = doc_attrs(&executor_docs(tool));
             quote! {
                 #docs
                 fn #method(&self, args: #args) -> impl ::std::future::Future<
@@ -920,15 +1038,7 @@ impl<'a> Gen<'a> {
                 > + ::std::marker::Send;
             }
         });
-        let docs = doc_attrs(&[
-            "The executors of the server tools: one method per server tool, none with a default body,"
-                .to_owned(),
-            "so a server tool without an executor does not compile. Client tools are not here: they run"
-                .to_owned(),
-            "in the browser and may not have an executor.".to_owned(),
-            String::new(),
-            format!("Server tools: {list}."),
-        ]);
+        let docs = doc_attrs(&docs);
         quote! {
             #docs
             #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
@@ -952,7 +1062,7 @@ impl<'a> Gen<'a> {
 
     fn registry_fn(&self, names: &[ToolNames]) -> TokenStream {
         let rt = &self.rt;
-        let trait_name = ident(&self.trait_name);
+        let trait_name = ident(self.trait_name);
         let server = self.server_tools(names);
         let executors = server.iter().map(|(tool, n)| {
             let name = &tool.def.name;
@@ -988,6 +1098,60 @@ impl<'a> Gen<'a> {
             }
         }
     }
+}
+
+fn marker_docs(tool: &IrTool) -> Vec<String> {
+    let def = &tool.def;
+    let mut docs = vec![format!("The {} tool `{}`.", def.location, def.name)];
+    docs.push(String::new());
+    docs.extend(doc_lines(&def.description));
+    if let Some(file) = &tool.origin.file {
+        docs.push(String::new());
+        docs.push(format!("Declared in `{file}`, line {}.", tool.origin.line));
+    }
+    docs
+}
+
+fn executor_docs(tool: &IrTool) -> Vec<String> {
+    let mut docs = vec![format!("Executor of the server tool `{}`.", tool.def.name)];
+    docs.push(String::new());
+    docs.extend(doc_lines(&tool.def.description));
+    if let Some(t) = tool.def.timeout {
+        docs.push(String::new());
+        docs.push(format!(
+            "The registry stops the call after {} ms.",
+            t.as_millis()
+        ));
+    }
+    docs
+}
+
+/// The server trait's docs and its `on_unimplemented` message, label and note.
+fn server_trait_texts(trait_name: &str, server: &[&IrTool]) -> (Vec<String>, [String; 3]) {
+    let list = if server.is_empty() {
+        "none: this manifest has no server tools".to_owned()
+    } else {
+        server
+            .iter()
+            .map(|t| format!("`{}`", t.def.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let message =
+        format!("`{{Self}}` is not the executor of this manifest's server tools ({list})");
+    let label = format!("`{{Self}}` does not implement `{trait_name}`");
+    let note =
+        format!("add `impl {trait_name} for {{Self}}` with one `async fn` per server tool: {list}");
+    let docs = vec![
+        "The executors of the server tools: one method per server tool, none with a default body,"
+            .to_owned(),
+        "so a server tool without an executor does not compile. Client tools are not here: they run"
+            .to_owned(),
+        "in the browser and may not have an executor.".to_owned(),
+        String::new(),
+        format!("Server tools: {list}."),
+    ];
+    (docs, [message, label, note])
 }
 
 fn optional(ty: Ty) -> Ty {
@@ -1104,6 +1268,14 @@ fn raw_string(text: &str) -> Literal {
         .unwrap_or_else(|_| Literal::string(text))
 }
 
+/// Items as prettyplease prints them.
+fn pretty(tokens: TokenStream) -> String {
+    match syn::parse2::<syn::File>(tokens) {
+        Ok(file) => prettyplease::unparse(&file),
+        Err(e) => panic!("toolc generated Rust that does not parse (a toolc bug): {e}"),
+    }
+}
+
 /// A PascalCase type name made of ASCII letters and digits only.
 fn type_ident_text(name: &str) -> String {
     let pascal: String = pascal_case(name)
@@ -1155,5 +1327,671 @@ fn ident(name: &str) -> Ident {
     match name.strip_prefix("r#") {
         Some(bare) => Ident::new_raw(bare, Span::call_site()),
         None => Ident::new(name, Span::call_site()),
+    }
+}
+
+/// The column prettyplease keeps lines within: a group whose text would end past it is broken.
+const MARGIN: usize = 89;
+
+/// Writes planned items straight as text, in exactly the layout prettyplease gives them, for the
+/// common case: the default runtime path and lines that either fit within the margin or break in
+/// one of the few known ways (a call's argument on its own line, a list one element per line).
+/// Every method returns `None` where the layout is not certain, and the caller prints that item
+/// through tokens and prettyplease instead. Going through tokens, `syn` and prettyplease costs
+/// about twenty times as much as writing the text, and the generated file is megabytes for large
+/// manifests. `fast_path_matches_prettyplease` compares the two on thousands of items.
+struct Text<'a> {
+    ir: &'a Ir,
+    trait_name: &'a str,
+    out: String,
+}
+
+const RT: &str = "::toolc_runtime";
+
+const STRUCT_DERIVES: &str = "#[derive(\n    Debug,\n    Clone,\n    PartialEq,\n    ::toolc_runtime::__private::serde::Serialize,\n    ::toolc_runtime::__private::serde::Deserialize\n)]\n#[serde(crate = \"::toolc_runtime::__private::serde\")]\n#[allow(dead_code)]\n";
+const ENUM_DERIVES: &str = "#[derive(\n    Debug,\n    Clone,\n    Copy,\n    PartialEq,\n    Eq,\n    Hash,\n    ::toolc_runtime::__private::serde::Serialize,\n    ::toolc_runtime::__private::serde::Deserialize\n)]\n#[serde(crate = \"::toolc_runtime::__private::serde\")]\n#[allow(dead_code)]\n";
+
+impl<'a> Text<'a> {
+    /// `None` unless the runtime path is the default one, the only one the layout is known for.
+    fn new(ir: &'a Ir, options: &RustOptions, trait_name: &'a str) -> Option<Text<'a>> {
+        (options.runtime_path.trim() == RT).then(|| Text {
+            ir,
+            trait_name,
+            out: String::new(),
+        })
+    }
+
+    /// Runs `write` on a scratch buffer and returns what it wrote, or `None` (and nothing
+    /// written) when it gave up.
+    fn attempt(&mut self, write: impl FnOnce(&mut Self) -> Option<()>) -> Option<String> {
+        self.out.clear();
+        write(self).map(|()| std::mem::take(&mut self.out))
+    }
+
+    fn indent(&mut self, indent: usize) {
+        self.out.extend(std::iter::repeat_n(' ', indent));
+    }
+
+    /// A line that prettyplease never breaks, however long.
+    fn line(&mut self, indent: usize, parts: &[&str]) {
+        self.indent(indent);
+        for part in parts {
+            self.out.push_str(part);
+        }
+        self.out.push('\n');
+    }
+
+    /// A line that stays whole only while it fits; past the margin the caller falls back.
+    /// `pre_break` is a comma that prettyplease writes only when the enclosing list is broken,
+    /// which it does not count when it decides.
+    fn fitting_line(&mut self, indent: usize, parts: &[&str], pre_break: &str) -> Option<()> {
+        let len = indent + parts.iter().map(|p| p.len()).sum::<usize>();
+        if len > MARGIN {
+            return None;
+        }
+        self.line(indent, &[parts, &[pre_break]].concat());
+        Some(())
+    }
+
+    fn docs(&mut self, indent: usize, lines: &[String]) -> Option<()> {
+        for l in lines {
+            // Multi-line or padded doc strings are printed in other forms.
+            if l.contains(['\n', '\r']) || l.ends_with(char::is_whitespace) {
+                return None;
+            }
+            if l.is_empty() {
+                self.line(indent, &["///"]);
+            } else {
+                self.line(indent, &["/// ", l]);
+            }
+        }
+        Some(())
+    }
+
+    /// `#[path(args)]`, on one line when it fits, else one argument per line.
+    fn attr(&mut self, indent: usize, path: &str, args: &[String]) {
+        let flat = indent + path.len() + 5 + args.iter().map(|a| a.len() + 2).sum::<usize>() - 2;
+        if flat <= MARGIN {
+            self.line(indent, &["#[", path, "(", &args.join(", "), ")]"]);
+            return;
+        }
+        self.line(indent, &["#[", path, "("]);
+        for (i, arg) in args.iter().enumerate() {
+            let sep = if i + 1 < args.len() { "," } else { "" };
+            self.line(indent + 4, &[arg, sep]);
+        }
+        self.line(indent, &[")]"]);
+    }
+
+    /// `prefix callee(arg)suffix`, or the argument on its own line when that does not fit.
+    /// `suffix` is `,` for a field that is not the last one (it counts), `pre_break` for the last
+    /// one (it does not).
+    fn call(
+        &mut self,
+        indent: usize,
+        prefix: &str,
+        callee: &str,
+        arg: &str,
+        suffix: &str,
+        pre_break: &str,
+    ) -> Option<()> {
+        let flat = indent + prefix.len() + callee.len() + arg.len() + 2 + suffix.len();
+        if flat <= MARGIN {
+            self.line(indent, &[prefix, callee, "(", arg, ")", suffix, pre_break]);
+            return Some(());
+        }
+        if indent + prefix.len() + callee.len() + 1 > MARGIN {
+            return None;
+        }
+        self.line(indent, &[prefix, callee, "("]);
+        self.line(indent + 4, &[arg, ","]);
+        self.line(indent, &[")", suffix, pre_break]);
+        Some(())
+    }
+
+    fn ty(&self, ty: &Ty) -> String {
+        match ty {
+            Ty::String => "::std::string::String".into(),
+            Ty::I64 => "i64".into(),
+            Ty::F64 => "f64".into(),
+            Ty::Bool => "bool".into(),
+            Ty::Value(_) => "::toolc_runtime::__private::serde_json::Value".into(),
+            Ty::Map => "::toolc_runtime::__private::serde_json::Map<::std::string::String, ::toolc_runtime::__private::serde_json::Value>".into(),
+            Ty::Vec(t) => format!("::std::vec::Vec<{}>", self.ty(t)),
+            Ty::Option(t) => format!("::std::option::Option<{}>", self.ty(t)),
+            Ty::Boxed(t) => format!("::std::boxed::Box<{}>", self.ty(t)),
+            Ty::Named(name) => name.clone(),
+        }
+    }
+
+    fn item(&mut self, item: &Item) -> Option<String> {
+        self.attempt(|t| match item {
+            Item::Struct { name, docs, fields } => {
+                t.docs(0, docs)?;
+                t.out.push_str(STRUCT_DERIVES);
+                if fields.is_empty() {
+                    t.line(0, &["pub struct ", name, " {}"]);
+                    return Some(());
+                }
+                t.line(0, &["pub struct ", name, " {"]);
+                for f in fields {
+                    t.docs(4, &f.docs)?;
+                    if !f.serde.is_empty() {
+                        let args: Vec<String> = f
+                            .serde
+                            .iter()
+                            .map(|a| match a {
+                                SerdeArg::Rename(wire) => {
+                                    format!("rename = {}", Literal::string(wire))
+                                }
+                                SerdeArg::DefaultFn(path) => {
+                                    format!("default = {}", Literal::string(path))
+                                }
+                                SerdeArg::Default => "default".into(),
+                                SerdeArg::SkipIfNone => {
+                                    "skip_serializing_if = \"::std::option::Option::is_none\""
+                                        .into()
+                                }
+                            })
+                            .collect();
+                        t.attr(4, "serde", &args);
+                    }
+                    let ty = t.ty(&f.ty);
+                    t.fitting_line(4, &["pub ", &f.rust, ": ", &ty, ","], "")?;
+                }
+                t.line(0, &["}"]);
+                Some(())
+            }
+            Item::Enum {
+                name,
+                docs,
+                variants,
+            } => {
+                t.docs(0, docs)?;
+                t.out.push_str(ENUM_DERIVES);
+                t.line(0, &["pub enum ", name, " {"]);
+                for (variant, wire) in variants {
+                    t.docs(4, &[format!("`{wire}`")])?;
+                    if variant != wire {
+                        t.attr(4, "serde", &[format!("rename = {}", Literal::string(wire))]);
+                    }
+                    t.line(4, &[variant, ","]);
+                }
+                t.line(0, &["}"]);
+                Some(())
+            }
+            Item::Alias { name, docs, ty } => {
+                t.docs(0, docs)?;
+                t.line(0, &["#[allow(dead_code)]"]);
+                let ty = t.ty(ty);
+                t.fitting_line(0, &["pub type ", name, " = ", &ty, ";"], "")
+            }
+            Item::DefaultFn { name, ty, value } => {
+                t.line(0, &["#[doc(hidden)]"]);
+                let ty = t.ty(ty);
+                t.fitting_line(0, &["fn ", name, "() -> ", &ty, " {"], "")?;
+                match value {
+                    DefaultExpr::String(s) => {
+                        let lit = Literal::string(s).to_string();
+                        t.call(4, "", "::std::string::String::from", &lit, "", "")?;
+                    }
+                    other => {
+                        let text = Tokens::default_expr(other).to_string();
+                        let text = match other {
+                            DefaultExpr::Variant { ty, variant } => format!("{ty}::{variant}"),
+                            _ => text,
+                        };
+                        t.fitting_line(4, &[&text], "")?;
+                    }
+                }
+                t.line(0, &["}"]);
+                Some(())
+            }
+        })
+    }
+
+    fn marker(&mut self, tool: &IrTool, names: &ToolNames) -> Option<String> {
+        self.attempt(|t| {
+            let def = &tool.def;
+            t.docs(0, &marker_docs(tool))?;
+            t.line(
+                0,
+                &["#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]"],
+            );
+            t.line(0, &["#[allow(dead_code)]"]);
+            t.line(0, &["pub struct ", &names.marker, ";"]);
+            t.line(0, &["impl ::toolc_runtime::Tool for ", &names.marker, " {"]);
+            let name = Literal::string(&def.name).to_string();
+            t.fitting_line(4, &["const NAME: &'static str = ", &name, ";"], "")?;
+            let location = match def.location {
+                Location::Server => "::toolc_runtime::Location::Server",
+                Location::Client => "::toolc_runtime::Location::Client",
+            };
+            t.line(
+                4,
+                &[
+                    "const LOCATION: ::toolc_runtime::Location = ",
+                    location,
+                    ";",
+                ],
+            );
+            t.fitting_line(4, &["type Args = ", &names.args, ";"], "")?;
+            t.fitting_line(4, &["type Output = ", &names.output, ";"], "")?;
+            t.line(4, &["fn definition() -> ::toolc_runtime::ToolDefinition {"]);
+            t.line(8, &["::toolc_runtime::ToolDefinition {"]);
+            let string_from = "::std::string::String::from";
+            let schema = "::toolc_runtime::__private::schema";
+            t.call(12, "name: ", string_from, &name, ",", "")?;
+            let description = Literal::string(&def.description).to_string();
+            t.call(12, "description: ", string_from, &description, ",", "")?;
+            t.line(12, &["location: ", location, ","]);
+            let parameters = raw_string(&def.parameters.to_string()).to_string();
+            t.call(12, "parameters: ", schema, &parameters, ",", "")?;
+            match &def.returns {
+                Some(r) => {
+                    let lit = raw_string(&r.to_string()).to_string();
+                    t.some(12, "returns: ", schema, &lit)?;
+                }
+                None => t.line(12, &["returns: ::std::option::Option::None,"]),
+            }
+            match def.timeout {
+                Some(d) => {
+                    let ms = Literal::u64_suffixed(d.as_millis() as u64).to_string();
+                    t.some(12, "timeout: ", "::std::time::Duration::from_millis", &ms)?;
+                }
+                None => t.line(12, &["timeout: ::std::option::Option::None,"]),
+            }
+            let wait = if def.wait_for_response {
+                "true"
+            } else {
+                "false"
+            };
+            t.line(12, &["wait_for_response: ", wait, ","]);
+            if def.filler.is_empty() {
+                t.line(12, &["filler: ::std::vec::Vec::new(),"]);
+            } else {
+                let phrases: Vec<String> = def
+                    .filler
+                    .iter()
+                    .map(|p| Literal::string(p).to_string())
+                    .collect();
+                let flat: Vec<String> = phrases
+                    .iter()
+                    .map(|p| format!("{string_from}({p})"))
+                    .collect();
+                let flat = format!("[{}]", flat.join(", "));
+                let prefix = "filler: ::std::vec::Vec::from(";
+                // The last field's comma is written only because the struct is broken: uncounted.
+                let width = 12 + prefix.len() + flat.len() + ")".len();
+                if width <= MARGIN {
+                    t.line(12, &[prefix, &flat, "),"]);
+                } else {
+                    t.line(12, &[prefix, "["]);
+                    for (i, p) in phrases.iter().enumerate() {
+                        let last = i + 1 == phrases.len();
+                        let (suffix, pre_break) = if last { ("", ",") } else { (",", "") };
+                        t.call(16, "", string_from, p, suffix, pre_break)?;
+                    }
+                    t.line(12, &["]),"]);
+                }
+            }
+            t.line(8, &["}"]);
+            t.line(4, &["}"]);
+            t.line(0, &["}"]);
+            Some(())
+        })
+    }
+
+    /// A struct field `prefix ::std::option::Option::Some(callee(arg)),` (not the last field),
+    /// broken from the outside in as far as it has to be.
+    fn some(&mut self, indent: usize, prefix: &str, callee: &str, arg: &str) -> Option<()> {
+        let some = "::std::option::Option::Some";
+        let inner = format!("{callee}({arg})");
+        if indent + prefix.len() + some.len() + inner.len() + 3 <= MARGIN {
+            self.line(indent, &[prefix, some, "(", &inner, "),"]);
+            return Some(());
+        }
+        self.line(indent, &[prefix, some, "("]);
+        self.call(indent + 4, "", callee, arg, "", ",")?;
+        self.line(indent, &["),"]);
+        Some(())
+    }
+
+    /// The server trait, `definitions()` and `registry()`.
+    fn closing(&mut self, names: &[ToolNames]) -> Option<String> {
+        let server: Vec<(&IrTool, &ToolNames)> = self
+            .ir
+            .tools
+            .iter()
+            .zip(names)
+            .filter(|(t, _)| t.def.location == Location::Server)
+            .collect();
+        let trait_name = self.trait_name;
+        self.attempt(|t| {
+            let tools: Vec<&IrTool> = server.iter().map(|(tool, _)| *tool).collect();
+            let (docs, [message, label, note]) = server_trait_texts(trait_name, &tools);
+            t.docs(0, &docs)?;
+            let args = [
+                format!("message = {}", Literal::string(&message)),
+                format!("label = {}", Literal::string(&label)),
+                format!("note = {}", Literal::string(&note)),
+            ];
+            t.attr(0, "diagnostic::on_unimplemented", &args);
+            let header = [
+                "pub trait ",
+                trait_name,
+                ": ::std::marker::Send + ::std::marker::Sync + 'static {",
+            ];
+            if server.is_empty() {
+                t.line(0, &[&header[..], &["}"]].concat());
+            } else {
+                t.line(0, &header);
+                for (tool, n) in &server {
+                    t.docs(4, &executor_docs(tool))?;
+                    let method = field_ident_text(&tool.def.name);
+                    t.line(4, &["fn ", &method, "("]);
+                    t.line(8, &["&self,"]);
+                    t.line(8, &["args: ", &n.args, ","]);
+                    t.line(4, &[") -> impl ::std::future::Future<"]);
+                    t.fitting_line(
+                        8,
+                        &[
+                            "Output = ::std::result::Result<",
+                            &n.output,
+                            ", ::toolc_runtime::ToolError>",
+                        ],
+                        ",",
+                    )?;
+                    t.line(4, &["> + ::std::marker::Send;"]);
+                }
+                t.line(0, &["}"]);
+            }
+
+            t.line(
+                0,
+                &["/// The definitions of every tool of this manifest, in declaration order."],
+            );
+            t.line(0, &["#[allow(dead_code)]"]);
+            t.line(
+                0,
+                &["pub fn definitions() -> ::std::vec::Vec<::toolc_runtime::ToolDefinition> {"],
+            );
+            let entries: Vec<String> = names
+                .iter()
+                .map(|n| format!("<{} as ::toolc_runtime::Tool>::definition()", n.marker))
+                .collect();
+            let flat = entries.iter().map(|e| e.len() + 2).sum::<usize>();
+            if 4 + "::std::vec::Vec::from([])".len() + flat.saturating_sub(2) <= MARGIN {
+                t.line(4, &["::std::vec::Vec::from([", &entries.join(", "), "])"]);
+            } else {
+                t.line(4, &["::std::vec::Vec::from(["]);
+                for e in &entries {
+                    t.line(8, &[e, ","]);
+                }
+                t.line(4, &["])"]);
+            }
+            t.line(0, &["}"]);
+
+            t.line(0, &["/// The runtime registry of this manifest, with `server` as the executor of every server"]);
+            t.line(0, &["/// tool. It fails only if a schema cannot be compiled, which the toolc checks rule out."]);
+            t.line(0, &["#[allow(dead_code)]"]);
+            t.fitting_line(0, &["pub fn registry<S: ", trait_name, ">("], "")?;
+            t.line(4, &["server: S,"]);
+            t.line(0, &[") -> ::std::result::Result<::toolc_runtime::Registry, ::toolc_runtime::RegistryError> {"]);
+            if server.is_empty() {
+                t.line(4, &["let _ = server;"]);
+                t.line(
+                    4,
+                    &["::toolc_runtime::Registry::builder().definitions(definitions()).build()"],
+                );
+            } else {
+                t.line(4, &["let server = ::std::sync::Arc::new(server);"]);
+                t.line(4, &["::toolc_runtime::Registry::builder()"]);
+                t.line(8, &[".definitions(definitions())"]);
+                for (tool, n) in &server {
+                    let method = field_ident_text(&tool.def.name);
+                    let name = Literal::string(&tool.def.name).to_string();
+                    t.line(8, &[".executor("]);
+                    t.line(12, &[&name, ","]);
+                    t.line(12, &["::toolc_runtime::__private::typed_executor({"]);
+                    t.line(16, &["let server = ::std::sync::Arc::clone(&server);"]);
+                    t.fitting_line(16, &["move |args: ", &n.args, "| {"], "")?;
+                    t.line(20, &["let server = ::std::sync::Arc::clone(&server);"]);
+                    t.fitting_line(
+                        20,
+                        &["async move { server.", &method, "(args).await }"],
+                        "",
+                    )?;
+                    t.line(16, &["}"]);
+                    t.line(12, &["}),"]);
+                    t.line(8, &[")"]);
+                }
+                t.line(8, &[".build()"]);
+            }
+            t.line(0, &["}"]);
+            Some(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The file printed in parts, on any number of threads, is the file printed whole.
+    #[test]
+    fn parts_concatenate_to_the_whole_file() {
+        let mut session = crate::Session::new();
+        session.add_manifest(
+            "synthetic.tools.yaml",
+            crate::synthetic::manifest(23).as_bytes(),
+        );
+        let ir = session.check().expect("valid");
+        let options = RustOptions {
+            source: Some("synthetic.tools.yaml".into()),
+            ..RustOptions::default()
+        };
+        let whole = printed_whole(&ir, &options);
+        assert!(whole.contains("pub fn registry<S: ToolServer>"));
+        for (per_part, threads) in [(1, 1), (1, 2), (4, 3), (7, 2), (16, 8)] {
+            assert!(
+                generate_in_parts(&ir, &options, per_part, threads) == whole,
+                "{per_part} tools per part on {threads} threads"
+            );
+        }
+        let empty = crate::Ir::default();
+        assert_eq!(
+            generate_in_parts(&empty, &options, 1, 2),
+            printed_whole(&empty, &options)
+        );
+    }
+
+    /// The whole file as one token stream, parsed and printed once.
+    fn printed_whole(ir: &Ir, options: &RustOptions) -> String {
+        let trait_name = type_ident_text(&options.server_trait);
+        let plan = Gen::new(ir, &trait_name).plan();
+        let tokens = Tokens::new(ir, options, &trait_name);
+        let mut stream = TokenStream::new();
+        for (t, tool) in ir.tools.iter().enumerate() {
+            for item in &plan.items[t] {
+                stream.extend(tokens.item(item));
+            }
+            stream.extend(tokens.marker(tool, &plan.names[t]));
+        }
+        stream.extend(tokens.server_trait(&plan.names));
+        stream.extend(tokens.definitions_fn(&plan.names));
+        stream.extend(tokens.registry_fn(&plan.names));
+        let file: syn::File = syn::parse2(stream).expect("generated Rust parses");
+        let mut out = format!(
+            "// @generated by toolc from {}. Do not edit.\n\n",
+            options.source.as_deref().unwrap_or_default()
+        );
+        out.push_str(&prettyplease::unparse(&file));
+        out
+    }
+}
+
+#[cfg(test)]
+mod fast_path_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A small deterministic generator (xorshift), so the corpus is the same on every run.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+
+        /// A length from 1 to `short`, or one time in four from 1 to `long`.
+        fn len(&mut self, short: usize, long: usize) -> usize {
+            let max = if self.below(4) == 0 { long } else { short };
+            1 + self.below(max)
+        }
+
+        fn text(&mut self, len: usize, alphabet: &[&str]) -> String {
+            (0..len)
+                .map(|_| alphabet[self.below(alphabet.len())])
+                .collect()
+        }
+
+        fn prose(&mut self, max: usize) -> String {
+            let len = self.below(max);
+            self.text(len, PROSE)
+        }
+    }
+
+    const WORDS: &[&str] = &["a", "b", "z", "_", "1", "x"];
+    const PROSE: &[&str] = &[
+        "a", " ", "é", "\"", "\\", "`", "{", "#", "日", "o", "n", "'",
+    ];
+
+    fn schema(rng: &mut Rng, depth: usize) -> serde_json::Value {
+        let mut properties = serde_json::Map::new();
+        for _ in 0..rng.below(5) {
+            let key_len = rng.len(12, 70);
+            let key = rng.text(key_len, &["a", "b", "_", "-", "A", "9", " "]);
+            let value = match rng.below(9) {
+                0 => json!({"type": "string", "description": rng.prose(120)}),
+                1 => json!({"type": "integer", "default": rng.below(1000)}),
+                2 => json!({"type": "number", "default": 0.5}),
+                3 => json!({"type": "boolean", "default": true}),
+                4 => {
+                    let values: Vec<String> = (0..1 + rng.below(4))
+                        .map(|_| {
+                            let len = rng.len(8, 90);
+                            rng.text(len, &["a", "B", "-", " ", "x", "\""])
+                        })
+                        .collect();
+                    let default = values[0].clone();
+                    json!({"type": "string", "enum": values, "default": default})
+                }
+                5 => json!({"type": "string", "default": rng.prose(100)}),
+                6 => json!({"type": "array", "items": {"type": "string"}}),
+                7 => json!({"type": "object"}),
+                _ if depth < 2 => schema(rng, depth + 1),
+                _ => json!({"anyOf": [{"type": "string"}, {"type": "integer"}]}),
+            };
+            properties.insert(key, value);
+        }
+        let mut root = json!({"type": "object", "properties": properties});
+        if rng.below(3) == 0 {
+            root["required"] = json!([]);
+        }
+        root
+    }
+
+    fn corpus(seed: u64, tools: usize) -> Ir {
+        let mut rng = Rng(seed);
+        let defs = (0..tools).map(|i| {
+            let name_len = rng.len(20, 60);
+            let name = format!("t{}_{i}", rng.text(name_len, WORDS));
+            let client = rng.below(3) == 0;
+            crate::ToolDefinition {
+                name,
+                description: rng.prose(160).trim().to_owned(),
+                location: if client {
+                    Location::Client
+                } else {
+                    Location::Server
+                },
+                parameters: schema(&mut rng, 0),
+                returns: (rng.below(2) == 0).then(|| schema(&mut rng, 1)),
+                timeout: (rng.below(2) == 0)
+                    .then(|| std::time::Duration::from_millis(1 + rng.next() % 3_600_000)),
+                wait_for_response: rng.below(4) != 0,
+                filler: if client {
+                    (0..rng.below(4))
+                        .map(|_| format!("p{}", rng.prose(70)))
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+            }
+        });
+        Ir::from_definitions(defs.collect::<Vec<_>>())
+    }
+
+    /// Every item the text writer accepts is byte for byte what prettyplease prints for it, on
+    /// tools with names, descriptions, property names, enum values, defaults and filler phrases
+    /// of lengths on both sides of the margin.
+    #[test]
+    fn fast_path_matches_prettyplease() {
+        let options = RustOptions::default();
+        let trait_name = type_ident_text(&options.server_trait);
+        let (mut written, mut total) = (0, 0);
+        for seed in 1..=150u64 {
+            let ir = corpus(seed * 7919, 1 + (seed as usize % 9));
+            let plan = Gen::new(&ir, &trait_name).plan();
+            let tokens = Tokens::new(&ir, &options, &trait_name);
+            let mut text = Text::new(&ir, &options, &trait_name).expect("default runtime path");
+            let mut compare = |fast: Option<String>, slow: TokenStream, what: &str| {
+                total += 1;
+                if let Some(fast) = fast {
+                    written += 1;
+                    let slow = pretty(slow);
+                    assert!(
+                        fast == slow,
+                        "seed {seed}, {what}:\n{fast}\n---- prettyplease:\n{slow}"
+                    );
+                }
+            };
+            for (t, tool) in ir.tools.iter().enumerate() {
+                for item in &plan.items[t] {
+                    compare(text.item(item), tokens.item(item), "item");
+                }
+                compare(
+                    text.marker(tool, &plan.names[t]),
+                    tokens.marker(tool, &plan.names[t]),
+                    "marker",
+                );
+            }
+            let mut closing = tokens.server_trait(&plan.names);
+            closing.extend(tokens.definitions_fn(&plan.names));
+            closing.extend(tokens.registry_fn(&plan.names));
+            compare(text.closing(&plan.names), closing, "closing items");
+        }
+        // The writer must carry most of the file, or it would not be worth having.
+        assert!(
+            written * 10 > total * 7,
+            "{written} of {total} written as text"
+        );
+    }
+
+    #[test]
+    fn other_runtime_paths_go_through_prettyplease() {
+        let options = RustOptions {
+            runtime_path: "crate::rt".into(),
+            ..RustOptions::default()
+        };
+        assert!(Text::new(&Ir::default(), &options, "S").is_none());
     }
 }
