@@ -1693,15 +1693,17 @@ impl<'a> Text<'a> {
                     t.line(8, &["&self,"]);
                     t.line(8, &["args: ", &n.args, ","]);
                     t.line(4, &[") -> impl ::std::future::Future<"]);
-                    t.fitting_line(
-                        8,
-                        &[
-                            "Output = ::std::result::Result<",
-                            &n.output,
-                            ", ::toolc_runtime::ToolError>",
-                        ],
-                        ",",
-                    )?;
+                    let output = [
+                        "Output = ::std::result::Result<",
+                        &n.output,
+                        ", ::toolc_runtime::ToolError>",
+                    ];
+                    if t.fitting_line(8, &output, ",").is_none() {
+                        t.line(8, &["Output = ::std::result::Result<"]);
+                        t.line(12, &[&n.output, ","]);
+                        t.line(12, &["::toolc_runtime::ToolError,"]);
+                        t.line(8, &[">,"]);
+                    }
                     t.line(4, &["> + ::std::marker::Send;"]);
                 }
                 t.line(0, &["}"]);

@@ -130,14 +130,34 @@ impl Provider {
 
 /// Writes `providers/<name>.json` for every provider. A strict-mode problem is reported once for
 /// both OpenAI providers that have strict mode.
+///
+/// The six files are lowered and serialised on threads of their own (they only read the IR and
+/// the strict outcomes); files and warnings are merged in provider order, as if made one by one.
 pub fn emit(ir: &Ir, diags: &mut Diagnostics, outputs: &mut Outputs) {
     let strict = strict_outcomes(ir);
-    for provider in Provider::ALL {
-        let value = lower(ir, provider, diags, &strict);
-        outputs.insert(
-            format!("providers/{}.json", provider.name()),
-            to_json_text(&value),
-        );
+    let made: Vec<(Provider, String, Diagnostics)> = std::thread::scope(|scope| {
+        let strict = &strict;
+        let handles: Vec<_> = Provider::ALL
+            .into_iter()
+            .map(|provider| {
+                scope.spawn(move || {
+                    let mut provider_diags = Diagnostics::default();
+                    let value = lower(ir, provider, &mut provider_diags, strict);
+                    (provider, to_json_text(&value), provider_diags)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    for (provider, text, provider_diags) in made {
+        outputs.insert(format!("providers/{}.json", provider.name()), text);
+        diags.extend(provider_diags);
     }
     warn_strict(
         ir,
