@@ -80,13 +80,16 @@ fn write_fresh(dir: &Path, outputs: &Outputs) -> io::Result<Option<WriteReport>>
     let written = (|| {
         let mut created = Folders::default();
         created.ensure(&staging)?;
-        for (relative, content) in outputs {
-            let path = staging.join(relative);
+        let files: Vec<(PathBuf, &str)> = outputs
+            .iter()
+            .map(|(relative, content)| (staging.join(relative), content.as_str()))
+            .collect();
+        for (path, _) in &files {
             if let Some(folder) = path.parent() {
                 created.ensure(folder)?;
             }
-            std::fs::write(&path, content)?;
         }
+        write_all(&files)?;
         std::fs::rename(&staging, dir)
     })();
     match written {
@@ -103,6 +106,37 @@ fn write_fresh(dir: &Path, outputs: &Outputs) -> io::Result<Option<WriteReport>>
             }
         }
     }
+}
+
+/// Writes new files, on several threads when there are many: creating a file is mostly kernel
+/// work that runs in parallel on a quiet file system.
+fn write_all(files: &[(PathBuf, &str)]) -> io::Result<()> {
+    const PER_THREAD: usize = 256;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(files.len().div_ceil(PER_THREAD))
+        .clamp(1, 4);
+    if threads == 1 {
+        return files
+            .iter()
+            .try_for_each(|(path, content)| std::fs::write(path, content));
+    }
+    let chunk = files.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .try_for_each(|(path, content)| std::fs::write(path, content))
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|h| {
+            h.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    })
 }
 
 /// Whether the file at `path` holds exactly `content`; the length is compared before reading.

@@ -6,19 +6,19 @@
 //! the properties of `anyOf`/`oneOf` alternatives become optional properties of the root and the
 //! "one of these shapes" rule is dropped, with a warning.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use super::{codes, object_root, parameters_span};
+use super::{codes, object, object_root, parameters_span};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ir::IrTool;
 
 pub(super) fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
     let d = &tool.def;
-    json!({
-        "name": d.name,
-        "description": d.description,
-        "input_schema": input_schema(tool, diags),
-    })
+    object([
+        ("name", d.name.as_str().into()),
+        ("description", d.description.as_str().into()),
+        ("input_schema", input_schema(tool, diags)),
+    ])
 }
 
 fn input_schema(tool: &IrTool, diags: &mut Diagnostics) -> Value {

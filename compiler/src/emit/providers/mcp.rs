@@ -6,19 +6,19 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{codes, object_root, returns_span};
+use super::{codes, object, object_root, returns_span};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ir::IrTool;
 
 /// The whole result. The declarations hold no user data (`cacheScope: public`); `ttlMs: 0` lets a
 /// client cache nothing, since a redeploy may change the tools at any time.
 pub(super) fn list_result(tools: Vec<Value>) -> Value {
-    json!({
-        "resultType": "complete",
-        "tools": tools,
-        "cacheScope": "public",
-        "ttlMs": 0,
-    })
+    object([
+        ("resultType", "complete".into()),
+        ("tools", Value::Array(tools)),
+        ("cacheScope", "public".into()),
+        ("ttlMs", 0.into()),
+    ])
 }
 
 pub(super) fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {

@@ -208,7 +208,7 @@ fn lower(ir: &Ir, provider: Provider, diags: &mut Diagnostics, strict: &StrictOu
         tools.push(declaration);
     }
     match provider {
-        Provider::Gemini => json!({ "functionDeclarations": tools }),
+        Provider::Gemini => object([("functionDeclarations", Value::Array(tools))]),
         Provider::Mcp => mcp::list_result(tools),
         _ => Value::Array(tools),
     }
@@ -306,6 +306,17 @@ fn describe_pointer(pointer: &str) -> String {
     } else {
         format!("`{pointer}`")
     }
+}
+
+/// A JSON object with these members in this order. Unlike `json!`, which serialises every value
+/// it is given into a new one, this moves the values in: the schemas are large.
+fn object<const N: usize>(members: [(&str, Value); N]) -> Value {
+    Value::Object(
+        members
+            .into_iter()
+            .map(|(key, value)| (key.to_owned(), value))
+            .collect(),
+    )
 }
 
 /// The parameters schema with `type: object` at the root, which every provider requires (the
