@@ -39,6 +39,19 @@ pub fn load_file(
     limits: Limits,
     diags: &mut Diagnostics,
 ) -> Vec<IrTool> {
+    if let Some(tools) = load_file_in_parts(sources, file, limits, PARALLEL_PARSE_BYTES, diags) {
+        return tools;
+    }
+    load_file_whole(sources, file, limits, diags)
+}
+
+/// [`load_file`] by parsing the file as one document.
+fn load_file_whole(
+    sources: &SourceMap,
+    file: FileId,
+    limits: Limits,
+    diags: &mut Diagnostics,
+) -> Vec<IrTool> {
     let source = sources.get(file);
     let mut errors = Vec::new();
     let root = yaml::parse(file, &source.text, limits, &mut errors);
@@ -173,6 +186,142 @@ pub fn load_file(
         diags.extend(part_diags);
     }
     tools
+}
+
+/// Files from this size on are parsed in parts, on all cores ([`load_file_in_parts`]).
+const PARALLEL_PARSE_BYTES: usize = 64 << 10;
+
+/// The fast path of [`load_file`] for large manifests of the usual shape (`version`, then a
+/// `tools:` list to the end of the file): the list is cut into runs of whole tools at item lines,
+/// and each thread parses its run and checks its tools at once, so that YAML parsing is no longer
+/// one long serial step. Returns `None`, having reported nothing, whenever the result could differ
+/// from parsing the file whole (a part or the root has any problem, the limits are near): the
+/// caller then does exactly that. Otherwise the tools, diagnostics and spans are the same.
+fn load_file_in_parts(
+    sources: &SourceMap,
+    file: FileId,
+    limits: Limits,
+    min_bytes: usize,
+    diags: &mut Diagnostics,
+) -> Option<Vec<IrTool>> {
+    let source = sources.get(file);
+    let text = source.text.as_str();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(2, 8);
+    if text.len() < min_bytes || text.len() > limits.max_file_bytes {
+        return None;
+    }
+    let items = yaml::split_sequence(text, "tools")?;
+    let first = *items.first()?;
+    // The root: everything before the first tool, where `tools:` has no value yet.
+    let mut root_errors = Vec::new();
+    let root = yaml::parse(file, &text[..first], limits, &mut root_errors)?;
+    let mut root_diags = Diagnostics::default();
+    let entries = root.as_map()?;
+    check_fields(entries, ROOT_FIELDS, "manifest", &mut root_diags);
+    let version_ok = matches!(root.get("version"), Some((_, v))
+        if matches!(&v.value, Value::Number(n) if n.as_u64() == Some(FORMAT_VERSION)));
+    let last_key = entries
+        .last()
+        .and_then(|(k, v)| Some((k.as_str()?, &v.value)));
+    if !root_errors.is_empty()
+        || !root_diags.is_empty()
+        || !version_ok
+        || last_key != Some(("tools", &Value::Null))
+    {
+        return None;
+    }
+    // Runs of whole tools of about equal size in bytes, a few per thread for balance.
+    let runs = (threads * 4).min(items.len());
+    let per_run = text.len().div_ceil(runs);
+    let mut bounds: Vec<(usize, usize)> = Vec::with_capacity(runs);
+    let mut start = first;
+    for &at in &items[1..] {
+        if at - start >= per_run {
+            bounds.push((start, at));
+            start = at;
+        }
+    }
+    bounds.push((start, text.len()));
+    // A part's root is the list itself, one level up from where it is in the file.
+    let part_limits = Limits {
+        max_depth: limits.max_depth.checked_sub(1)?,
+        ..limits
+    };
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let file_name = source.name.clone();
+    type Part = Option<(Vec<IrTool>, Diagnostics, usize)>;
+    let parts: Vec<(usize, Part)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads.min(bounds.len()))
+            .map(|_| {
+                let (next, bounds, file_name) = (&next, &bounds, &file_name);
+                scope.spawn(move || {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&range) = bounds.get(i) else {
+                            break done;
+                        };
+                        // The item lines start with the list's indentation; the next part's
+                        // first token is its `-`.
+                        let following = bounds.get(i + 1).map(|&(s, _)| {
+                            s + text[s..].len() - text[s..].trim_start_matches(' ').len()
+                        });
+                        let part = yaml::parse_part(file, text, range, following, part_limits)
+                            .and_then(|node| {
+                                let count = node.count();
+                                let Value::Seq(nodes) = node.value else {
+                                    return None;
+                                };
+                                let mut part_diags = Diagnostics::default();
+                                let tools = nodes
+                                    .into_iter()
+                                    .filter_map(|item| {
+                                        load_tool(sources, file_name, item, &mut part_diags)
+                                    })
+                                    .collect();
+                                Some((tools, part_diags, count))
+                            });
+                        let failed = part.is_none();
+                        done.push((i, part));
+                        if failed {
+                            // The whole file will be parsed again: stop everyone early.
+                            next.store(usize::MAX / 2, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    if parts.len() != bounds.len() {
+        return None;
+    }
+    let mut parts = parts;
+    parts.sort_by_key(|(i, _)| *i);
+    let mut nodes = root.count();
+    let mut tools = Vec::with_capacity(items.len());
+    let mut tool_diags = Diagnostics::default();
+    for (_, part) in parts {
+        let (part_tools, part_diags, count) = part?;
+        nodes += count;
+        tools.extend(part_tools);
+        tool_diags.extend(part_diags);
+    }
+    // Counted a little differently from the whole file (one list per part): stay clear of the
+    // limit rather than decide on its edge.
+    if nodes + 2 * bounds.len() >= limits.max_nodes {
+        return None;
+    }
+    diags.extend(tool_diags);
+    Some(tools)
 }
 
 /// Below this many tools a manifest is checked on one thread: spawning costs more than it saves.
@@ -582,6 +731,85 @@ mod tests {
         assert!(parse_duration("5").is_err());
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("s").is_err());
+    }
+
+    /// Tools, spans and diagnostics from the file parsed in parts are those of the file parsed
+    /// whole; where they could differ, the parts are not used.
+    #[test]
+    fn parsing_in_parts_gives_what_parsing_whole_gives() {
+        let synthetic = crate::synthetic::manifest(60);
+        let reference = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests");
+        let mut texts: Vec<(String, bool)> = vec![
+            (synthetic.clone(), true),
+            // Tool-level warnings and errors come out the same, in the same order.
+            (
+                synthetic
+                    .replace("minLength: 1,", "minLength: 1, weirdkeyword: 2,")
+                    .replace("timeout: 2s", "timeout: 2 parsecs"),
+                true,
+            ),
+            // Items at column 0, comments and blank lines between them, block and quoted
+            // multi-line scalars, nested lists whose items look like tool items.
+            (
+                "# tools\nversion: 1\ntools:\n- name: a\n  description: |\n    Line one.\n    - not an item\n  location: server\n\n# between\n- name: b\n  description: \"two\n    lines\"\n  location: client\n  filler:\n  - One moment.\n  - Nearly.\n- name: c\n  description: >\n    folded\n    text\n  location: server\n  parameters: {type: object, properties: {q: {type: string}}}\n".to_owned(),
+                true,
+            ),
+            // A quoted string whose next line looks like an item, a duplicate key: parsed whole.
+            (
+                "version: 1\ntools:\n- name: a\n  description: \"one\n- name: b\"\n  location: server\n- name: c\n  description: x\n  location: server\n".to_owned(),
+                false,
+            ),
+            (
+                "version: 1\ntools:\n  - name: a\n    description: x\n    description: y\n    location: server\n  - name: b\n    description: z\n    location: server\n".to_owned(),
+                false,
+            ),
+            // Something after the list, or no version: parsed whole.
+            (
+                "version: 1\ntools:\n  - name: a\n    description: x\n    location: server\nx-extra: 1\n".to_owned(),
+                false,
+            ),
+            (
+                "tools:\n  - name: a\n    description: x\n    location: server\n".to_owned(),
+                false,
+            ),
+        ];
+        // An alias to an anchor in another part makes that part fail: parsed whole.
+        let mut aliased = synthetic.replacen(
+            "description: Search the records of collection 0",
+            "description: &first Search the records of collection 0",
+            1,
+        );
+        aliased.push_str("  - name: last\n    description: *first\n    location: server\n");
+        texts.push((aliased, false));
+        for entry in std::fs::read_dir(reference).expect("reference manifests") {
+            let path = entry.expect("entry").path();
+            texts.push((std::fs::read_to_string(path).expect("readable"), true));
+        }
+        for (text, in_parts) in texts {
+            let mut sources = SourceMap::default();
+            let file = sources.add("m.tools.yaml", text.clone());
+            let mut whole_diags = Diagnostics::default();
+            let whole = load_file_whole(&sources, file, Limits::default(), &mut whole_diags);
+            let mut part_diags = Diagnostics::default();
+            let parts = load_file_in_parts(&sources, file, Limits::default(), 0, &mut part_diags);
+            assert_eq!(parts.is_some(), in_parts, "{text}");
+            let Some(parts) = parts else {
+                assert!(part_diags.is_empty());
+                continue;
+            };
+            assert_eq!(parts.len(), whole.len());
+            for (a, b) in parts.iter().zip(&whole) {
+                assert_eq!(a.def, b.def);
+                assert_eq!(a.origin.line, b.origin.line);
+                assert_eq!(a.origin.name, b.origin.name);
+                assert_eq!(a.origin.location, b.origin.location);
+                assert_eq!(a.origin.parameters, b.origin.parameters, "{}", a.def.name);
+                assert_eq!(a.origin.returns, b.origin.returns, "{}", a.def.name);
+            }
+            let render =
+                |d: &Diagnostics| crate::HumanRenderer { colour: false }.render(&sources, d);
+            assert_eq!(render(&part_diags), render(&whole_diags));
+        }
     }
 
     #[test]

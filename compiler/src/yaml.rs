@@ -144,7 +144,23 @@ impl Node {
         }
     }
 
-    fn count(&self) -> usize {
+    /// Moves every span end at `from` to `to`, in this node and below.
+    fn move_ends(&mut self, from: usize, to: usize) {
+        if self.span.end == from {
+            self.span.end = to;
+        }
+        match &mut self.value {
+            Value::Seq(items) => items.iter_mut().for_each(|n| n.move_ends(from, to)),
+            Value::Map(entries) => entries.iter_mut().for_each(|(k, v)| {
+                k.move_ends(from, to);
+                v.move_ends(from, to);
+            }),
+            _ => {}
+        }
+    }
+
+    /// Nodes in this tree, as the loader counts them against [`Limits::max_nodes`].
+    pub fn count(&self) -> usize {
         match &self.value {
             Value::Seq(items) => 1 + items.iter().map(Node::count).sum::<usize>(),
             Value::Map(entries) => {
@@ -166,6 +182,95 @@ pub fn parse(
     limits: Limits,
     errors: &mut Vec<Diagnostic>,
 ) -> Option<Node> {
+    parse_at(file, text, 0, limits, errors)
+}
+
+/// Parses `text[start..end]` on its own, with spans in `text`'s bytes, for one part of a
+/// [`split_sequence`]. The part's last collections end where the next part's first item begins
+/// (`next`), as they do when the whole text is parsed. `None` on any problem: parts are an
+/// optimisation, and the caller then parses the whole text to report it.
+pub fn parse_part(
+    file: FileId,
+    text: &str,
+    (start, end): (usize, usize),
+    next: Option<usize>,
+    limits: Limits,
+) -> Option<Node> {
+    let mut errors = Vec::new();
+    let part = text.get(start..end)?;
+    let mut node = parse_at(file, part, start, limits, &mut errors)?;
+    if !errors.is_empty() {
+        return None;
+    }
+    if let Some(next) = next {
+        node.move_ends(end, next);
+    }
+    Some(node)
+}
+
+/// A block sequence that is the value of the top-level key `key` and runs to the end of the
+/// text, found by looking at lines only: returns where every item's line starts. `None` for
+/// anything this cannot be sure about (several documents, directives, flow style at the top,
+/// content after the sequence, tabs, `\r`): the caller then parses the text whole. A wrong split
+/// can only make a part fail to parse (an alias to an anchor in another part, a quoted string cut
+/// in two), which also sends the caller back to the whole text.
+pub fn split_sequence(text: &str, key: &str) -> Option<Vec<usize>> {
+    if text.contains(['\r', '\t']) {
+        return None;
+    }
+    let mut starts = Vec::new();
+    let mut indent: Option<usize> = None;
+    let mut seen_key = false;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let at = offset;
+        offset += line.len();
+        let content = line.trim_end_matches('\n');
+        let trimmed = content.trim_start_matches(' ');
+        let column = content.len() - trimmed.len();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if content.starts_with("---") || content.starts_with("...") || content.starts_with('%') {
+            return None;
+        }
+        if !seen_key {
+            if column == 0 {
+                let (k, rest) = trimmed.split_once(':')?;
+                if k == key {
+                    let rest = rest.trim_start();
+                    if !(rest.is_empty() || rest.starts_with('#')) {
+                        return None; // a flow or inline value
+                    }
+                    seen_key = true;
+                } else if k.contains(['"', '\'', '[', '{', '?']) {
+                    return None;
+                }
+            }
+            continue;
+        }
+        let is_item = trimmed == "-" || trimmed.starts_with("- ");
+        match indent {
+            None if is_item => {
+                indent = Some(column);
+                starts.push(at);
+            }
+            None => return None,
+            Some(i) if column == i && is_item => starts.push(at),
+            Some(i) if column <= i => return None, // more of the root mapping after the list
+            Some(_) => {}
+        }
+    }
+    (!starts.is_empty()).then_some(starts)
+}
+
+fn parse_at(
+    file: FileId,
+    text: &str,
+    base: usize,
+    limits: Limits,
+    errors: &mut Vec<Diagnostic>,
+) -> Option<Node> {
     if text.len() > limits.max_file_bytes {
         errors.push(
             Diagnostic::error(
@@ -181,7 +286,7 @@ pub fn parse(
         );
         return None;
     }
-    let offsets = Offsets::new(text);
+    let offsets = Offsets::new(text, base);
     let mut builder = Builder {
         file,
         offsets: &offsets,
@@ -239,14 +344,16 @@ fn syntax_error(file: FileId, offsets: &Offsets, e: &ScanError) -> Diagnostic {
         .help(help)
 }
 
-/// Converts the parser's character indices to byte offsets.
+/// Converts the parser's character indices to byte offsets (from `base`, where the text parsed
+/// starts in its file).
 struct Offsets {
     /// (char index, bytes beyond one-per-char before this char) at every multi-byte character.
     multibyte: Vec<(usize, usize)>,
+    base: usize,
 }
 
 impl Offsets {
-    fn new(text: &str) -> Offsets {
+    fn new(text: &str, base: usize) -> Offsets {
         let mut multibyte = Vec::new();
         if !text.is_ascii() {
             let mut extra = 0;
@@ -257,13 +364,13 @@ impl Offsets {
                 }
             }
         }
-        Offsets { multibyte }
+        Offsets { multibyte, base }
     }
 
     fn byte(&self, char_index: usize) -> usize {
         // Extra bytes come from multi-byte characters strictly before `char_index`.
         let n = self.multibyte.partition_point(|&(i, _)| i < char_index);
-        char_index + if n == 0 { 0 } else { self.multibyte[n - 1].1 }
+        self.base + char_index + if n == 0 { 0 } else { self.multibyte[n - 1].1 }
     }
 }
 
