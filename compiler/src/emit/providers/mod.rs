@@ -21,7 +21,6 @@ use serde_json::{json, Value};
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::emit::strict::{self, StrictIssue};
-use crate::emit::to_json_text;
 use crate::ir::{Ir, IrTool};
 use crate::output::Outputs;
 use crate::source::Span;
@@ -142,8 +141,8 @@ pub fn emit(ir: &Ir, diags: &mut Diagnostics, outputs: &mut Outputs) {
             .map(|provider| {
                 scope.spawn(move || {
                     let mut provider_diags = Diagnostics::default();
-                    let value = lower(ir, provider, &mut provider_diags, strict);
-                    (provider, to_json_text(&value), provider_diags)
+                    let text = lower_to_text(ir, provider, &mut provider_diags, strict);
+                    (provider, text, provider_diags)
                 })
             })
             .collect();
@@ -191,6 +190,74 @@ fn strict_outcomes(ir: &Ir) -> StrictOutcomes {
 
 fn lower(ir: &Ir, provider: Provider, diags: &mut Diagnostics, strict: &StrictOutcomes) -> Value {
     let mut tools = Vec::with_capacity(ir.tools.len());
+    lower_each(ir, provider, diags, strict, |declaration| {
+        tools.push(declaration)
+    });
+    match provider {
+        Provider::Gemini => object([("functionDeclarations", Value::Array(tools))]),
+        Provider::Mcp => mcp::list_result(tools),
+        _ => Value::Array(tools),
+    }
+}
+
+/// `to_json_text(&lower(..))`, written one declaration at a time: each is serialised and dropped
+/// before the next is made, instead of all of them (copies of every schema) being held at once.
+fn lower_to_text(
+    ir: &Ir,
+    provider: Provider,
+    diags: &mut Diagnostics,
+    strict: &StrictOutcomes,
+) -> String {
+    // `to_string_pretty` indents by two spaces per level; the list sits one level deep in the
+    // Gemini and MCP files.
+    let depth = match provider {
+        Provider::Gemini | Provider::Mcp => 1,
+        _ => 0,
+    };
+    let outer = "  ".repeat(depth);
+    let inner = "  ".repeat(depth + 1);
+    let mut list = String::from("[");
+    let mut empty = true;
+    lower_each(ir, provider, diags, strict, |declaration| {
+        list.push_str(if empty { "\n" } else { ",\n" });
+        empty = false;
+        let text =
+            serde_json::to_string_pretty(&declaration).expect("JSON values always serialise");
+        for (i, line) in text.split('\n').enumerate() {
+            if i > 0 {
+                list.push('\n');
+            }
+            list.push_str(&inner);
+            list.push_str(line);
+        }
+    });
+    if empty {
+        list.push(']');
+    } else {
+        list.push('\n');
+        list.push_str(&outer);
+        list.push(']');
+    }
+    match provider {
+        Provider::Gemini => format!("{{\n  \"functionDeclarations\": {list}\n}}\n"),
+        Provider::Mcp => format!(
+            "{{\n  \"resultType\": \"complete\",\n  \"tools\": {list},\n  \"cacheScope\": \"public\",\n  \"ttlMs\": 0\n}}\n"
+        ),
+        _ => {
+            list.push('\n');
+            list
+        }
+    }
+}
+
+/// Each declaration of `provider`'s file, in tool order, to `each`.
+fn lower_each(
+    ir: &Ir,
+    provider: Provider,
+    diags: &mut Diagnostics,
+    strict: &StrictOutcomes,
+    mut each: impl FnMut(Value),
+) {
     for (index, tool) in ir.tools.iter().enumerate() {
         if !provider.accepts_name(&tool.def.name) {
             diags.push(name_warning(tool, provider));
@@ -205,12 +272,7 @@ fn lower(ir: &Ir, provider: Provider, diags: &mut Diagnostics, strict: &StrictOu
             Provider::Gemini => gemini::declaration(tool, diags),
             Provider::Mcp => mcp::declaration(tool, diags),
         };
-        tools.push(declaration);
-    }
-    match provider {
-        Provider::Gemini => object([("functionDeclarations", Value::Array(tools))]),
-        Provider::Mcp => mcp::list_result(tools),
-        _ => Value::Array(tools),
+        each(declaration);
     }
 }
 
@@ -343,6 +405,7 @@ fn object_root(schema: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::emit::to_json_text;
 
     #[test]
     fn name_rules_follow_each_provider() {
@@ -359,6 +422,40 @@ mod tests {
         assert!(Provider::Gemini.accepts_name("ns:files.read"));
         assert!(!Provider::Gemini.accepts_name("1st"));
         assert!(Provider::OpenaiChat.accepts_name("1st"));
+    }
+
+    /// The files written one declaration at a time are the files serialised whole, for the
+    /// reference manifests, synthetic tools, an empty manifest and names a provider refuses.
+    #[test]
+    fn files_written_by_declaration_are_the_whole_files() {
+        let reference = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests");
+        let mut irs = vec![Ir::default()];
+        for entry in std::fs::read_dir(reference).expect("reference manifests") {
+            let mut session = crate::Session::new();
+            session
+                .add_path(&entry.expect("entry").path())
+                .expect("readable");
+            irs.push(session.check().expect("valid"));
+        }
+        let mut session = crate::Session::new();
+        session.add_manifest("s.tools.yaml", crate::synthetic::manifest(12).as_bytes());
+        let mut synthetic = session.check().expect("valid");
+        synthetic.tools[3].def.name = "a.b".into(); // MCP and Gemini only
+        synthetic.tools[4].def.name = "9lives".into(); // not Gemini
+        irs.push(synthetic);
+        for ir in &irs {
+            let strict = strict_outcomes(ir);
+            for provider in Provider::ALL {
+                let (mut a, mut b) = (Diagnostics::default(), Diagnostics::default());
+                let whole = to_json_text(&lower(ir, provider, &mut a, &strict));
+                assert_eq!(
+                    lower_to_text(ir, provider, &mut b, &strict),
+                    whole,
+                    "{provider:?}"
+                );
+                assert_eq!(a.iter().count(), b.iter().count());
+            }
+        }
     }
 
     #[test]
