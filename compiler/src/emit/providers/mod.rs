@@ -130,30 +130,43 @@ impl Provider {
 /// Writes `providers/<name>.json` for every provider. A strict-mode problem is reported once for
 /// both OpenAI providers that have strict mode.
 ///
-/// The six files are lowered and serialised on threads of their own (they only read the IR and
-/// the strict outcomes); files and warnings are merged in provider order, as if made one by one.
+/// The six files are lowered and serialised on all cores (they only read the IR and the strict
+/// outcomes); files and warnings are merged in provider order, as if made one by one.
 pub fn emit(ir: &Ir, diags: &mut Diagnostics, outputs: &mut Outputs) {
     let strict = strict_outcomes(ir);
-    let made: Vec<(Provider, String, Diagnostics)> = std::thread::scope(|scope| {
-        let strict = &strict;
-        let handles: Vec<_> = Provider::ALL
-            .into_iter()
-            .map(|provider| {
+    // As many threads as cores, each taking the next file: every thread has its own allocator
+    // heap, and pages first touched cost the kernel's zeroing.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, Provider::ALL.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut made: Vec<(Provider, String, Diagnostics)> = std::thread::scope(|scope| {
+        let (strict, next) = (&strict, &next);
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
                 scope.spawn(move || {
-                    let mut provider_diags = Diagnostics::default();
-                    let text = lower_to_text(ir, provider, &mut provider_diags, strict);
-                    (provider, text, provider_diags)
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&provider) = Provider::ALL.get(i) else {
+                            break done;
+                        };
+                        let mut provider_diags = Diagnostics::default();
+                        let text = lower_to_text(ir, provider, &mut provider_diags, strict);
+                        done.push((provider, text, provider_diags));
+                    }
                 })
             })
             .collect();
         handles
             .into_iter()
-            .map(|h| {
+            .flat_map(|h| {
                 h.join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
             .collect()
     });
+    made.sort_by_key(|(provider, _, _)| *provider);
     for (provider, text, provider_diags) in made {
         outputs.insert(format!("providers/{}.json", provider.name()), text);
         diags.extend(provider_diags);
