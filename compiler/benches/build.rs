@@ -64,9 +64,10 @@ impl Drop for FreshFolders {
 fn bench_build(c: &mut Criterion) {
     let mut group = c.benchmark_group("toolc build");
     group.sample_size(10);
+    // Removed only after both sizes are measured, so that the deletion does not slow the next.
+    let folders = FreshFolders::new("build");
     for n in [1_000usize, 10_000] {
         let text = toolc::synthetic::manifest(n);
-        let folders = FreshFolders::new(&format!("build-{n}"));
         group.bench_function(format!("{n} tools, all outputs, fresh folder"), |b| {
             b.iter_batched(
                 || folders.next(),
