@@ -27,7 +27,7 @@
 //! after conversion to Rust identifiers are disambiguated the same way, keeping their wire names
 //! through `#[serde(rename)]`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::quote;
@@ -267,8 +267,8 @@ struct Gen<'a> {
     ir: &'a Ir,
     trait_name: String,
     /// Every type name in the file, so nested types never collide.
-    types: BTreeSet<String>,
-    fns: BTreeSet<String>,
+    types: HashSet<String>,
+    fns: HashSet<String>,
     items: Vec<Item>,
     /// Enum name → (wire value → variant), for typed defaults.
     enums: BTreeMap<String, BTreeMap<String, String>>,
@@ -286,8 +286,8 @@ impl<'a> Gen<'a> {
         Gen {
             ir,
             trait_name: trait_name.to_owned(),
-            types: BTreeSet::new(),
-            fns: BTreeSet::new(),
+            types: HashSet::new(),
+            fns: HashSet::new(),
             items: Vec::new(),
             enums: BTreeMap::new(),
             emitted_defs: BTreeSet::new(),

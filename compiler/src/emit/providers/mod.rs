@@ -213,52 +213,79 @@ fn lower(ir: &Ir, provider: Provider, diags: &mut Diagnostics, strict: &StrictOu
     }
 }
 
-/// `to_json_text(&lower(..))`, written one declaration at a time: each is serialised and dropped
-/// before the next is made, instead of all of them (copies of every schema) being held at once.
+/// `to_json_text(&lower(..))`, written one declaration at a time: each is made when the
+/// serializer asks for it and dropped once written, instead of all of them (copies of every
+/// schema) being held at once. serde_json writes it, so the text is the same.
 fn lower_to_text(
     ir: &Ir,
     provider: Provider,
     diags: &mut Diagnostics,
     strict: &StrictOutcomes,
 ) -> String {
-    // `to_string_pretty` indents by two spaces per level; the list sits one level deep in the
-    // Gemini and MCP files.
-    let depth = match provider {
-        Provider::Gemini | Provider::Mcp => 1,
-        _ => 0,
+    let list = LazyList {
+        ir,
+        provider,
+        strict,
+        diags: std::cell::RefCell::new(std::mem::take(diags)),
     };
-    let outer = "  ".repeat(depth);
-    let inner = "  ".repeat(depth + 1);
-    let mut list = String::from("[");
-    let mut empty = true;
-    lower_each(ir, provider, diags, strict, |declaration| {
-        list.push_str(if empty { "\n" } else { ",\n" });
-        empty = false;
-        let text =
-            serde_json::to_string_pretty(&declaration).expect("JSON values always serialise");
-        for (i, line) in text.split('\n').enumerate() {
-            if i > 0 {
-                list.push('\n');
-            }
-            list.push_str(&inner);
-            list.push_str(line);
-        }
-    });
-    if empty {
-        list.push(']');
-    } else {
-        list.push('\n');
-        list.push_str(&outer);
-        list.push(']');
+    let file = LazyFile(&list);
+    let mut text = serde_json::to_string_pretty(&file).expect("JSON values always serialise");
+    text.push('\n');
+    *diags = list.diags.into_inner();
+    text
+}
+
+/// The list of declarations of one provider, made as it is serialised.
+struct LazyList<'a> {
+    ir: &'a Ir,
+    provider: Provider,
+    strict: &'a StrictOutcomes,
+    diags: std::cell::RefCell<Diagnostics>,
+}
+
+impl serde::Serialize for LazyList<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(None)?;
+        let mut result = Ok(());
+        let mut diags = self.diags.borrow_mut();
+        lower_each(
+            self.ir,
+            self.provider,
+            &mut diags,
+            self.strict,
+            |declaration| {
+                if result.is_ok() {
+                    result = seq.serialize_element(&declaration);
+                }
+            },
+        );
+        result?;
+        seq.end()
     }
-    match provider {
-        Provider::Gemini => format!("{{\n  \"functionDeclarations\": {list}\n}}\n"),
-        Provider::Mcp => format!(
-            "{{\n  \"resultType\": \"complete\",\n  \"tools\": {list},\n  \"cacheScope\": \"public\",\n  \"ttlMs\": 0\n}}\n"
-        ),
-        _ => {
-            list.push('\n');
-            list
+}
+
+/// A provider's whole file around its [`LazyList`], as [`lower`] shapes it.
+struct LazyFile<'a, 'b>(&'b LazyList<'a>);
+
+impl serde::Serialize for LazyFile<'_, '_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self.0.provider {
+            Provider::Gemini => {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("functionDeclarations", self.0)?;
+                map.end()
+            }
+            Provider::Mcp => {
+                let mut map = serializer.serialize_map(Some(4))?;
+                map.serialize_entry("resultType", "complete")?;
+                map.serialize_entry("tools", self.0)?;
+                map.serialize_entry("cacheScope", "public")?;
+                map.serialize_entry("ttlMs", &0)?;
+                map.end()
+            }
+            _ => self.0.serialize(serializer),
         }
     }
 }
