@@ -674,14 +674,15 @@ impl<'a> Gen<'a> {
         });
         // A property whose name already is its Rust name keeps it; others that convert to the
         // same name get a suffix, in declaration order.
+        let bases: Vec<String> = properties.keys().map(|w| field_ident_text(w)).collect();
         let mut used: BTreeSet<String> = properties
             .keys()
-            .filter(|wire| unraw(&field_ident_text(wire)) == wire.as_str())
-            .cloned()
+            .zip(&bases)
+            .filter(|(wire, base)| unraw(base) == wire.as_str())
+            .map(|(wire, _)| wire.clone())
             .collect();
         let mut fields = Vec::new();
-        for (wire, schema) in properties {
-            let base = field_ident_text(wire);
+        for ((wire, schema), base) in properties.iter().zip(bases) {
             let mut rust = base.clone();
             if unraw(&base) != wire.as_str() {
                 let mut n = 2;
