@@ -61,11 +61,17 @@ impl Drop for FreshFolders {
     }
 }
 
-fn bench_build(c: &mut Criterion) {
+/// Both groups in one function, so that the output folders are removed only at the very end:
+/// deleting them between measurements would slow the next ones down.
+fn bench_all(c: &mut Criterion) {
+    let folders = FreshFolders::new("build");
+    bench_phases(c, &folders);
+    bench_build(c, &folders);
+}
+
+fn bench_build(c: &mut Criterion, folders: &FreshFolders) {
     let mut group = c.benchmark_group("toolc build");
     group.sample_size(10);
-    // Removed only after both sizes are measured, so that the deletion does not slow the next.
-    let folders = FreshFolders::new("build");
     for n in [1_000usize, 10_000] {
         let text = toolc::synthetic::manifest(n);
         group.bench_function(format!("{n} tools, all outputs, fresh folder"), |b| {
@@ -84,7 +90,7 @@ fn bench_build(c: &mut Criterion) {
 
 /// The stages of the 1,000-tool build one by one: YAML to nodes, the whole check, each emitter on
 /// its own (one thread each, as `emit` runs them side by side), and the write of every output.
-fn bench_phases(c: &mut Criterion) {
+fn bench_phases(c: &mut Criterion, folders: &FreshFolders) {
     let mut group = c.benchmark_group("toolc build phase, 1000 tools");
     group.sample_size(10);
     let text = toolc::synthetic::manifest(1_000);
@@ -112,7 +118,6 @@ fn bench_phases(c: &mut Criterion) {
     }
     let mut diags = toolc::Diagnostics::default();
     let outputs = emit::emit(&ir, &Kind::ALL, &mut diags);
-    let folders = FreshFolders::new("write");
     group.bench_function("write, fresh folder", |b| {
         b.iter_batched(
             || folders.next(),
@@ -128,5 +133,5 @@ fn bench_phases(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_phases, bench_build);
+criterion_group!(benches, bench_all);
 criterion_main!(benches);
