@@ -323,6 +323,20 @@ impl Registry {
         self.run(entry, name, arguments).await
     }
 
+    /// [`Registry::call_value`] for arguments that [`Registry::validate_arguments`] of this same
+    /// registry already accepted (the dispatcher plans, then runs): they are not validated again.
+    pub(crate) async fn call_prevalidated(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Value, CallError> {
+        let entry = self.entry(name)?;
+        if entry.def.location == Location::Client {
+            return Err(CallError::client_tool(name));
+        }
+        self.execute(entry, name, arguments).await
+    }
+
     /// Calls a server tool through its generated types.
     pub async fn call_typed<T: Tool>(&self, arguments: &T::Args) -> Result<T::Output, CallError> {
         let value = serde_json::to_value(arguments).map_err(|e| {
@@ -348,6 +362,16 @@ impl Registry {
 
     async fn run(&self, entry: &Entry, name: &str, arguments: Value) -> Result<Value, CallError> {
         check(entry, name, &arguments)?;
+        self.execute(entry, name, arguments).await
+    }
+
+    /// Runs the executor on arguments that satisfy the schema.
+    async fn execute(
+        &self,
+        entry: &Entry,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Value, CallError> {
         let Some(executor) = &entry.executor else {
             // Unreachable after `build`, which refuses server tools without executors; kept as an
             // error rather than a panic because this path serves model input.
