@@ -8,29 +8,43 @@
 
 use serde_json::{Map, Value};
 
-use super::{codes, object, object_root, parameters_span};
+use super::text::{self, Json};
+use super::{codes, object_root, parameters_span, Shared};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ir::IrTool;
 
-pub(super) fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
+/// Writes the declaration at `depth`: the schema as written, or lowered where its root has a
+/// composition.
+pub(super) fn write(
+    out: &mut Vec<u8>,
+    depth: usize,
+    tool: &IrTool,
+    shared: &Shared,
+    diags: &mut Diagnostics,
+) {
     let d = &tool.def;
-    object([
-        ("name", d.name.as_str().into()),
-        ("description", d.description.as_str().into()),
-        ("input_schema", input_schema(tool, diags)),
-    ])
+    let lowered = lowered_input_schema(tool, diags).map(|schema| text::render(&schema));
+    let input_schema = lowered.as_deref().unwrap_or(&shared.as_written);
+    let declaration = Json::Object(vec![
+        ("name", Json::Str(&d.name)),
+        ("description", Json::Str(&d.description)),
+        ("input_schema", Json::Rendered(input_schema)),
+    ]);
+    text::write(out, &declaration, depth);
 }
 
-fn input_schema(tool: &IrTool, diags: &mut Diagnostics) -> Value {
+/// `input_schema` when the schema as written cannot be it: `None` when there is no composition
+/// at the root.
+fn lowered_input_schema(tool: &IrTool, diags: &mut Diagnostics) -> Option<Value> {
     let schema = object_root(&tool.def.parameters);
-    let Value::Object(root) = &schema else {
-        return schema;
+    let Value::Object(root) = schema.as_ref() else {
+        return None;
     };
     if !["anyOf", "oneOf", "allOf"]
         .iter()
         .any(|k| root.contains_key(*k))
     {
-        return schema;
+        return None;
     }
     let mut out = Map::new();
     let mut properties = root
@@ -49,7 +63,7 @@ fn input_schema(tool: &IrTool, diags: &mut Diagnostics) -> Value {
             "allOf" | "anyOf" | "oneOf" => {
                 let members = value.as_array().map(Vec::as_slice).unwrap_or_default();
                 for member in members {
-                    let member = resolve(member, &schema);
+                    let member = resolve(member, schema.as_ref());
                     if let Some(props) = member.get("properties").and_then(Value::as_object) {
                         for (name, sub) in props {
                             properties
@@ -80,7 +94,7 @@ fn input_schema(tool: &IrTool, diags: &mut Diagnostics) -> Value {
     if !required.is_empty() {
         out.insert("required".into(), Value::Array(required));
     }
-    Value::Object(out)
+    Some(Value::Object(out))
 }
 
 fn resolve<'a>(member: &'a Value, root: &'a Value) -> &'a Value {

@@ -17,6 +17,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::text;
 use super::{codes, describe_pointer, object_root, parameters_span};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::emit::strict::{escape_pointer, resolve_ref};
@@ -56,16 +57,28 @@ const SILENT: &[&str] = &[
     "contentEncoding",
 ];
 
-pub(super) fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
+/// Writes the declaration at `depth`. Gemini's schema is its own dialect, so nothing is shared
+/// with the other files.
+pub(super) fn write(out: &mut Vec<u8>, depth: usize, tool: &IrTool, diags: &mut Diagnostics) {
+    let declaration = declaration(tool, diags);
+    text::write(
+        out,
+        &text::Json::Rendered(&text::render(&declaration)),
+        depth,
+    );
+}
+
+fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
     let d = &tool.def;
     let schema = object_root(&d.parameters);
+    let schema: &Value = &schema;
     let mut cx = Lowering {
-        root: &schema,
+        root: schema,
         stack: Vec::new(),
         depth: 0,
         issues: Vec::new(),
     };
-    let lowered = cx.lower(&schema, "");
+    let lowered = cx.lower(schema, "");
     let mut out = Map::new();
     out.insert("name".into(), d.name.clone().into());
     out.insert("description".into(), d.description.clone().into());

@@ -4,44 +4,62 @@
 //! of `inputSchema.properties` to be a schema object (not `true`/`false`); 2026-07-28 requires
 //! `resultType`, `cacheScope` and `ttlMs` in the result. The file satisfies both.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::{codes, object, object_root, returns_span};
+use super::text::{self, Json};
+use super::{codes, object_root, returns_span, Shared};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ir::IrTool;
 
-/// The whole result. The declarations hold no user data (`cacheScope: public`); `ttlMs: 0` lets a
-/// client cache nothing, since a redeploy may change the tools at any time.
-pub(super) fn list_result(tools: Vec<Value>) -> Value {
-    object([
-        ("resultType", "complete".into()),
-        ("tools", Value::Array(tools)),
-        ("cacheScope", "public".into()),
-        ("ttlMs", 0.into()),
-    ])
-}
-
-pub(super) fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
+/// Writes the declaration at `depth`. The whole result around the declarations (`resultType`,
+/// `cacheScope: public`, `ttlMs: 0`) is written by the caller: the declarations hold no user
+/// data, and a client should cache nothing, since a redeploy may change the tools at any time.
+pub(super) fn write(
+    out: &mut Vec<u8>,
+    depth: usize,
+    tool: &IrTool,
+    shared: &Shared,
+    diags: &mut Diagnostics,
+) {
     let d = &tool.def;
-    let mut out = Map::new();
-    out.insert("name".into(), d.name.clone().into());
-    out.insert("description".into(), d.description.clone().into());
-    out.insert("inputSchema".into(), input_schema(&d.parameters));
-    if let Some(returns) = &d.returns {
+    let lowered = lowered_input_schema(&d.parameters).map(|schema| text::render(&schema));
+    let output = d.returns.as_ref().and_then(|returns| {
         if returns.get("type").and_then(Value::as_str) == Some("object") {
-            out.insert("outputSchema".into(), returns.clone());
+            Some(text::render(returns))
         } else {
             diags.push(output_warning(tool, returns));
+            None
         }
+    });
+    let mut members = vec![
+        ("name", Json::Str(&d.name)),
+        ("description", Json::Str(&d.description)),
+        (
+            "inputSchema",
+            Json::Rendered(lowered.as_deref().unwrap_or(&shared.as_written)),
+        ),
+    ];
+    if let Some(output) = &output {
+        members.push(("outputSchema", Json::Rendered(output)));
     }
-    Value::Object(out)
+    text::write(out, &Json::Object(members), depth);
 }
 
-fn input_schema(parameters: &Value) -> Value {
-    let mut schema = object_root(parameters);
+/// `inputSchema` when the schema as written cannot be it: `None` unless a property's schema is
+/// `true` or `false`, which become the objects with the same meaning.
+fn lowered_input_schema(parameters: &Value) -> Option<Value> {
+    let schema = object_root(parameters);
+    let is_bool = |props: &serde_json::Map<String, Value>| props.values().any(Value::is_boolean);
+    if !schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(is_bool)
+    {
+        return None;
+    }
+    let mut schema = schema.into_owned();
     if let Some(Value::Object(props)) = schema.get_mut("properties") {
         for sub in props.values_mut() {
-            // `true` and `false` as JSON objects with the same meaning.
             match sub {
                 Value::Bool(true) => *sub = json!({}),
                 Value::Bool(false) => *sub = json!({ "not": {} }),
@@ -49,7 +67,7 @@ fn input_schema(parameters: &Value) -> Value {
             }
         }
     }
-    schema
+    Some(schema)
 }
 
 fn output_warning(tool: &IrTool, returns: &Value) -> Diagnostic {

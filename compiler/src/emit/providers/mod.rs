@@ -16,6 +16,9 @@ mod anthropic;
 mod gemini;
 mod mcp;
 mod openai;
+mod text;
+
+use std::borrow::Cow;
 
 use serde_json::{json, Value};
 
@@ -130,19 +133,16 @@ impl Provider {
 /// Writes `providers/<name>.json` for every provider. A strict-mode problem is reported once for
 /// both OpenAI providers that have strict mode.
 ///
-/// The six files are lowered and serialised on all cores (they only read the IR and the strict
-/// outcomes); files and warnings are merged in provider order, as if made one by one.
+/// What several files share (each tool's schema as written and its strict form) is rendered
+/// once, on all cores; then the six files are assembled on all cores. Files and warnings are
+/// merged in provider order, as if made one by one.
 pub fn emit(ir: &Ir, diags: &mut Diagnostics, outputs: &mut Outputs) {
-    let strict = strict_outcomes(ir);
-    // As many threads as cores, each taking the next file: every thread has its own allocator
-    // heap, and pages first touched cost the kernel's zeroing.
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, Provider::ALL.len());
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let shared = shared_renders(ir, threads);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut made: Vec<(Provider, String, Diagnostics)> = std::thread::scope(|scope| {
-        let (strict, next) = (&strict, &next);
-        let handles: Vec<_> = (0..threads)
+        let (shared, next) = (&shared, &next);
+        let handles: Vec<_> = (0..threads.clamp(1, Provider::ALL.len()))
             .map(|_| {
                 scope.spawn(move || {
                     let mut done = Vec::new();
@@ -152,7 +152,7 @@ pub fn emit(ir: &Ir, diags: &mut Diagnostics, outputs: &mut Outputs) {
                             break done;
                         };
                         let mut provider_diags = Diagnostics::default();
-                        let text = lower_to_text(ir, provider, &mut provider_diags, strict);
+                        let text = file(ir, provider, shared, &mut provider_diags);
                         done.push((provider, text, provider_diags));
                     }
                 })
@@ -173,147 +173,108 @@ pub fn emit(ir: &Ir, diags: &mut Diagnostics, outputs: &mut Outputs) {
     }
     warn_strict(
         ir,
-        &strict,
+        &shared,
         &[Provider::OpenaiChat, Provider::OpenaiResponses],
         diags,
     );
 }
 
-/// One provider's declarations, with that provider's warnings pushed to `diags`.
-pub fn declarations(ir: &Ir, provider: Provider, diags: &mut Diagnostics) -> Value {
-    let strict = if provider.has_strict_mode() {
-        strict_outcomes(ir)
-    } else {
-        Vec::new()
-    };
-    let value = lower(ir, provider, diags, &strict);
-    warn_strict(ir, &strict, &[provider], diags);
-    value
-}
-
-/// Per tool (by index): the strict schema, or why there is none.
-type StrictOutcomes = Vec<Result<Value, Vec<StrictIssue>>>;
-
-fn strict_outcomes(ir: &Ir) -> StrictOutcomes {
-    ir.tools
-        .iter()
-        .map(|t| strict::to_strict(&t.def.parameters))
-        .collect()
-}
-
-fn lower(ir: &Ir, provider: Provider, diags: &mut Diagnostics, strict: &StrictOutcomes) -> Value {
-    let mut tools = Vec::with_capacity(ir.tools.len());
-    lower_each(ir, provider, diags, strict, |declaration| {
-        tools.push(declaration)
-    });
-    match provider {
-        Provider::Gemini => object([("functionDeclarations", Value::Array(tools))]),
-        Provider::Mcp => mcp::list_result(tools),
-        _ => Value::Array(tools),
+/// One provider's file, as `toolc build` writes it, with that provider's warnings pushed to
+/// `diags`.
+pub fn file_text(ir: &Ir, provider: Provider, diags: &mut Diagnostics) -> String {
+    let shared = shared_renders(ir, 1);
+    let text = file(ir, provider, &shared, diags);
+    if provider.has_strict_mode() {
+        warn_strict(ir, &shared, &[provider], diags);
     }
-}
-
-/// `to_json_text(&lower(..))`, written one declaration at a time: each is made when the
-/// serializer asks for it and dropped once written, instead of all of them (copies of every
-/// schema) being held at once. serde_json writes it, so the text is the same.
-fn lower_to_text(
-    ir: &Ir,
-    provider: Provider,
-    diags: &mut Diagnostics,
-    strict: &StrictOutcomes,
-) -> String {
-    let list = LazyList {
-        ir,
-        provider,
-        strict,
-        diags: std::cell::RefCell::new(std::mem::take(diags)),
-    };
-    let file = LazyFile(&list);
-    let mut text = serde_json::to_string_pretty(&file).expect("JSON values always serialise");
-    text.push('\n');
-    *diags = list.diags.into_inner();
     text
 }
 
-/// The list of declarations of one provider, made as it is serialised.
-struct LazyList<'a> {
-    ir: &'a Ir,
-    provider: Provider,
-    strict: &'a StrictOutcomes,
-    diags: std::cell::RefCell<Diagnostics>,
+/// One provider's declarations (the file's JSON), with that provider's warnings pushed to `diags`.
+pub fn declarations(ir: &Ir, provider: Provider, diags: &mut Diagnostics) -> Value {
+    serde_json::from_str(&file_text(ir, provider, diags)).expect("provider files are JSON")
 }
 
-impl serde::Serialize for LazyList<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeSeq;
-        let mut seq = serializer.serialize_seq(None)?;
-        let mut result = Ok(());
-        let mut diags = self.diags.borrow_mut();
-        lower_each(
-            self.ir,
-            self.provider,
-            &mut diags,
-            self.strict,
-            |declaration| {
-                if result.is_ok() {
-                    result = seq.serialize_element(&declaration);
-                }
-            },
-        );
-        result?;
-        seq.end()
+/// What several provider files carry for one tool, rendered once ([`text::render`]).
+struct Shared {
+    /// `parameters` as written, with `type: object` at the root.
+    as_written: String,
+    /// The strict schema, or why there is none.
+    strict: Result<String, Vec<StrictIssue>>,
+}
+
+/// [`Shared`] for every tool, in tool order, rendered on up to `threads` threads.
+fn shared_renders(ir: &Ir, threads: usize) -> Vec<Shared> {
+    let render = |tool: &IrTool| Shared {
+        as_written: text::render(&object_root(&tool.def.parameters)),
+        strict: strict::to_strict(&tool.def.parameters).map(|schema| text::render(&schema)),
+    };
+    let chunk = ir.tools.len().div_ceil(threads.max(1)).max(64);
+    if ir.tools.len() <= chunk {
+        return ir.tools.iter().map(render).collect();
     }
+    std::thread::scope(|scope| {
+        let render = &render;
+        let handles: Vec<_> = ir
+            .tools
+            .chunks(chunk)
+            .map(|tools| scope.spawn(move || tools.iter().map(render).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
 }
 
-/// A provider's whole file around its [`LazyList`], as [`lower`] shapes it.
-struct LazyFile<'a, 'b>(&'b LazyList<'a>);
-
-impl serde::Serialize for LazyFile<'_, '_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        match self.0.provider {
-            Provider::Gemini => {
-                let mut map = serializer.serialize_map(Some(1))?;
-                map.serialize_entry("functionDeclarations", self.0)?;
-                map.end()
-            }
-            Provider::Mcp => {
-                let mut map = serializer.serialize_map(Some(4))?;
-                map.serialize_entry("resultType", "complete")?;
-                map.serialize_entry("tools", self.0)?;
-                map.serialize_entry("cacheScope", "public")?;
-                map.serialize_entry("ttlMs", &0)?;
-                map.end()
-            }
-            _ => self.0.serialize(serializer),
+/// One provider's whole file.
+fn file(ir: &Ir, provider: Provider, shared: &[Shared], diags: &mut Diagnostics) -> String {
+    // Each declaration repeats its schema, so the file is a little longer than the schemas.
+    let estimate: usize = shared.iter().map(|s| s.as_written.len() + 256).sum();
+    let mut out = Vec::with_capacity(estimate * 5 / 4);
+    let list_depth = match provider {
+        Provider::Gemini => {
+            out.extend_from_slice(b"{\n  \"functionDeclarations\": ");
+            1
         }
-    }
-}
-
-/// Each declaration of `provider`'s file, in tool order, to `each`.
-fn lower_each(
-    ir: &Ir,
-    provider: Provider,
-    diags: &mut Diagnostics,
-    strict: &StrictOutcomes,
-    mut each: impl FnMut(Value),
-) {
-    for (index, tool) in ir.tools.iter().enumerate() {
+        Provider::Mcp => {
+            out.extend_from_slice(b"{\n  \"resultType\": \"complete\",\n  \"tools\": ");
+            1
+        }
+        _ => 0,
+    };
+    let mut list = text::ArrayWriter::open(&mut out, list_depth);
+    for (tool, shared) in ir.tools.iter().zip(shared) {
         if !provider.accepts_name(&tool.def.name) {
             diags.push(name_warning(tool, provider));
             continue;
         }
-        let strict = strict.get(index).and_then(|o| o.as_ref().ok());
-        let declaration = match provider {
-            Provider::OpenaiRealtime => openai::realtime(tool),
-            Provider::OpenaiChat => openai::chat(tool, strict),
-            Provider::OpenaiResponses => openai::responses(tool, strict),
-            Provider::Anthropic => anthropic::declaration(tool, diags),
-            Provider::Gemini => gemini::declaration(tool, diags),
-            Provider::Mcp => mcp::declaration(tool, diags),
-        };
-        each(declaration);
+        let depth = list.next(&mut out);
+        match provider {
+            Provider::OpenaiRealtime => {
+                text::write(&mut out, &openai::realtime(tool, shared), depth)
+            }
+            Provider::OpenaiChat => text::write(&mut out, &openai::chat(tool, shared), depth),
+            Provider::OpenaiResponses => {
+                text::write(&mut out, &openai::responses(tool, shared), depth)
+            }
+            Provider::Anthropic => anthropic::write(&mut out, depth, tool, shared, diags),
+            Provider::Gemini => gemini::write(&mut out, depth, tool, diags),
+            Provider::Mcp => mcp::write(&mut out, depth, tool, shared, diags),
+        }
     }
+    list.close(&mut out);
+    match provider {
+        Provider::Gemini => out.extend_from_slice(b"\n}"),
+        Provider::Mcp => {
+            out.extend_from_slice(b",\n  \"cacheScope\": \"public\",\n  \"ttlMs\": 0\n}")
+        }
+        _ => {}
+    }
+    text::finish(out)
 }
 
 fn name_warning(tool: &IrTool, provider: Provider) -> Diagnostic {
@@ -336,10 +297,12 @@ fn name_warning(tool: &IrTool, provider: Provider) -> Diagnostic {
     d
 }
 
-fn warn_strict(ir: &Ir, strict: &StrictOutcomes, providers: &[Provider], diags: &mut Diagnostics) {
+fn warn_strict(ir: &Ir, shared: &[Shared], providers: &[Provider], diags: &mut Diagnostics) {
     let names: Vec<&str> = providers.iter().map(|p| p.name()).collect();
-    for (tool, outcome) in ir.tools.iter().zip(strict) {
-        let Err(issues) = outcome else { continue };
+    for (tool, shared) in ir.tools.iter().zip(shared) {
+        let Err(issues) = &shared.strict else {
+            continue;
+        };
         if !providers.iter().any(|p| p.accepts_name(&tool.def.name)) {
             continue;
         }
@@ -410,23 +373,13 @@ fn describe_pointer(pointer: &str) -> String {
     }
 }
 
-/// A JSON object with these members in this order. Unlike `json!`, which serialises every value
-/// it is given into a new one, this moves the values in: the schemas are large.
-fn object<const N: usize>(members: [(&str, Value); N]) -> Value {
-    Value::Object(
-        members
-            .into_iter()
-            .map(|(key, value)| (key.to_owned(), value))
-            .collect(),
-    )
-}
-
 /// The parameters schema with `type: object` at the root, which every provider requires (the
-/// manifest checks demand it; tools built from Rust definitions may leave it implicit).
-fn object_root(schema: &Value) -> Value {
+/// manifest checks demand it; tools built from Rust definitions may leave it implicit). Borrowed
+/// when it already is.
+fn object_root(schema: &Value) -> Cow<'_, Value> {
     match schema {
         Value::Object(map) if map.get("type").and_then(Value::as_str) == Some("object") => {
-            schema.clone()
+            Cow::Borrowed(schema)
         }
         Value::Object(map) => {
             let mut out = serde_json::Map::new();
@@ -436,9 +389,9 @@ fn object_root(schema: &Value) -> Value {
                     out.insert(k.clone(), v.clone());
                 }
             }
-            Value::Object(out)
+            Cow::Owned(Value::Object(out))
         }
-        _ => json!({ "type": "object" }),
+        _ => Cow::Owned(json!({ "type": "object" })),
     }
 }
 
@@ -464,10 +417,12 @@ mod tests {
         assert!(Provider::OpenaiChat.accepts_name("1st"));
     }
 
-    /// The files written one declaration at a time are the files serialised whole, for the
-    /// reference manifests, synthetic tools, an empty manifest and names a provider refuses.
+    /// The files assembled from rendered schemas are laid out exactly as serde_json lays out
+    /// their values (their content is pinned by the snapshots in `tests/provider_snapshots.rs`),
+    /// whichever files a schema is shared by, for the reference manifests, synthetic tools, an
+    /// empty manifest, names a provider refuses and schemas each provider lowers.
     #[test]
-    fn files_written_by_declaration_are_the_whole_files() {
+    fn text_files_are_the_serde_files() {
         let reference = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests");
         let mut irs = vec![Ir::default()];
         for entry in std::fs::read_dir(reference).expect("reference manifests") {
@@ -482,20 +437,43 @@ mod tests {
         let mut synthetic = session.check().expect("valid");
         synthetic.tools[3].def.name = "a.b".into(); // MCP and Gemini only
         synthetic.tools[4].def.name = "9lives".into(); // not Gemini
+        synthetic.tools[5].def.parameters = json!({
+            "anyOf": [{"properties": {"a": true, "b": false}}, {"properties": {"c": {}}}],
+            "description": "line\nbreak"
+        });
+        synthetic.tools[6].def.parameters = json!({});
         irs.push(synthetic);
         for ir in &irs {
-            let strict = strict_outcomes(ir);
+            let (mut together, mut one_by_one) = (Outputs::new(), Diagnostics::default());
+            let mut diags = Diagnostics::default();
+            emit(ir, &mut diags, &mut together);
             for provider in Provider::ALL {
-                let (mut a, mut b) = (Diagnostics::default(), Diagnostics::default());
-                let whole = to_json_text(&lower(ir, provider, &mut a, &strict));
+                let text = &together[&format!("providers/{}.json", provider.name())];
+                let value: Value = serde_json::from_str(text).expect("JSON");
+                assert_eq!(&to_json_text(&value), text, "{provider:?}");
                 assert_eq!(
-                    lower_to_text(ir, provider, &mut b, &strict),
-                    whole,
+                    &file_text(ir, provider, &mut one_by_one),
+                    text,
                     "{provider:?}"
                 );
-                assert_eq!(a.iter().count(), b.iter().count());
+                assert_eq!(
+                    declarations(ir, provider, &mut Diagnostics::default()),
+                    value
+                );
             }
+            assert_eq!(
+                diags.iter().count(),
+                one_by_one.iter().count() - strict_warnings(&diags),
+                "the strict warnings are given once by `emit`, once per provider by `file_text`"
+            );
         }
+    }
+
+    fn strict_warnings(diags: &Diagnostics) -> usize {
+        diags
+            .iter()
+            .filter(|d| d.code == codes::STRICT_MODE_UNAVAILABLE)
+            .count()
     }
 
     #[test]

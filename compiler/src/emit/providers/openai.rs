@@ -1,56 +1,56 @@
 //! OpenAI: Realtime GA `session.tools`, Chat Completions `tools`, Responses `tools`.
 
-use serde_json::Value;
-
-use super::{object, object_root};
+use super::text::Json;
+use super::Shared;
 use crate::ir::IrTool;
 
 /// A Realtime GA function tool (`RealtimeFunctionTool`). Realtime has no strict mode, so the
 /// schema goes as written.
-pub(super) fn realtime(tool: &IrTool) -> Value {
+pub(super) fn realtime<'a>(tool: &'a IrTool, shared: &'a Shared) -> Json<'a> {
     let d = &tool.def;
-    object([
-        ("type", "function".into()),
-        ("name", d.name.as_str().into()),
-        ("description", d.description.as_str().into()),
-        ("parameters", object_root(&d.parameters)),
+    Json::Object(vec![
+        ("type", Json::Str("function")),
+        ("name", Json::Str(&d.name)),
+        ("description", Json::Str(&d.description)),
+        ("parameters", Json::Rendered(&shared.as_written)),
     ])
 }
 
 /// A Chat Completions tool (`ChatCompletionTool` with a `FunctionObject`).
-pub(super) fn chat(tool: &IrTool, strict: Option<&Value>) -> Value {
+pub(super) fn chat<'a>(tool: &'a IrTool, shared: &'a Shared) -> Json<'a> {
     let d = &tool.def;
-    let (parameters, is_strict) = parameters(tool, strict);
-    object([
-        ("type", "function".into()),
+    let (parameters, is_strict) = parameters(shared);
+    Json::Object(vec![
+        ("type", Json::Str("function")),
         (
             "function",
-            object([
-                ("name", d.name.as_str().into()),
-                ("description", d.description.as_str().into()),
+            Json::Object(vec![
+                ("name", Json::Str(&d.name)),
+                ("description", Json::Str(&d.description)),
                 ("parameters", parameters),
-                ("strict", is_strict.into()),
+                ("strict", Json::Bool(is_strict)),
             ]),
         ),
     ])
 }
 
 /// A Responses function tool (`FunctionTool`, where `strict` is a required field).
-pub(super) fn responses(tool: &IrTool, strict: Option<&Value>) -> Value {
+pub(super) fn responses<'a>(tool: &'a IrTool, shared: &'a Shared) -> Json<'a> {
     let d = &tool.def;
-    let (parameters, is_strict) = parameters(tool, strict);
-    object([
-        ("type", "function".into()),
-        ("name", d.name.as_str().into()),
-        ("description", d.description.as_str().into()),
+    let (parameters, is_strict) = parameters(shared);
+    Json::Object(vec![
+        ("type", Json::Str("function")),
+        ("name", Json::Str(&d.name)),
+        ("description", Json::Str(&d.description)),
         ("parameters", parameters),
-        ("strict", is_strict.into()),
+        ("strict", Json::Bool(is_strict)),
     ])
 }
 
-fn parameters(tool: &IrTool, strict: Option<&Value>) -> (Value, bool) {
-    match strict {
-        Some(schema) => (schema.clone(), true),
-        None => (object_root(&tool.def.parameters), false),
+/// The strict schema where there is one, else the schema as written with `strict: false`.
+fn parameters(shared: &Shared) -> (Json<'_>, bool) {
+    match &shared.strict {
+        Ok(schema) => (Json::Rendered(schema), true),
+        Err(_) => (Json::Rendered(&shared.as_written), false),
     }
 }
