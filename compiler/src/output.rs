@@ -14,99 +14,171 @@ pub struct WriteReport {
     pub unchanged: Vec<PathBuf>,
 }
 
-/// Writes every output under `dir`. Each changed file is first written beside its target under a
-/// temporary name; only when all of them are written are they renamed into place.
-///
-/// When `dir` does not exist yet, the whole tree is written into a hidden sibling folder that is
-/// then renamed to `dir`: one rename instead of one per file, and still all or nothing.
+/// Writes every output under `dir`, all or nothing; see [`OutputWriter`].
 pub fn write_outputs(dir: &Path, outputs: &Outputs) -> io::Result<WriteReport> {
-    if std::fs::symlink_metadata(dir).is_err() {
-        if let Some(report) = write_fresh(dir, outputs)? {
-            return Ok(report);
-        }
-    }
-    let mut report = WriteReport::default();
-    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let mut created = Folders::default();
-    let result = (|| {
-        for (relative, content) in outputs {
-            let target = dir.join(relative);
-            if same_content(&target, content) {
-                report.unchanged.push(target);
-                continue;
-            }
-            if let Some(parent) = target.parent() {
-                created.ensure(parent)?;
-            }
-            let file_name = target
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let temp = target.with_file_name(format!(".{file_name}.toolc-tmp"));
-            std::fs::write(&temp, content)?;
-            staged.push((temp, target));
-        }
-        Ok(())
-    })();
-    if let Err(e) = result {
-        for (temp, _) in &staged {
-            let _ = std::fs::remove_file(temp);
-        }
-        return Err(e);
-    }
-    for (temp, target) in staged {
-        std::fs::rename(&temp, &target)?;
-        report.written.push(target);
-    }
-    Ok(report)
+    let mut writer = OutputWriter::begin(dir)?;
+    writer.add(outputs)?;
+    writer.commit()
 }
 
-/// The fresh-folder case of [`write_outputs`]. Returns `None` when `dir` appeared meanwhile (the
-/// caller then writes file by file) and an error when the staging folder cannot be written.
-fn write_fresh(dir: &Path, outputs: &Outputs) -> io::Result<Option<WriteReport>> {
-    let Some(name) = dir.file_name() else {
-        return Ok(None); // `..` or a root: not a folder we would create
-    };
-    let parent = dir.parent().unwrap_or(Path::new(""));
-    let staging = parent.join(format!(
-        ".{}.toolc-tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    if !parent.as_os_str().is_empty() {
-        std::fs::create_dir_all(parent)?;
+/// Writes generated files as they are produced, and puts them in place only at [`commit`]:
+/// all or nothing, and only the files whose content changed.
+///
+/// When `dir` does not exist yet, files go into a hidden sibling folder that `commit` renames to
+/// `dir`: one rename instead of one per file. Otherwise each changed file is written beside its
+/// target under a temporary name, and `commit` renames them all. A writer dropped without
+/// `commit` (an error, a panic) removes what it wrote.
+///
+/// [`commit`]: OutputWriter::commit
+#[derive(Debug)]
+pub struct OutputWriter {
+    dir: PathBuf,
+    mode: Mode,
+    folders: Folders,
+    /// Every file added, relative to `dir`.
+    added: Vec<String>,
+    unchanged: Vec<PathBuf>,
+    committed: bool,
+}
+
+#[derive(Debug)]
+enum Mode {
+    /// Into this hidden sibling folder of `dir`.
+    Fresh { staging: PathBuf },
+    /// Beside each target: (temporary file, target).
+    InPlace { staged: Vec<(PathBuf, PathBuf)> },
+}
+
+impl OutputWriter {
+    pub fn begin(dir: &Path) -> io::Result<OutputWriter> {
+        let mut writer = OutputWriter {
+            dir: dir.to_path_buf(),
+            mode: Mode::InPlace { staged: Vec::new() },
+            folders: Folders::default(),
+            added: Vec::new(),
+            unchanged: Vec::new(),
+            committed: false,
+        };
+        if std::fs::symlink_metadata(dir).is_ok() {
+            return Ok(writer);
+        }
+        let Some(name) = dir.file_name() else {
+            return Ok(writer); // `..` or a root: not a folder we would create
+        };
+        let parent = dir.parent().unwrap_or(Path::new(""));
+        let staging = parent.join(format!(
+            ".{}.toolc-tmp-{}",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        if !parent.as_os_str().is_empty() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let _ = std::fs::remove_dir_all(&staging); // left over by a killed run of this process id
+        writer.folders.ensure(&staging)?;
+        writer.mode = Mode::Fresh { staging };
+        Ok(writer)
     }
-    let _ = std::fs::remove_dir_all(&staging); // left over by a killed run of this process id
-    let written = (|| {
-        let mut created = Folders::default();
-        created.ensure(&staging)?;
-        let files: Vec<(PathBuf, &str)> = outputs
-            .iter()
-            .map(|(relative, content)| (staging.join(relative), content.as_str()))
-            .collect();
-        for (path, _) in &files {
-            if let Some(folder) = path.parent() {
-                created.ensure(folder)?;
+
+    /// Writes `outputs` (paths relative to the output folder) to their staging places.
+    pub fn add(&mut self, outputs: &Outputs) -> io::Result<()> {
+        match &mut self.mode {
+            // One thread: creating files contends on the file system's allocation locks, and
+            // on this machine several writer threads measured no faster, only busier.
+            Mode::Fresh { staging } => {
+                for (relative, content) in outputs {
+                    let path = staging.join(relative);
+                    if let Some(folder) = path.parent() {
+                        self.folders.ensure(folder)?;
+                    }
+                    std::fs::write(&path, content)?;
+                }
+            }
+            Mode::InPlace { staged } => {
+                for (relative, content) in outputs {
+                    let target = self.dir.join(relative);
+                    if same_content(&target, content) {
+                        self.unchanged.push(target);
+                        continue;
+                    }
+                    if let Some(parent) = target.parent() {
+                        self.folders.ensure(parent)?;
+                    }
+                    let file_name = target
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let temp = target.with_file_name(format!(".{file_name}.toolc-tmp"));
+                    std::fs::write(&temp, content)?;
+                    staged.push((temp, target));
+                }
             }
         }
-        // One thread: creating files contends on the file system's allocation locks, and on
-        // this machine several writer threads measured no faster, only busier.
-        for (path, content) in &files {
-            std::fs::write(path, content)?;
+        self.added.extend(outputs.keys().cloned());
+        Ok(())
+    }
+
+    /// Puts every added file in place; reports them in path order.
+    pub fn commit(mut self) -> io::Result<WriteReport> {
+        self.committed = true;
+        let mut report = WriteReport::default();
+        match std::mem::replace(&mut self.mode, Mode::InPlace { staged: Vec::new() }) {
+            Mode::Fresh { staging } => {
+                if let Err(e) = std::fs::rename(&staging, &self.dir) {
+                    let moved = if std::fs::symlink_metadata(&self.dir).is_ok() {
+                        // `dir` appeared meanwhile: move the staged files into it one by one.
+                        self.staged_outputs(&staging)
+                            .and_then(|outputs| write_outputs(&self.dir, &outputs))
+                    } else {
+                        Err(e)
+                    };
+                    let _ = std::fs::remove_dir_all(&staging);
+                    return moved;
+                }
+                self.added.sort();
+                report.written = self.added.iter().map(|r| self.dir.join(r)).collect();
+            }
+            Mode::InPlace { staged } => {
+                for (temp, target) in staged {
+                    std::fs::rename(&temp, &target)?;
+                    report.written.push(target);
+                }
+                report.written.sort();
+                report.unchanged = std::mem::take(&mut self.unchanged);
+                report.unchanged.sort();
+            }
         }
-        std::fs::rename(&staging, dir)
-    })();
-    match written {
-        Ok(()) => Ok(Some(WriteReport {
-            written: outputs.keys().map(|relative| dir.join(relative)).collect(),
-            unchanged: Vec::new(),
-        })),
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&staging);
-            if std::fs::symlink_metadata(dir).is_ok() {
-                Ok(None)
-            } else {
-                Err(e)
+        Ok(report)
+    }
+}
+
+impl OutputWriter {
+    fn staged_outputs(&self, staging: &Path) -> io::Result<Outputs> {
+        self.added
+            .iter()
+            .map(|relative| {
+                Ok((
+                    relative.clone(),
+                    std::fs::read_to_string(staging.join(relative))?,
+                ))
+            })
+            .collect()
+    }
+}
+
+impl Drop for OutputWriter {
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        match &self.mode {
+            Mode::Fresh { staging } => {
+                let _ = std::fs::remove_dir_all(staging);
+            }
+            Mode::InPlace { staged } => {
+                for (temp, _) in staged {
+                    let _ = std::fs::remove_file(temp);
+                }
             }
         }
     }
@@ -119,7 +191,7 @@ fn same_content(path: &Path, content: &str) -> bool {
 }
 
 /// Folders already created in this write, so that each is created once, not once per file.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Folders(std::collections::HashSet<PathBuf>);
 
 impl Folders {
@@ -254,6 +326,108 @@ mod tests {
         assert!(write_outputs(&dir, &bad).is_err());
         assert!(!dir.exists());
         assert_eq!(std::fs::read_dir(&base).unwrap().count(), 0);
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn files_added_in_parts_appear_only_at_commit() {
+        let base = scratch("parts");
+        for existing in [false, true] {
+            let dir = base.join(format!("out-{existing}"));
+            if existing {
+                write_outputs(&dir, &outputs(&[("a.json", "old"), ("keep.json", "k")])).unwrap();
+            }
+            let mut writer = OutputWriter::begin(&dir).unwrap();
+            writer
+                .add(&outputs(&[("schemas/b.json", "2"), ("keep.json", "k")]))
+                .unwrap();
+            assert!(
+                !dir.join("schemas/b.json").exists(),
+                "nothing is in place yet"
+            );
+            writer.add(&outputs(&[("a.json", "1")])).unwrap();
+            let report = writer.commit().unwrap();
+            let mut written = vec![dir.join("a.json"), dir.join("schemas/b.json")];
+            if !existing {
+                written.insert(1, dir.join("keep.json"));
+            }
+            assert_eq!(report.written, written, "existing: {existing}");
+            let kept = if existing {
+                vec![dir.join("keep.json")]
+            } else {
+                Vec::new()
+            };
+            assert_eq!(report.unchanged, kept);
+            assert_eq!(std::fs::read_to_string(dir.join("a.json")).unwrap(), "1");
+        }
+        let leftovers = std::fs::read_dir(&base)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with('.')
+            })
+            .count();
+        assert_eq!(leftovers, 0, "no staging folder is left");
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn a_writer_dropped_before_commit_leaves_nothing_behind() {
+        let base = scratch("dropped");
+        let fresh = base.join("fresh");
+        let mut writer = OutputWriter::begin(&fresh).unwrap();
+        writer.add(&outputs(&[("a/b.json", "1")])).unwrap();
+        drop(writer);
+        assert_eq!(std::fs::read_dir(&base).unwrap().count(), 0);
+
+        let existing = base.join("existing");
+        write_outputs(&existing, &outputs(&[("a.json", "old")])).unwrap();
+        let mut writer = OutputWriter::begin(&existing).unwrap();
+        writer
+            .add(&outputs(&[("a.json", "new"), ("c.json", "3")]))
+            .unwrap();
+        drop(writer);
+        let names: Vec<_> = std::fs::read_dir(&existing)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("a.json")]);
+        assert_eq!(
+            std::fs::read_to_string(existing.join("a.json")).unwrap(),
+            "old"
+        );
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn a_folder_that_appears_during_a_fresh_write_is_written_file_by_file() {
+        let base = scratch("appeared");
+        let dir = base.join("out");
+        let mut writer = OutputWriter::begin(&dir).unwrap();
+        writer
+            .add(&outputs(&[("a.json", "1"), ("s/b.json", "2")]))
+            .unwrap();
+        // Another process creates the folder, with a file of its own, before the commit.
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("theirs.txt"), "t").unwrap();
+        let report = writer.commit().unwrap();
+        assert_eq!(
+            report.written,
+            vec![dir.join("a.json"), dir.join("s/b.json")]
+        );
+        assert_eq!(std::fs::read_to_string(dir.join("s/b.json")).unwrap(), "2");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("theirs.txt")).unwrap(),
+            "t"
+        );
+        assert_eq!(
+            std::fs::read_dir(&base).unwrap().count(),
+            1,
+            "no staging folder left"
+        );
         let _ = std::fs::remove_dir_all(&base);
     }
 

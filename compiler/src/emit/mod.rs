@@ -48,25 +48,59 @@ impl Kind {
 /// provider warnings are merged in the order of `kinds`, so the result does not depend on which
 /// thread finishes first.
 pub fn emit(ir: &Ir, kinds: &[Kind], diags: &mut Diagnostics) -> Outputs {
-    let results: Vec<(Outputs, Diagnostics)> = std::thread::scope(|scope| {
+    let mut parts: Vec<(Kind, Outputs)> = Vec::new();
+    let written: Result<(), std::convert::Infallible> = emit_each(ir, kinds, diags, |kind, out| {
+        parts.push((kind, out));
+        Ok(())
+    });
+    let Ok(()) = written;
+    parts.sort_by_key(|(kind, _)| kinds.iter().position(|k| k == kind));
+    parts.into_iter().flat_map(|(_, out)| out).collect()
+}
+
+/// Like [`emit`], but hands each emitter's outputs to `each` on the calling thread as soon as
+/// that emitter finishes, so that they can be written while the others still run. Warnings are
+/// merged in the order of `kinds`. The first error of `each` is returned once every emitter has
+/// finished; `each` is not called again after it.
+pub fn emit_each<E>(
+    ir: &Ir,
+    kinds: &[Kind],
+    diags: &mut Diagnostics,
+    mut each: impl FnMut(Kind, Outputs) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut kind_diags: Vec<Option<Diagnostics>> = kinds.iter().map(|_| None).collect();
+    let mut result = Ok(());
+    std::thread::scope(|scope| {
+        let (sender, receiver) = std::sync::mpsc::channel();
         let handles: Vec<_> = kinds
             .iter()
-            .map(|&kind| scope.spawn(move || emit_one(ir, kind)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            .enumerate()
+            .map(|(index, &kind)| {
+                let sender = sender.clone();
+                scope.spawn(move || {
+                    let (outputs, diags) = emit_one(ir, kind);
+                    // The receiver outlives every sender: it is dropped after the scope.
+                    let _ = sender.send((index, outputs, diags));
+                })
             })
-            .collect()
+            .collect();
+        drop(sender);
+        for (index, outputs, diags) in receiver {
+            kind_diags[index] = Some(diags);
+            if result.is_ok() {
+                result = each(kinds[index], outputs);
+            }
+        }
+        for handle in handles {
+            if let Err(panic) = handle.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
     });
-    let mut outputs = Outputs::new();
-    for (kind_outputs, kind_diags) in results {
-        outputs.extend(kind_outputs);
+    for kind_diags in kind_diags.into_iter().flatten() {
         diags.extend(kind_diags);
     }
-    outputs
+    result
 }
 
 fn emit_one(ir: &Ir, kind: Kind) -> (Outputs, Diagnostics) {
