@@ -1269,6 +1269,18 @@ fn raw_string(text: &str) -> Literal {
         .unwrap_or_else(|_| Literal::string(text))
 }
 
+/// [`raw_string`] as text, without building the literal: schemas are the largest part of the file.
+fn raw_string_text(text: &str) -> String {
+    if text.contains('\r') {
+        return raw_string(text).to_string(); // a raw string cannot hold a bare CR
+    }
+    let mut hashes = String::from("#");
+    while text.contains(&format!("\"{hashes}")) {
+        hashes.push('#');
+    }
+    format!("r{hashes}\"{text}\"{hashes}")
+}
+
 /// Items as prettyplease prints them.
 fn pretty(tokens: TokenStream) -> String {
     match syn::parse2::<syn::File>(tokens) {
@@ -1586,11 +1598,11 @@ impl<'a> Text<'a> {
             let description = Literal::string(&def.description).to_string();
             t.call(12, "description: ", string_from, &description, ",", "")?;
             t.line(12, &["location: ", location, ","]);
-            let parameters = raw_string(&def.parameters.to_string()).to_string();
+            let parameters = raw_string_text(&def.parameters.to_string());
             t.call(12, "parameters: ", schema, &parameters, ",", "")?;
             match &def.returns {
                 Some(r) => {
-                    let lit = raw_string(&r.to_string()).to_string();
+                    let lit = raw_string_text(&r.to_string());
                     t.some(12, "returns: ", schema, &lit)?;
                 }
                 None => t.line(12, &["returns: ::std::option::Option::None,"]),
