@@ -192,7 +192,7 @@ fn same_content(path: &Path, content: &str) -> bool {
 
 /// Folders already created in this write, so that each is created once, not once per file.
 #[derive(Debug, Default)]
-struct Folders(std::collections::HashSet<PathBuf>);
+struct Folders(foldhash::HashSet<PathBuf>);
 
 impl Folders {
     fn ensure(&mut self, folder: &Path) -> io::Result<()> {

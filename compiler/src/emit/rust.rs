@@ -27,7 +27,9 @@
 //! after conversion to Rust identifiers are disambiguated the same way, keeping their wire names
 //! through `#[serde(rename)]`.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+use foldhash::{HashSet, HashSetExt};
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::quote;

@@ -7,7 +7,9 @@
 
 mod types;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
+
+use foldhash::HashSet;
 use std::fmt::Write as _;
 
 use serde_json::Value;
