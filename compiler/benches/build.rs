@@ -20,8 +20,8 @@ fn build(text: &str, out: &Path) -> usize {
     let mut session = Session::new();
     session.add_manifest("bench.tools.yaml", text.as_bytes());
     let ir = session.check().expect("synthetic manifests are valid");
-    let outputs = emit::emit(&ir, &Kind::ALL, &mut session.diagnostics);
-    let report = toolc::output::write_outputs(out, &outputs).expect("temp dir is writable");
+    let (report, _) = emit::emit_into(&ir, &Kind::ALL, out, &mut session.diagnostics)
+        .expect("temp dir is writable");
     report.written.len()
 }
 

@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use toolc::emit::providers::{self, Provider};
 use toolc::emit::{self, Kind};
-use toolc::output::OutputWriter;
 use toolc::{Ir, Session};
 
 #[global_allocator]
@@ -96,22 +95,12 @@ fn run(cli: &Cli) -> Result<(), u8> {
         } => {
             let kinds = parse_kinds(kinds)?;
             let (mut session, ir) = compile(cli, files)?;
-            let cannot_write = |e: std::io::Error| {
+            let built = emit::emit_into(&ir, &kinds, out, &mut session.diagnostics);
+            print_diagnostics(cli, &session);
+            let (report, outputs) = built.map_err(|e| {
                 eprintln!("error: cannot write to {}: {e}", out.display());
                 USAGE_OR_IO
-            };
-            // Each emitter's files are written as soon as it finishes, while the others run;
-            // nothing is in place before `commit`.
-            let mut writer = OutputWriter::begin(out).map_err(cannot_write)?;
-            let mut outputs = Vec::new();
-            let written = emit::emit_each(&ir, &kinds, &mut session.diagnostics, |_, files| {
-                let written = writer.add(&files);
-                outputs.push(files);
-                written
-            });
-            print_diagnostics(cli, &session);
-            written.map_err(cannot_write)?;
-            let report = writer.commit().map_err(cannot_write)?;
+            })?;
             eprintln!(
                 "built {} tools into {}: {} files written, {} unchanged",
                 ir.tools.len(),

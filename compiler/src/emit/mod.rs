@@ -8,7 +8,7 @@ pub mod typescript;
 
 use crate::diagnostic::Diagnostics;
 use crate::ir::Ir;
-use crate::output::Outputs;
+use crate::output::{OutputWriter, Outputs, WriteReport};
 
 /// What `toolc build --emit` can produce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -101,6 +101,25 @@ pub fn emit_each<E>(
         diags.extend(kind_diags);
     }
     result
+}
+
+/// `toolc build`: runs the emitters for `kinds` and writes their files under `dir`, each
+/// emitter's files as soon as it finishes (while the others still run), all put in place at
+/// once at the end ([`OutputWriter`]). Returns what was written and the outputs themselves.
+pub fn emit_into(
+    ir: &Ir,
+    kinds: &[Kind],
+    dir: &std::path::Path,
+    diags: &mut Diagnostics,
+) -> std::io::Result<(WriteReport, Outputs)> {
+    let mut writer = OutputWriter::begin(dir)?;
+    let mut outputs = Outputs::new();
+    emit_each(ir, kinds, diags, |_, files| {
+        writer.add(&files)?;
+        outputs.extend(files);
+        Ok::<(), std::io::Error>(())
+    })?;
+    Ok((writer.commit()?, outputs))
 }
 
 fn emit_one(ir: &Ir, kind: Kind) -> (Outputs, Diagnostics) {
