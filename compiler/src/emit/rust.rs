@@ -452,8 +452,7 @@ impl<'a> Gen<'a> {
         }
         {
             let rust = defs.names[name].clone();
-            let docs = schema
-                .get("description")
+            let docs = keyword(schema, "description")
                 .and_then(Value::as_str)
                 .map(doc_lines)
                 .unwrap_or_default();
@@ -492,7 +491,7 @@ impl<'a> Gen<'a> {
             Value::Bool(_) => return Ty::Value("a boolean schema"),
             _ => return Ty::Value("not a schema object"),
         };
-        if let Some(reference) = obj.get("$ref") {
+        if let Some(reference) = member(obj, "$ref") {
             return match reference.as_str().and_then(local_def) {
                 Some(def) => match defs.names.get(&def) {
                     Some(rust) => Ty::Named(rust.clone()),
@@ -502,7 +501,7 @@ impl<'a> Gen<'a> {
             };
         }
         for key in ["anyOf", "oneOf"] {
-            if let Some(branches) = obj.get(key).and_then(Value::as_array) {
+            if let Some(branches) = member(obj, key).and_then(Value::as_array) {
                 let (nulls, others): (Vec<&Value>, Vec<&Value>) =
                     branches.iter().partition(|b| is_null_schema(b));
                 if nulls.len() == 1 && others.len() == 1 && obj.len() <= 2 {
@@ -522,11 +521,11 @@ impl<'a> Gen<'a> {
             "unevaluatedProperties",
             "$dynamicRef",
         ] {
-            if obj.contains_key(key) {
+            if member(obj, key).is_some() {
                 return Ty::Value("a keyword outside the typed subset");
             }
         }
-        let types: Vec<&str> = match obj.get("type") {
+        let types: Vec<&str> = match member(obj, "type") {
             Some(Value::String(t)) => vec![t.as_str()],
             Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
             Some(_) => return Ty::Value("an unusual `type`"),
@@ -554,10 +553,10 @@ impl<'a> Gen<'a> {
         defs: &Defs,
         own_docs: Option<Vec<String>>,
     ) -> Ty {
-        if obj.contains_key("properties") {
+        if member(obj, "properties").is_some() {
             return self.map_type("object", obj, hint, defs, own_docs);
         }
-        if let Some(values) = obj.get("enum").and_then(Value::as_array) {
+        if let Some(values) = member(obj, "enum").and_then(Value::as_array) {
             if values.iter().all(Value::is_string) {
                 return self.map_type("string", obj, hint, defs, own_docs);
             }
@@ -574,7 +573,7 @@ impl<'a> Gen<'a> {
         own_docs: Option<Vec<String>>,
     ) -> Ty {
         match ty {
-            "string" => match obj.get("enum").and_then(Value::as_array) {
+            "string" => match member(obj, "enum").and_then(Value::as_array) {
                 Some(values) => {
                     let strings: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
                     let has_null = values.iter().any(Value::is_null);
@@ -596,7 +595,7 @@ impl<'a> Gen<'a> {
             "integer" => Ty::I64,
             "number" => Ty::F64,
             "boolean" => Ty::Bool,
-            "array" => match obj.get("items") {
+            "array" => match member(obj, "items") {
                 Some(items) if items.is_object() => {
                     let item = self.map(items, &format!("{hint}Item"), defs, None);
                     Ty::Vec(Box::new(item))
@@ -604,7 +603,7 @@ impl<'a> Gen<'a> {
                 Some(Value::Bool(false)) => Ty::Value("an array that must be empty"),
                 _ => Ty::Vec(Box::new(Ty::Value("array items without a schema"))),
             },
-            "object" => match obj.get("properties").and_then(Value::as_object) {
+            "object" => match member(obj, "properties").and_then(Value::as_object) {
                 Some(properties) if !additional_is_schema(obj) => {
                     let name = self.name_for(hint, own_docs.is_some());
                     let docs = own_docs.unwrap_or_else(|| docs_of(obj));
@@ -662,8 +661,7 @@ impl<'a> Gen<'a> {
         properties: &serde_json::Map<String, Value>,
         defs: &Defs,
     ) {
-        let required: BTreeSet<&str> = obj
-            .get("required")
+        let required: Vec<&str> = member(obj, "required")
             .and_then(Value::as_array)
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
@@ -696,8 +694,7 @@ impl<'a> Gen<'a> {
             let hint = format!("{name}{}", type_ident_text(wire));
             let mut ty = self.map(schema, &hint, defs, None);
             ty = box_recursive(ty, defs);
-            let mut docs = schema
-                .get("description")
+            let mut docs = keyword(schema, "description")
                 .and_then(Value::as_str)
                 .map(doc_lines)
                 .unwrap_or_default();
@@ -705,8 +702,8 @@ impl<'a> Gen<'a> {
             if unraw(&rust) != wire {
                 serde.push(SerdeArg::Rename(wire.clone()));
             }
-            let default = schema.get("default");
-            if required.contains(wire.as_str()) {
+            let default = keyword(schema, "default");
+            if required.contains(&wire.as_str()) {
                 // A required nullable property is written as `null`, never skipped.
             } else if let Some(value) = default.and_then(|d| self.default_value(&ty, d)) {
                 let fn_name = self.unique_fn(&format!(
@@ -1181,12 +1178,27 @@ fn box_recursive(ty: Ty, defs: &Defs) -> Ty {
     }
 }
 
+/// `map.get(key)` by a scan. Schema objects hold a handful of keywords, and serde_json's maps
+/// hash every key looked up with SipHash, which was the largest single cost of planning types.
+fn member<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if map.len() <= 16 {
+        map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        map.get(key)
+    }
+}
+
+/// [`member`] of a schema that is an object.
+fn keyword<'a>(schema: &'a Value, key: &str) -> Option<&'a Value> {
+    schema.as_object().and_then(|map| member(map, key))
+}
+
 fn is_null_schema(schema: &Value) -> bool {
-    schema.get("type").and_then(Value::as_str) == Some("null")
+    keyword(schema, "type").and_then(Value::as_str) == Some("null")
 }
 
 fn additional_is_schema(obj: &serde_json::Map<String, Value>) -> bool {
-    matches!(obj.get("additionalProperties"), Some(Value::Object(o)) if !o.is_empty())
+    matches!(member(obj, "additionalProperties"), Some(Value::Object(o)) if !o.is_empty())
 }
 
 /// `#/$defs/Name` or `#/definitions/Name` → `Name` (JSON-pointer unescaped).
@@ -1219,7 +1231,7 @@ fn collect_def_refs(schema: &Value, out: &mut BTreeSet<String>) {
 }
 
 fn docs_of(obj: &serde_json::Map<String, Value>) -> Vec<String> {
-    obj.get("description")
+    member(obj, "description")
         .and_then(Value::as_str)
         .map(doc_lines)
         .unwrap_or_default()
@@ -1269,6 +1281,23 @@ fn raw_string(text: &str) -> Literal {
     format!("r{hashes}\"{text}\"{hashes}")
         .parse()
         .unwrap_or_else(|_| Literal::string(text))
+}
+
+/// `Literal::string(text).to_string()`, without building the literal where the text needs no
+/// escaping (printable ASCII other than `"` and `\`), which is nearly every name and description.
+fn string_literal_text(text: &str) -> String {
+    if text
+        .bytes()
+        .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
+    {
+        let mut out = String::with_capacity(text.len() + 2);
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+        out
+    } else {
+        Literal::string(text).to_string()
+    }
 }
 
 /// [`raw_string`] as text, without building the literal: schemas are the largest part of the file.
@@ -1497,10 +1526,10 @@ impl<'a> Text<'a> {
                             .iter()
                             .map(|a| match a {
                                 SerdeArg::Rename(wire) => {
-                                    format!("rename = {}", Literal::string(wire))
+                                    format!("rename = {}", string_literal_text(wire))
                                 }
                                 SerdeArg::DefaultFn(path) => {
-                                    format!("default = {}", Literal::string(path))
+                                    format!("default = {}", string_literal_text(path))
                                 }
                                 SerdeArg::Default => "default".into(),
                                 SerdeArg::SkipIfNone => {
@@ -1528,7 +1557,11 @@ impl<'a> Text<'a> {
                 for (variant, wire) in variants {
                     t.docs(4, &[format!("`{wire}`")])?;
                     if variant != wire {
-                        t.attr(4, "serde", &[format!("rename = {}", Literal::string(wire))]);
+                        t.attr(
+                            4,
+                            "serde",
+                            &[format!("rename = {}", string_literal_text(wire))],
+                        );
                     }
                     t.line(4, &[variant, ","]);
                 }
@@ -1547,7 +1580,7 @@ impl<'a> Text<'a> {
                 t.fitting_line(0, &["fn ", name, "() -> ", &ty, " {"], "")?;
                 match value {
                     DefaultExpr::String(s) => {
-                        let lit = Literal::string(s).to_string();
+                        let lit = string_literal_text(s);
                         t.call(4, "", "::std::string::String::from", &lit, "", "")?;
                     }
                     other => {
@@ -1576,7 +1609,7 @@ impl<'a> Text<'a> {
             t.line(0, &["#[allow(dead_code)]"]);
             t.line(0, &["pub struct ", &names.marker, ";"]);
             t.line(0, &["impl ::toolc_runtime::Tool for ", &names.marker, " {"]);
-            let name = Literal::string(&def.name).to_string();
+            let name = string_literal_text(&def.name);
             t.fitting_line(4, &["const NAME: &'static str = ", &name, ";"], "")?;
             let location = match def.location {
                 Location::Server => "::toolc_runtime::Location::Server",
@@ -1597,7 +1630,7 @@ impl<'a> Text<'a> {
             let string_from = "::std::string::String::from";
             let schema = "::toolc_runtime::__private::schema";
             t.call(12, "name: ", string_from, &name, ",", "")?;
-            let description = Literal::string(&def.description).to_string();
+            let description = string_literal_text(&def.description);
             t.call(12, "description: ", string_from, &description, ",", "")?;
             t.line(12, &["location: ", location, ","]);
             let parameters = raw_string_text(&def.parameters.to_string());
@@ -1625,11 +1658,8 @@ impl<'a> Text<'a> {
             if def.filler.is_empty() {
                 t.line(12, &["filler: ::std::vec::Vec::new(),"]);
             } else {
-                let phrases: Vec<String> = def
-                    .filler
-                    .iter()
-                    .map(|p| Literal::string(p).to_string())
-                    .collect();
+                let phrases: Vec<String> =
+                    def.filler.iter().map(|p| string_literal_text(p)).collect();
                 let flat: Vec<String> = phrases
                     .iter()
                     .map(|p| format!("{string_from}({p})"))
@@ -1687,9 +1717,9 @@ impl<'a> Text<'a> {
             let (docs, [message, label, note]) = server_trait_texts(trait_name, &tools);
             t.docs(0, &docs)?;
             let args = [
-                format!("message = {}", Literal::string(&message)),
-                format!("label = {}", Literal::string(&label)),
-                format!("note = {}", Literal::string(&note)),
+                format!("message = {}", string_literal_text(&message)),
+                format!("label = {}", string_literal_text(&label)),
+                format!("note = {}", string_literal_text(&note)),
             ];
             t.attr(0, "diagnostic::on_unimplemented", &args);
             let header = [
@@ -1767,7 +1797,7 @@ impl<'a> Text<'a> {
                 t.line(8, &[".definitions(definitions())"]);
                 for (tool, n) in &server {
                     let method = field_ident_text(&tool.def.name);
-                    let name = Literal::string(&tool.def.name).to_string();
+                    let name = string_literal_text(&tool.def.name);
                     t.line(8, &[".executor("]);
                     t.line(12, &[&name, ","]);
                     t.line(12, &["::toolc_runtime::__private::typed_executor({"]);
