@@ -64,6 +64,9 @@ pub enum Note {
     BrowserToolDropped { name: String },
     /// A browser event with more than one `type` member, dropped.
     AmbiguousBrowserEvent,
+    /// A `function_call` item the browser tried to add to the conversation, dropped: only the
+    /// model makes calls.
+    BrowserCallDropped { call_id: Option<String> },
     /// A call failed; `detail` holds what the model does not see (a panic message).
     CallFailed {
         call_id: String,
@@ -91,6 +94,11 @@ impl fmt::Display for Note {
             Note::AmbiguousBrowserEvent => {
                 f.write_str("browser event with more than one `type` member dropped")
             }
+            Note::BrowserCallDropped { call_id } => write!(
+                f,
+                "browser tried to add a function_call item (call_id {}) to the conversation; dropped",
+                call_id.as_deref().unwrap_or("none")
+            ),
             Note::CallFailed {
                 call_id,
                 tool,
@@ -188,7 +196,8 @@ counters! {
     fillers,
     /// Model events dropped or rewritten so the browser does not see a server call.
     scrubbed_events,
-    /// Browser events dropped as ambiguous.
+    /// Browser events dropped: ambiguous ones, and `function_call` items the browser tried to
+    /// add to the conversation.
     dropped_browser_events,
 }
 
@@ -1171,7 +1180,8 @@ impl Session {
     // ---- browser → model -------------------------------------------------------------------
 
     /// An event from the browser. Results are handled here and never forwarded; a
-    /// `session.update` gets the declarations merged in; everything else passes.
+    /// `function_call` item is dropped; a `session.update` gets the declarations merged in;
+    /// everything else passes.
     pub fn on_browser_event(&mut self, text: &str) -> Verdict {
         let kind = match openai::head(text) {
             Head::Typed(kind) => kind,
@@ -1196,9 +1206,19 @@ impl Session {
                 let Ok(v) = serde_json::from_str::<Value>(text) else {
                     return Verdict::Forward;
                 };
-                match browser::decode_item_result(&v) {
-                    Some(result) => {
-                        self.browser_result(result);
+                if let Some(result) = browser::decode_item_result(&v) {
+                    self.browser_result(result);
+                    return Verdict::Drop;
+                }
+                match v.get("item").and_then(openai::function_call_item) {
+                    // A call item would put a call in the model's mouth that it never made (its
+                    // result could not come from the browser either): the less trusted side
+                    // does not write the model's calls.
+                    Some(call) => {
+                        Counters::bump(&self.counters_ref().dropped_browser_events);
+                        self.note(Note::BrowserCallDropped {
+                            call_id: call.call_id.map(str::to_owned),
+                        });
                         Verdict::Drop
                     }
                     None => Verdict::Forward,
