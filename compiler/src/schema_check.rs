@@ -125,6 +125,9 @@ pub fn check_schema(
         walker.check_object_root(node);
     }
     walker.walk(node, "");
+    if walker.reported.is_empty() && has_refs(&json) {
+        walker.check_ref_cycles(node);
+    }
     let reported = std::mem::take(&mut walker.reported);
 
     // Only well-formed schemas reach the meta-schema and the compiler, and then only the errors
@@ -526,6 +529,140 @@ impl Walker<'_> {
     }
 }
 
+impl Walker<'_> {
+    /// A schema that is, through `$ref`s and the members of `anyOf`/`oneOf`/`allOf`, nothing but
+    /// itself (`A: {$ref: A}`, `B: {anyOf: [{$ref: C}, {type: "null"}]}` with `C: {$ref: B}`).
+    /// JSON Schema gives it no type, Rust and TypeScript reject the type alias that would name
+    /// it (E0391, TS2456), and it is always a slip: a recursion that means something goes
+    /// through `properties` or `items`.
+    fn check_ref_cycles(&mut self, node: &Node) {
+        let mut starts: Vec<String> = vec![String::new()];
+        for key in ["$defs", "definitions"] {
+            if let Some(defs) = self.root.get(key).and_then(Json::as_object) {
+                starts.extend(defs.keys().map(|name| format!("/{key}/{}", escape(name))));
+            }
+        }
+        let mut visited = std::collections::HashSet::new();
+        for start in starts {
+            self.visit_refs(node, &start, &mut visited, &mut Vec::new());
+        }
+    }
+
+    /// Depth-first over the schemas that `at` is made of directly; `path` holds the schemas on
+    /// the way to `at`. Each cycle is reported once, at the `$ref` that closes it.
+    fn visit_refs(
+        &mut self,
+        node: &Node,
+        at: &str,
+        visited: &mut std::collections::HashSet<String>,
+        path: &mut Vec<String>,
+    ) {
+        if !visited.insert(at.to_owned()) {
+            return;
+        }
+        let Some(schema) = self.root.pointer(at) else {
+            return;
+        };
+        let mut refs = Vec::new();
+        direct_refs(schema, at, &mut refs);
+        path.push(at.to_owned());
+        for (keyword_at, target) in refs {
+            let Some(target) = resolve_local(self.root, &target) else {
+                continue; // reported as unresolved, or not ours to follow
+            };
+            match path.iter().position(|on_path| *on_path == target) {
+                Some(first) => {
+                    let cycle: Vec<&str> = path[first..].iter().map(String::as_str).collect();
+                    self.report_cycle(node, &keyword_at, &cycle);
+                }
+                None => self.visit_refs(node, &target, visited, path),
+            }
+        }
+        path.pop();
+    }
+
+    fn report_cycle(&mut self, node: &Node, keyword_at: &str, cycle: &[&str]) {
+        let name = |pointer: &str| {
+            if pointer.is_empty() {
+                "#".to_owned()
+            } else {
+                format!("#{pointer}")
+            }
+        };
+        let mut chain: Vec<String> = cycle.iter().map(|p| name(p)).collect();
+        chain.push(name(cycle[0]));
+        let (span, _) = span_at(node, keyword_at);
+        let subject = if cycle.len() == 1 {
+            format!("`{}` refers only to itself", name(cycle[0]))
+        } else {
+            format!(
+                "`{}` refer only to each other",
+                cycle
+                    .iter()
+                    .map(|p| name(p))
+                    .collect::<Vec<_>>()
+                    .join("`, `")
+            )
+        };
+        self.error(
+            keyword_at.to_owned(),
+            Diagnostic::error(
+                "toolc::ref-cycle",
+                format!(
+                    "in `{}` of {}, {subject} ({}), so no type is ever given",
+                    self.field,
+                    self.what,
+                    chain.join(" → ")
+                ),
+            )
+            .at(span, "this `$ref` closes the cycle")
+            .help("give the definition a `type`; a recursive structure refers to itself inside `properties` or `items`, e.g. `children: { type: array, items: { $ref: \"#/$defs/Node\" } }`"),
+        );
+    }
+}
+
+/// Whether the schema holds a `$ref` anywhere, i.e. whether cycles are possible at all.
+fn has_refs(value: &Json) -> bool {
+    match value {
+        Json::Object(map) => map.iter().any(|(k, v)| k == "$ref" || has_refs(v)),
+        Json::Array(items) => items.iter().any(has_refs),
+        _ => false,
+    }
+}
+
+/// The `$ref`s that `schema` (at `at`) is made of directly: its own, and those of the members of
+/// its `anyOf`/`oneOf`/`allOf`, recursively. Each as (pointer of the `$ref` keyword, target).
+fn direct_refs(schema: &Json, at: &str, out: &mut Vec<(String, String)>) {
+    let Some(map) = schema.as_object() else {
+        return;
+    };
+    if let Some(target) = map.get("$ref").and_then(Json::as_str) {
+        out.push((format!("{at}/$ref"), target.to_owned()));
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(members) = map.get(key).and_then(Json::as_array) {
+            for (i, member) in members.iter().enumerate() {
+                direct_refs(member, &format!("{at}/{key}/{i}"), out);
+            }
+        }
+    }
+}
+
+/// The JSON pointer a same-document `$ref` leads to, when it leads somewhere.
+fn resolve_local(root: &Json, target: &str) -> Option<String> {
+    let pointer = percent_decode(target.strip_prefix('#')?);
+    if pointer.is_empty() || root.pointer(&pointer).is_some() {
+        Some(pointer)
+    } else {
+        None
+    }
+}
+
+/// A JSON-pointer segment for `name` (`~` and `/` escaped).
+fn escape(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
 fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -642,5 +779,46 @@ mod tests {
         assert_eq!(d.code, "toolc::invalid-schema");
         let span = d.primary.as_ref().expect("a span").span;
         assert!(text[span.start..].starts_with("\"(unclosed\""), "{span:?}");
+    }
+
+    /// Codes of the diagnostics for a manifest with one server tool of these parameters.
+    fn codes_for(parameters: &Json) -> Vec<&'static str> {
+        let text = format!(
+            "version: 1\ntools:\n  - name: t\n    description: d\n    location: server\n    parameters: {parameters}\n"
+        );
+        let mut session = crate::Session::new();
+        session.add_manifest("c.tools.yaml", text.as_bytes());
+        session.check();
+        session.diagnostics.iter().map(|d| d.code).collect()
+    }
+
+    #[test]
+    fn schemas_made_only_of_themselves_are_ref_cycles() {
+        let cycles = [
+            json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}},
+                   "$defs": {"A": {"$ref": "#/$defs/A"}}}),
+            json!({"type": "object", "allOf": [{"$ref": "#"}]}),
+            json!({"type": "object", "$defs": {
+                "B": {"oneOf": [{"type": "null"}, {"anyOf": [{"$ref": "#/definitions/C"}]}]}},
+                   "definitions": {"C": {"$ref": "#/$defs/B"}}}),
+            json!({"type": "object", "$defs": {"a/b": {"$ref": "#/$defs/a~1b"}}}),
+        ];
+        for schema in &cycles {
+            assert_eq!(codes_for(schema), ["toolc::ref-cycle"], "{schema}");
+        }
+        let two = json!({"type": "object", "$defs": {
+            "A": {"$ref": "#/$defs/A"}, "B": {"$ref": "#/$defs/C"}, "C": {"$ref": "#/$defs/B"}}});
+        assert_eq!(codes_for(&two), ["toolc::ref-cycle", "toolc::ref-cycle"]);
+        let recursions = [
+            json!({"type": "object", "properties": {"next": {"$ref": "#"}}}),
+            json!({"type": "object", "$defs": {"Tree": {"type": "object", "properties": {
+                "children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}}}}),
+            json!({"type": "object", "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"type": "string"}}}),
+            json!({"type": "object", "$defs": {"L": {"anyOf": [{"type": "null"},
+                {"type": "object", "properties": {"tail": {"$ref": "#/$defs/L"}}}]}}}),
+        ];
+        for schema in &recursions {
+            assert!(codes_for(schema).is_empty(), "{schema}");
+        }
     }
 }
