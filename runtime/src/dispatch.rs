@@ -275,7 +275,10 @@ pub async fn run_planned(
                 deadline: Some(deadline),
             });
             match with_deadline(deadline, reply).await {
-                Some(Ok(output)) => CallOutcome::ok(&call.call_id, output),
+                Some(Ok(output)) => match check_client_output(registry, &call.name, &output) {
+                    Ok(()) => CallOutcome::ok(&call.call_id, output),
+                    Err(error) => CallOutcome::failed(&call.call_id, error),
+                },
                 Some(Err(failure)) => {
                     CallOutcome::failed(&call.call_id, client_failure(&call.name, &failure))
                 }
@@ -283,6 +286,29 @@ pub async fn run_planned(
             }
         }
     }
+}
+
+/// A client's result checked against the tool's `returns` schema, as a server result is: the
+/// browser is the less trusted side, and the model should not read a result of another shape
+/// than the one declared. Output that is not JSON counts as a JSON string. An object whose only
+/// member is a string `error` (what the generated TypeScript dispatcher sends when a handler
+/// fails) passes: it is the client's report of a failure, for the model to read.
+fn check_client_output(registry: &Registry, name: &str, output: &str) -> Result<(), CallError> {
+    if registry
+        .definition(name)
+        .is_none_or(|def| def.returns.is_none())
+    {
+        return Ok(());
+    }
+    let value =
+        serde_json::from_str::<Value>(output).unwrap_or_else(|_| Value::String(output.to_owned()));
+    let is_error_report = value
+        .as_object()
+        .is_some_and(|o| o.len() == 1 && o.get("error").is_some_and(Value::is_string));
+    if is_error_report {
+        return Ok(());
+    }
+    registry.check_output(name, &value)
 }
 
 /// Awaits `fut` for at most `deadline`; `None` when it passed. Outside a Tokio runtime with
@@ -462,6 +488,54 @@ mod tests {
         let seen = client.seen.lock().unwrap();
         assert_eq!(seen[0].arguments, r#"{"x":7}"#);
         assert_eq!(seen[0].deadline, Some(Duration::from_millis(50)));
+    }
+
+    #[tokio::test]
+    async fn client_results_must_match_the_declared_returns() {
+        let mut checked = def("checked", Location::Client);
+        checked.returns = Some(json!({
+            "type": "object",
+            "properties": { "found": { "type": "boolean" } },
+            "required": ["found"]
+        }));
+        let r = Arc::new(
+            Registry::builder()
+                .definitions([checked, def("free", Location::Client)])
+                .build()
+                .expect("client tools need no executors"),
+        );
+        let cases = [
+            ("checked", r#"{"found":true}"#, true),
+            ("checked", r#"{"error":"no such element"}"#, true),
+            ("checked", r#"{"found":"yes","secret":1}"#, false),
+            ("checked", "done", false),
+            ("checked", r#"{"error":{"nested":1}}"#, false),
+            ("free", "anything at all", true),
+        ];
+        for (name, reply, passes) in cases {
+            let client = Arc::new(TestClient::default());
+            let (r2, c2) = (r.clone(), client.clone());
+            let task = tokio::spawn(async move {
+                route(&r2, &ToolCall::new("c1", name, r#"{"x":1}"#), c2.as_ref()).await
+            });
+            let tx = loop {
+                if let Some(tx) = client.pending.lock().unwrap().remove("c1") {
+                    break tx;
+                }
+                tokio::task::yield_now().await;
+            };
+            tx.send(Ok(reply.into())).unwrap();
+            let out = task.await.unwrap();
+            if passes {
+                assert_eq!(out, CallOutcome::ok("c1", reply.into()), "{reply}");
+            } else {
+                let Status::Failed(error) = &out.status else {
+                    panic!("{reply} passed: {out:?}");
+                };
+                assert_eq!(error.kind(), CallErrorKind::InvalidOutput, "{reply}");
+                assert!(!out.output.contains("secret"), "the reply is not echoed");
+            }
+        }
     }
 
     #[tokio::test(start_paused = true)]
