@@ -15,6 +15,7 @@ pub mod ir;
 pub mod manifest;
 pub mod manifest_schema;
 pub mod output;
+mod parallel;
 pub mod schema_check;
 pub mod source;
 pub mod suggest;

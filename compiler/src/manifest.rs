@@ -138,9 +138,7 @@ fn load_file_whole(
     let file_name = source.name.clone();
     // Checking a tool (its schemas above all) is independent of every other tool: large manifests
     // are checked on all cores, and the results are put back in declaration order.
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
+    let threads = crate::parallel::cores().min(8);
     if items.len() < PARALLEL_THRESHOLD || threads == 1 {
         return items
             .into_iter()
@@ -148,38 +146,32 @@ fn load_file_whole(
             .collect();
     }
     let chunk = items.len().div_ceil(threads);
-    let mut parts: Vec<Vec<Node>> = Vec::with_capacity(threads);
+    let mut parts: Vec<std::sync::Mutex<Vec<Node>>> = Vec::with_capacity(threads);
     let mut items = items.into_iter();
     loop {
         let part: Vec<Node> = items.by_ref().take(chunk).collect();
         if part.is_empty() {
             break;
         }
-        parts.push(part);
+        parts.push(std::sync::Mutex::new(part));
     }
-    let results: Vec<(Vec<IrTool>, Diagnostics)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = parts
-            .into_iter()
-            .map(|part| {
-                let file_name = &file_name;
-                scope.spawn(move || {
-                    let mut part_diags = Diagnostics::default();
-                    let tools = part
-                        .into_iter()
-                        .filter_map(|item| load_tool(sources, file_name, item, &mut part_diags))
-                        .collect();
-                    (tools, part_diags)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
+    let results = crate::parallel::each_index(
+        parts.len(),
+        threads,
+        || (),
+        |_, i, _| {
+            // Each part is taken once; the lock only moves its nodes out to the thread.
+            let part = std::mem::take(&mut *parts[i].lock().unwrap_or_else(|p| p.into_inner()));
+            let mut part_diags = Diagnostics::default();
+            let tools: Vec<IrTool> = part
+                .into_iter()
+                .filter_map(|item| load_tool(sources, &file_name, item, &mut part_diags))
+                .collect();
+            (tools, part_diags)
+        },
+    );
+    let results: Vec<(Vec<IrTool>, Diagnostics)> =
+        results.into_iter().map(|(_, result)| result).collect();
     let mut tools = Vec::with_capacity(results.iter().map(|(t, _)| t.len()).sum());
     for (part_tools, part_diags) in results {
         tools.extend(part_tools);
@@ -206,9 +198,7 @@ fn load_file_in_parts(
 ) -> Option<Vec<IrTool>> {
     let source = sources.get(file);
     let text = source.text.as_str();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(2, 8);
+    let threads = crate::parallel::cores().clamp(2, 8);
     if text.len() < min_bytes || text.len() > limits.max_file_bytes {
         return None;
     }
@@ -249,63 +239,41 @@ fn load_file_in_parts(
         max_depth: limits.max_depth.checked_sub(1)?,
         ..limits
     };
-    let next = std::sync::atomic::AtomicUsize::new(0);
     let file_name = source.name.clone();
-    type Part = Option<(Vec<IrTool>, Diagnostics, usize)>;
-    let parts: Vec<(usize, Part)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads.min(bounds.len()))
-            .map(|_| {
-                let (next, bounds, file_name) = (&next, &bounds, &file_name);
-                scope.spawn(move || {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(&range) = bounds.get(i) else {
-                            break done;
-                        };
-                        // The item lines start with the list's indentation; the next part's
-                        // first token is its `-`.
-                        let following = bounds.get(i + 1).map(|&(s, _)| {
-                            s + text[s..].len() - text[s..].trim_start_matches(' ').len()
-                        });
-                        let part = yaml::parse_part(file, text, range, following, part_limits)
-                            .and_then(|node| {
-                                let count = node.count();
-                                let Value::Seq(nodes) = node.value else {
-                                    return None;
-                                };
-                                let mut part_diags = Diagnostics::default();
-                                let tools = nodes
-                                    .into_iter()
-                                    .filter_map(|item| {
-                                        load_tool(sources, file_name, item, &mut part_diags)
-                                    })
-                                    .collect();
-                                Some((tools, part_diags, count))
-                            });
-                        let failed = part.is_none();
-                        done.push((i, part));
-                        if failed {
-                            // The whole file will be parsed again: stop everyone early.
-                            next.store(usize::MAX / 2, std::sync::atomic::Ordering::Relaxed);
-                        }
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
+    let parts = crate::parallel::each_index(
+        bounds.len(),
+        threads,
+        || (),
+        |_, i, queue| {
+            let range = bounds[i];
+            // The item lines start with the list's indentation; the next part's first token is
+            // its `-`.
+            let following = bounds
+                .get(i + 1)
+                .map(|&(s, _)| s + text[s..].len() - text[s..].trim_start_matches(' ').len());
+            let part =
+                yaml::parse_part(file, text, range, following, part_limits).and_then(|node| {
+                    let count = node.count();
+                    let Value::Seq(nodes) = node.value else {
+                        return None;
+                    };
+                    let mut part_diags = Diagnostics::default();
+                    let tools: Vec<IrTool> = nodes
+                        .into_iter()
+                        .filter_map(|item| load_tool(sources, &file_name, item, &mut part_diags))
+                        .collect();
+                    Some((tools, part_diags, count))
+                });
+            if part.is_none() {
+                // The whole file will be parsed again: stop everyone early.
+                queue.stop();
+            }
+            part
+        },
+    );
     if parts.len() != bounds.len() {
         return None;
     }
-    let mut parts = parts;
-    parts.sort_by_key(|(i, _)| *i);
     let mut nodes = root.count();
     let mut tools = Vec::with_capacity(items.len());
     let mut tool_diags = Diagnostics::default();

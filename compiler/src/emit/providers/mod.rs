@@ -137,37 +137,20 @@ impl Provider {
 /// once, on all cores; then the six files are assembled on all cores. Files and warnings are
 /// merged in provider order, as if made one by one.
 pub fn emit(ir: &Ir, diags: &mut Diagnostics, outputs: &mut Outputs) {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = crate::parallel::cores();
     let shared = shared_renders(ir, threads);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut made: Vec<(Provider, String, Diagnostics)> = std::thread::scope(|scope| {
-        let (shared, next) = (&shared, &next);
-        let handles: Vec<_> = (0..threads.clamp(1, Provider::ALL.len()))
-            .map(|_| {
-                scope.spawn(move || {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(&provider) = Provider::ALL.get(i) else {
-                            break done;
-                        };
-                        let mut provider_diags = Diagnostics::default();
-                        let text = file(ir, provider, shared, &mut provider_diags);
-                        done.push((provider, text, provider_diags));
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
-    made.sort_by_key(|(provider, _, _)| *provider);
-    for (provider, text, provider_diags) in made {
+    let made = crate::parallel::each_index(
+        Provider::ALL.len(),
+        threads,
+        || (),
+        |_, i, _| {
+            let provider = Provider::ALL[i];
+            let mut provider_diags = Diagnostics::default();
+            let text = file(ir, provider, &shared, &mut provider_diags);
+            (provider, text, provider_diags)
+        },
+    );
+    for (_, (provider, text, provider_diags)) in made {
         outputs.insert(format!("providers/{}.json", provider.name()), text);
         diags.extend(provider_diags);
     }
@@ -209,25 +192,17 @@ fn shared_renders(ir: &Ir, threads: usize) -> Vec<Shared> {
         as_written: text::render(&object_root(&tool.def.parameters)),
         strict: strict::to_strict(&tool.def.parameters).map(|schema| text::render(&schema)),
     };
-    let chunk = ir.tools.len().div_ceil(threads.max(1)).max(64);
-    if ir.tools.len() <= chunk {
-        return ir.tools.iter().map(render).collect();
-    }
-    std::thread::scope(|scope| {
-        let render = &render;
-        let handles: Vec<_> = ir
-            .tools
-            .chunks(chunk)
-            .map(|tools| scope.spawn(move || tools.iter().map(render).collect::<Vec<_>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    })
+    let chunks: Vec<&[IrTool]> = ir
+        .tools
+        .chunks(ir.tools.len().div_ceil(threads.max(1)).max(64))
+        .collect();
+    let rendered = crate::parallel::each_index(
+        chunks.len(),
+        threads,
+        || (),
+        |_, i, _| chunks[i].iter().map(render).collect::<Vec<_>>(),
+    );
+    rendered.into_iter().flat_map(|(_, part)| part).collect()
 }
 
 /// One provider's whole file.
