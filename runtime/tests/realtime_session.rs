@@ -744,6 +744,51 @@ async fn the_tool_call_naming_works_both_ways() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_continuation_waits_while_another_response_is_in_progress() {
+    let mut h = Harness::new();
+    // r1 ends with a call the browser still has to answer...
+    h.model_all(&script::response_with_calls(
+        "r1",
+        &[("a", "highlight", r#"{"selector":"a"}"#)],
+    ));
+    // ...when the user speaks and the model starts answering that (r2).
+    h.model(&script::response_created("r2"));
+    h.answer("a", "{}");
+    h.run_for(Duration::from_millis(10)).await;
+    assert_eq!(h.outputs().len(), 1, "the result goes to the model at once");
+    assert_eq!(
+        h.continuations(),
+        0,
+        "the model would reject a response.create while r2 is in progress"
+    );
+    h.model(&script::response_done("r2", vec![]));
+    assert_eq!(h.continuations(), 1, "sent when r2 is done");
+    h.run_for(Duration::from_millis(100)).await;
+    assert_eq!(h.continuations(), 1);
+
+    // A response with its own calls that all finished, while a continuation waited for it:
+    // one continuation, not two.
+    h.model_all(&script::response_with_calls(
+        "r3",
+        &[("b", "highlight", r#"{"selector":"b"}"#)],
+    ));
+    h.model(&script::response_created("r4"));
+    h.model_all(&script::function_call(
+        "r4",
+        0,
+        "i_c",
+        "c",
+        "lookup",
+        r#"{"word":"c"}"#,
+    ));
+    h.answer("b", "{}");
+    h.run_for(Duration::from_millis(100)).await;
+    assert_eq!(h.continuations(), 1, "r3's continuation waits for r4");
+    h.model(&script::response_done("r4", vec![]));
+    assert_eq!(h.continuations(), 2, "one continuation answers both");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_filler_is_said_once_out_of_band_and_is_never_the_continuation() {
     let mut h = Harness::with(|c| c.filler_delay = Some(Duration::from_millis(100)));
     h.model_all(&script::response_with_calls(

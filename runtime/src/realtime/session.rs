@@ -466,6 +466,9 @@ pub struct Session {
     call_visible: HashMap<String, bool>,
     filler_responses: HashSet<String>,
     current_response: Option<String>,
+    /// A continuation is due but another response is in progress; it goes at that response's
+    /// `response.done`.
+    continuation_waiting: bool,
     browser: BrowserPath,
     outputs: VecDeque<Output>,
     next_seq: u64,
@@ -506,6 +509,7 @@ impl Session {
             call_visible: HashMap::new(),
             filler_responses: HashSet::new(),
             current_response: None,
+            continuation_waiting: false,
             browser,
             outputs: VecDeque::new(),
             next_seq: 0,
@@ -819,6 +823,7 @@ impl Session {
             if let Some(id) = &id {
                 self.filler_responses.remove(id);
             }
+            self.continuation_if_waiting();
             // A filler's own done is never a continuation and never completes a response; any
             // calls in it are ignored (fillers are declared without tools).
             if let Some(items) = response.get("output").and_then(Value::as_array) {
@@ -873,6 +878,8 @@ impl Session {
         }
         if self.tracker.response_done(&response_id) {
             self.continuation();
+        } else {
+            self.continuation_if_waiting();
         }
         self.send_wanted_fillers(&response_id);
         self.scrub_response(event)
@@ -1022,10 +1029,27 @@ impl Session {
         });
     }
 
+    /// Asks the model to go on. While another response is in progress (the user spoke and a new
+    /// response started before the calls of the previous one finished, or a filler is being
+    /// said), the model rejects a `response.create` (`conversation_already_has_active_response`),
+    /// so the continuation waits for that response's `response.done`.
     fn continuation(&mut self) {
+        if self.current_response.is_some() || !self.filler_responses.is_empty() {
+            self.continuation_waiting = true;
+            return;
+        }
+        self.continuation_waiting = false;
         Counters::bump(&self.counters_ref().continuations);
         self.outputs
             .push_back(Output::ToModel(openai::response_create()));
+    }
+
+    /// After a `response.done`: the continuation that waited for it, if any (one, also when
+    /// the finished response's own calls want one too).
+    fn continuation_if_waiting(&mut self) {
+        if self.continuation_waiting {
+            self.continuation();
+        }
     }
 
     /// Sends the result of an open call to the model and, when it was the last open call of a
