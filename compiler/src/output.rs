@@ -75,6 +75,7 @@ impl OutputWriter {
             std::fs::create_dir_all(parent)?;
         }
         let _ = std::fs::remove_dir_all(&staging); // left over by a killed run of this process id
+        sweep_abandoned(parent, &name.to_string_lossy());
         writer.folders.ensure(&staging)?;
         writer.mode = Mode::Fresh { staging };
         Ok(writer)
@@ -183,6 +184,42 @@ impl Drop for OutputWriter {
         }
     }
 }
+
+/// Removes the staging folders that killed runs left beside an output folder
+/// (`.<name>.toolc-tmp-<pid>`): those of a process that no longer runs, untouched for
+/// [`ABANDONED_AFTER`]. Only where `/proc` tells which processes run; the age keeps a run in
+/// another process namespace safe.
+fn sweep_abandoned(parent: &Path, name: &str) {
+    let processes = Path::new("/proc");
+    if !processes.join("self").exists() {
+        return;
+    }
+    let folder = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    let prefix = format!(".{name}.toolc-tmp-");
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+            continue;
+        };
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().is_ok_and(|age| age >= ABANDONED_AFTER));
+        if old && pid.parse::<u32>().is_ok() && !processes.join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// How long a staging folder of a dead process is left alone before it counts as abandoned.
+const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Whether the file at `path` holds exactly `content`; the length is compared before reading.
 fn same_content(path: &Path, content: &str) -> bool {
@@ -428,6 +465,39 @@ mod tests {
             1,
             "no staging folder left"
         );
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn staging_folders_of_killed_runs_are_swept() {
+        let base = scratch("sweep");
+        std::fs::create_dir_all(&base).unwrap();
+        let backdate = |path: &Path| {
+            let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+            std::fs::File::open(path)
+                .unwrap()
+                .set_modified(an_hour_ago)
+                .unwrap();
+        };
+        // A dead process's old folder goes; a recent one, an old one of a running process
+        // (pid 1) and another output's stay.
+        let dead_old = base.join(".out.toolc-tmp-4000000000");
+        let dead_recent = base.join(".out.toolc-tmp-4000000001");
+        let running = base.join(".out.toolc-tmp-1");
+        let other = base.join(".other.toolc-tmp-4000000002");
+        for folder in [&dead_old, &dead_recent, &running, &other] {
+            std::fs::create_dir_all(folder.join("schemas")).unwrap();
+        }
+        for folder in [&dead_old, &running, &other] {
+            backdate(folder);
+        }
+        write_outputs(&base.join("out"), &outputs(&[("a.json", "1")])).unwrap();
+        let has_proc = Path::new("/proc/self").exists();
+        assert_eq!(dead_old.exists(), !has_proc);
+        assert!(dead_recent.exists());
+        assert!(running.exists());
+        assert!(other.exists());
+        assert!(base.join("out/a.json").exists());
         let _ = std::fs::remove_dir_all(&base);
     }
 
