@@ -106,3 +106,35 @@ impl Session {
         diagnostic::render_json(&self.sources, &self.diagnostics)
     }
 }
+
+/// The manifest files that `paths` name: a file as it is, a folder as its `*.tools.yaml` files
+/// (sorted, so that the order is stable). A folder without any is an error, since it is almost
+/// always the wrong folder.
+pub fn manifest_paths(paths: &[std::path::PathBuf]) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut out = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            out.push(path.clone());
+            continue;
+        }
+        let cannot_read = |e: std::io::Error| {
+            std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
+        };
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(path).map_err(cannot_read)? {
+            let entry_path = entry.map_err(cannot_read)?.path();
+            if entry_path.to_string_lossy().ends_with(".tools.yaml") {
+                found.push(entry_path);
+            }
+        }
+        if found.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("{} holds no *.tools.yaml files", path.display()),
+            ));
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}

@@ -161,37 +161,15 @@ fn parse_kinds(names: &[String]) -> Result<Vec<Kind>, u8> {
         .collect()
 }
 
-/// Expands folders into their `*.tools.yaml` files, sorted so that the order is stable.
-fn expand(files: &[PathBuf]) -> Result<Vec<PathBuf>, u8> {
-    let mut out = Vec::new();
-    for path in files {
-        if path.is_dir() {
-            let entries = std::fs::read_dir(path).map_err(|e| {
-                eprintln!("error: cannot read {}: {e}", path.display());
-                USAGE_OR_IO
-            })?;
-            let mut found: Vec<PathBuf> = entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.to_string_lossy().ends_with(".tools.yaml"))
-                .collect();
-            found.sort();
-            if found.is_empty() {
-                eprintln!("error: {} holds no *.tools.yaml files", path.display());
-                return Err(USAGE_OR_IO);
-            }
-            out.extend(found);
-        } else {
-            out.push(path.clone());
-        }
-    }
-    Ok(out)
-}
-
 /// Loads and checks; on errors prints them and fails. Warnings are printed by the caller, after
 /// the emitters have added theirs.
 fn compile(cli: &Cli, files: &[PathBuf]) -> Result<(Session, Ir), u8> {
     let mut session = Session::new();
-    for path in expand(files)? {
+    let paths = toolc::manifest_paths(files).map_err(|e| {
+        eprintln!("error: {e}");
+        USAGE_OR_IO
+    })?;
+    for path in paths {
         if let Err(e) = session.add_path(&path) {
             eprintln!("error: cannot read {}: {e}", path.display());
             return Err(USAGE_OR_IO);
