@@ -206,7 +206,8 @@ fn gemini_schema() -> Value {
                             { "$ref": "#/$defs/Schema" },
                             { "required": ["type", "properties"], "properties": { "type": { "const": "OBJECT" } } }
                         ]
-                    }
+                    },
+                    "response": { "$ref": "#/$defs/Schema" }
                 }
             },
             "Schema": {

@@ -13,12 +13,13 @@
 //! becomes `minimum + 1`. Constraints Gemini cannot express (`multipleOf`, non-string enums, open
 //! objects, ...) are said in the description instead and reported as warnings; annotations that
 //! constrain nothing (`$comment`, `examples`, `readOnly`, ...) are dropped silently. A tool without
-//! parameters is declared without `parameters`.
+//! parameters is declared without `parameters`. A `returns` schema is lowered the same way into
+//! `response` (the function's output), except that it may be any type at its root.
 
 use serde_json::{json, Map, Value};
 
 use super::text;
-use super::{codes, describe_pointer, object_root, parameters_span};
+use super::{codes, describe_pointer, object_root, parameters_span, returns_keyword_span};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::emit::strict::{escape_pointer, resolve_ref};
 use crate::ir::IrTool;
@@ -74,6 +75,7 @@ fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
     let schema: &Value = &schema;
     let mut cx = Lowering {
         root: schema,
+        field: Field::Parameters,
         stack: Vec::new(),
         depth: 0,
         issues: Vec::new(),
@@ -104,9 +106,33 @@ fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
         _ => {}
     }
     for issue in cx.issues {
-        diags.push(issue.diagnostic(tool));
+        diags.push(issue.diagnostic(tool, Field::Parameters));
+    }
+    if let Some(returns) = &d.returns {
+        let mut cx = Lowering {
+            root: returns,
+            field: Field::Returns,
+            stack: Vec::new(),
+            depth: 0,
+            issues: Vec::new(),
+        };
+        if let Some(response) = cx.lower(returns, "") {
+            out.insert("response".into(), Value::Object(response));
+        }
+        for issue in cx.issues {
+            diags.push(issue.diagnostic(tool, Field::Returns));
+        }
     }
     Value::Object(out)
+}
+
+/// Which schema of a tool is being lowered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    /// `parameters`: one OBJECT at the root.
+    Parameters,
+    /// `returns`, declared as `response`: any type.
+    Returns,
 }
 
 fn has_properties(schema: &Map<String, Value>) -> bool {
@@ -125,11 +151,23 @@ struct Issue {
 }
 
 impl Issue {
-    fn diagnostic(&self, tool: &IrTool) -> Diagnostic {
+    fn diagnostic(&self, tool: &IrTool, field: Field) -> Diagnostic {
+        let (of, runtime, span) = match field {
+            Field::Parameters => (
+                "",
+                "validates arguments",
+                parameters_span(tool, &self.pointer, Some(&self.keyword)),
+            ),
+            Field::Returns => (
+                " of `returns`",
+                "checks results",
+                returns_keyword_span(tool, &self.pointer, &self.keyword),
+            ),
+        };
         let mut d = Diagnostic::warning(
             self.code,
             format!(
-                "tool `{}`: gemini.json cannot express `{}` at {}: it {}",
+                "tool `{}`: gemini.json cannot express `{}` at {}{of}: it {}",
                 tool.def.name,
                 self.keyword,
                 describe_pointer(&self.pointer),
@@ -137,10 +175,10 @@ impl Issue {
             ),
         )
         .help(format!(
-            "in gemini.json {}; the other provider files keep it, and the runtime still validates arguments against the manifest",
+            "in gemini.json {}; the other provider files keep it, and the runtime still {runtime} against the manifest",
             self.fallback
         ));
-        if let Some(span) = parameters_span(tool, &self.pointer, Some(&self.keyword)) {
+        if let Some(span) = span {
             d = d.at(
                 span,
                 format!("`{}` is not expressible for Gemini", self.keyword),
@@ -152,6 +190,7 @@ impl Issue {
 
 struct Lowering<'a> {
     root: &'a Value,
+    field: Field,
     /// The `$ref`s being inlined, outermost first.
     stack: Vec<String>,
     depth: usize,
@@ -196,6 +235,15 @@ impl<'a> Lowering<'a> {
     fn lower_inner(&mut self, schema: &'a Value, pointer: &str) -> Option<Map<String, Value>> {
         let map = match schema {
             Value::Object(map) => map,
+            Value::Bool(true) if self.field == Field::Returns && self.depth == 1 => {
+                self.unsupported(
+                    pointer,
+                    "true",
+                    "accepts any value, and Gemini needs a type",
+                    "the tool is declared without `response`",
+                );
+                return None;
+            }
             Value::Bool(true) => {
                 self.unsupported(
                     pointer,
@@ -313,7 +361,7 @@ impl<'a> Lowering<'a> {
                         out.insert("items".into(), Value::Object(lowered));
                     }
                 }
-                "anyOf" | "oneOf" if self.depth == 1 => {
+                "anyOf" | "oneOf" if self.depth == 1 && self.field == Field::Parameters => {
                     // `parameters` must be one OBJECT: the alternatives' properties become
                     // optional properties of the root, as for Anthropic.
                     let branches = value.as_array().map(Vec::as_slice).unwrap_or_default();
@@ -473,6 +521,16 @@ impl<'a> Lowering<'a> {
                 Some(t) => {
                     out.insert("type".into(), t.into());
                 }
+                // A result of any shape: better no `response` than a wrong one.
+                None if self.field == Field::Returns && self.depth == 1 => {
+                    self.unsupported(
+                        pointer,
+                        "type",
+                        "is missing, so any value is accepted, and Gemini needs a type",
+                        "the tool is declared without `response`",
+                    );
+                    return None;
+                }
                 None => {
                     self.unsupported(
                         pointer,
@@ -489,7 +547,7 @@ impl<'a> Lowering<'a> {
         }
         if out.get("type").and_then(Value::as_str) == Some("OBJECT")
             && !has_properties(&out)
-            && self.depth > 1
+            && (self.depth > 1 || self.field == Field::Returns)
         {
             // One warning per object: a dropped `patternProperties` already explains it.
             if self.issues.iter().any(|i| i.pointer == pointer) {
@@ -745,5 +803,71 @@ mod tests {
             json!({ "a": { "type": "STRING" }, "b": { "type": "INTEGER" } })
         );
         assert_eq!(out["parameters"]["required"], json!(["a"]));
+    }
+
+    /// The `response` of a tool with these `returns`, and the warnings' messages.
+    fn response(returns: Value) -> (Option<Value>, Vec<String>) {
+        let ir = Ir::from_definitions([ToolDefinition {
+            name: "t".into(),
+            description: "d".into(),
+            location: Location::Server,
+            parameters: ToolDefinition::empty_parameters(),
+            returns: Some(returns),
+            timeout: None,
+            wait_for_response: true,
+            filler: Vec::new(),
+        }]);
+        let mut diags = Diagnostics::default();
+        let out = declaration(&ir.tools[0], &mut diags);
+        let messages = diags.iter().map(|d| d.message.clone()).collect();
+        (out.get("response").cloned(), messages)
+    }
+
+    #[test]
+    fn returns_become_the_response_of_any_type() {
+        let (out, warnings) = response(json!({
+            "type": "object",
+            "properties": { "found": { "type": "boolean" }, "at": { "type": ["string", "null"] } },
+            "required": ["found"],
+            "additionalProperties": false
+        }));
+        assert_eq!(
+            out,
+            Some(json!({
+                "type": "OBJECT",
+                "properties": {
+                    "found": { "type": "BOOLEAN" },
+                    "at": { "type": "STRING", "nullable": true }
+                },
+                "required": ["found"]
+            }))
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        // A list, and alternatives at the root: kept as they are, not flattened into an object
+        // as `parameters` would be.
+        let (out, _) = response(json!({ "type": "array", "items": { "type": "integer" } }));
+        assert_eq!(
+            out,
+            Some(json!({ "type": "ARRAY", "items": { "type": "INTEGER" } }))
+        );
+        let (out, _) = response(json!({ "anyOf": [{ "type": "string" }, { "type": "integer" }] }));
+        assert_eq!(
+            out,
+            Some(json!({ "anyOf": [{ "type": "STRING" }, { "type": "INTEGER" }] }))
+        );
+    }
+
+    #[test]
+    fn a_response_gemini_cannot_declare_is_left_out_with_a_warning_about_returns() {
+        for returns in [
+            json!({ "description": "anything" }),
+            json!({ "type": "object" }),
+            json!(true),
+        ] {
+            let (out, warnings) = response(returns.clone());
+            assert_eq!(out, None, "{returns}");
+            assert_eq!(warnings.len(), 1, "{returns}: {warnings:?}");
+            assert!(warnings[0].contains("of `returns`"), "{}", warnings[0]);
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! | `openai-chat.json` | Chat Completions `tools` | strict subset, or as written with `strict: false` |
 //! | `openai-responses.json` | Responses `tools` | strict subset, or as written with `strict: false` |
 //! | `anthropic.json` | Messages API `tools` | JSON Schema, no composition at the root |
-//! | `gemini.json` | `{"functionDeclarations": [...]}` | OpenAPI 3.0 subset (`Schema`) |
+//! | `gemini.json` | `{"functionDeclarations": [...]}`, `returns` as `response` | OpenAPI 3.0 subset (`Schema`) |
 //! | `mcp.json` | `tools/list` result | JSON Schema 2020-12 |
 //!
 //! What one provider cannot express is a warning with a fallback in that provider's file only;
@@ -333,6 +333,17 @@ fn parameters_span(tool: &IrTool, pointer: &str, keyword: Option<&str>) -> Optio
     keyword_span
         .or_else(|| tool.parameters_span(pointer))
         .or_else(|| tool.parameters_span(""))
+}
+
+/// [`parameters_span`] for a keyword of the `returns` schema.
+fn returns_keyword_span(tool: &IrTool, pointer: &str, keyword: &str) -> Option<Span> {
+    let node = tool.origin.returns.as_ref();
+    let keyword_span = node.and_then(|node| {
+        let (key, value) =
+            node.pointer(&format!("{pointer}/{}", strict::escape_pointer(keyword)))?;
+        Some(key.map_or(value.span, |key| key.span))
+    });
+    keyword_span.or_else(|| returns_span(tool, pointer))
 }
 
 fn returns_span(tool: &IrTool, pointer: &str) -> Option<Span> {
