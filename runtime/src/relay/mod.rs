@@ -268,60 +268,16 @@ where
     let ended = loop {
         tokio::select! {
             msg = from_model.next() => {
-                let mut next = msg;
-                let mut n = 0;
-                let res = loop {
-                    match next {
-                        None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break Err(Ended::Model),
-                        Some(Ok(m)) => {
-                            if let Err(who) = model_frame(&mut session, m, &mut to_browser).await {
-                                break Err(who);
-                            }
-                        }
-                    }
-                    n += 1;
-                    if n == BATCH {
-                        break Ok(());
-                    }
-                    match from_model.next().now_or_never() {
-                        Some(m) => next = m,
-                        None => break Ok(()),
-                    }
-                };
-                let res = match res {
-                    Ok(()) => flush(&mut session, &mut to_browser, &mut to_model, (true, false)).await,
-                    Err(who) => Err(who),
-                };
-                if let Err(who) = res {
+                let (side, source) = (Side::Model, &mut from_model);
+                let batch = relay_batch(&mut session, side, msg, source, &mut to_browser, &mut to_model);
+                if let Err(who) = batch.await {
                     break who;
                 }
             }
             msg = from_browser.next() => {
-                let mut next = msg;
-                let mut n = 0;
-                let res = loop {
-                    match next {
-                        None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break Err(Ended::Browser),
-                        Some(Ok(m)) => {
-                            if let Err(who) = browser_frame(&mut session, m, &mut to_model).await {
-                                break Err(who);
-                            }
-                        }
-                    }
-                    n += 1;
-                    if n == BATCH {
-                        break Ok(());
-                    }
-                    match from_browser.next().now_or_never() {
-                        Some(m) => next = m,
-                        None => break Ok(()),
-                    }
-                };
-                let res = match res {
-                    Ok(()) => flush(&mut session, &mut to_browser, &mut to_model, (false, true)).await,
-                    Err(who) => Err(who),
-                };
-                if let Err(who) = res {
+                let (side, source) = (Side::Browser, &mut from_browser);
+                let batch = relay_batch(&mut session, side, msg, source, &mut to_browser, &mut to_model);
+                if let Err(who) = batch.await {
                     break who;
                 }
             }
@@ -365,51 +321,97 @@ where
     ended
 }
 
-/// One frame from the model; `Err` names the side whose connection failed.
-async fn model_frame<S>(
-    session: &mut Session,
-    msg: Message,
-    to_browser: &mut S,
-) -> Result<(), Ended>
-where
-    S: Sink<Message, Error = WsError> + Unpin,
-{
-    let out = match msg {
-        Message::Text(text) => match session.on_model_event(text.as_str()) {
-            Verdict::Forward => Message::Text(text),
-            Verdict::Replace(t) => Message::text(t),
-            Verdict::Drop => return Ok(()),
-        },
-        Message::Binary(b) => Message::Binary(b),
-        // tungstenite answers pings itself; close frames end the loop in the caller.
-        Message::Ping(_) | Message::Pong(_) | Message::Frame(_) | Message::Close(_) => {
-            return Ok(())
-        }
-    };
-    to_browser.feed(out).await.map_err(|_| Ended::Browser)
+/// The side a frame comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    Model,
+    Browser,
 }
 
-/// One frame from the browser; `Err` names the side whose connection failed.
-async fn browser_frame<S>(
+impl Side {
+    /// How the session ends when this side's connection fails.
+    fn ended(self) -> Ended {
+        match self {
+            Side::Model => Ended::Model,
+            Side::Browser => Ended::Browser,
+        }
+    }
+}
+
+/// Relays `first` and then every frame already waiting on `source` (at most [`BATCH`], so that
+/// one busy side cannot starve the other), then flushes the side written to. `Err` names the
+/// side whose connection failed or closed.
+async fn relay_batch<R, B, M>(
     session: &mut Session,
-    msg: Message,
-    to_model: &mut S,
+    from: Side,
+    first: Option<Result<Message, WsError>>,
+    source: &mut R,
+    to_browser: &mut B,
+    to_model: &mut M,
 ) -> Result<(), Ended>
 where
-    S: Sink<Message, Error = WsError> + Unpin,
+    R: Stream<Item = Result<Message, WsError>> + Unpin,
+    B: Sink<Message, Error = WsError> + Unpin,
+    M: Sink<Message, Error = WsError> + Unpin,
+{
+    let mut next = first;
+    let mut relayed = 0;
+    loop {
+        match next {
+            None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return Err(from.ended()),
+            Some(Ok(m)) => relay_frame(session, from, m, to_browser, to_model).await?,
+        }
+        relayed += 1;
+        if relayed == BATCH {
+            break;
+        }
+        match source.next().now_or_never() {
+            Some(m) => next = m,
+            None => break,
+        }
+    }
+    let dirty = match from {
+        Side::Model => (true, false),
+        Side::Browser => (false, true),
+    };
+    flush(session, to_browser, to_model, dirty).await
+}
+
+/// One frame to the other side, as the session decides; `Err` names the side whose connection
+/// failed.
+async fn relay_frame<B, M>(
+    session: &mut Session,
+    from: Side,
+    msg: Message,
+    to_browser: &mut B,
+    to_model: &mut M,
+) -> Result<(), Ended>
+where
+    B: Sink<Message, Error = WsError> + Unpin,
+    M: Sink<Message, Error = WsError> + Unpin,
 {
     let out = match msg {
-        Message::Text(text) => match session.on_browser_event(text.as_str()) {
-            Verdict::Forward => Message::Text(text),
-            Verdict::Replace(t) => Message::text(t),
-            Verdict::Drop => return Ok(()),
-        },
+        Message::Text(text) => {
+            let verdict = match from {
+                Side::Model => session.on_model_event(text.as_str()),
+                Side::Browser => session.on_browser_event(text.as_str()),
+            };
+            match verdict {
+                Verdict::Forward => Message::Text(text),
+                Verdict::Replace(t) => Message::text(t),
+                Verdict::Drop => return Ok(()),
+            }
+        }
         Message::Binary(b) => Message::Binary(b),
+        // tungstenite answers pings itself; close frames end the batch in the caller.
         Message::Ping(_) | Message::Pong(_) | Message::Frame(_) | Message::Close(_) => {
             return Ok(())
         }
     };
-    to_model.feed(out).await.map_err(|_| Ended::Model)
+    match from {
+        Side::Model => to_browser.feed(out).await.map_err(|_| Ended::Browser),
+        Side::Browser => to_model.feed(out).await.map_err(|_| Ended::Model),
+    }
 }
 
 /// Sends what the session queued, then flushes the sides that were written to (`dirty` says
