@@ -542,46 +542,49 @@ impl Walker<'_> {
                 starts.extend(defs.keys().map(|name| format!("/{key}/{}", escape(name))));
             }
         }
-        let mut visited = std::collections::HashSet::new();
+        // Depth-first, with the path on a stack of its own: a chain of definitions can be as
+        // long as the manifest, far deeper than a thread's stack would allow recursion.
+        let mut visited: std::collections::HashSet<String> = std::collections::HashSet::new();
         for start in starts {
-            self.visit_refs(node, &start, &mut visited, &mut Vec::new());
-        }
-    }
-
-    /// Depth-first over the schemas that `at` is made of directly; `path` holds the schemas on
-    /// the way to `at`. Each cycle is reported once, at the `$ref` that closes it.
-    fn visit_refs(
-        &mut self,
-        node: &Node,
-        at: &str,
-        visited: &mut std::collections::HashSet<String>,
-        path: &mut Vec<String>,
-    ) {
-        if !visited.insert(at.to_owned()) {
-            return;
-        }
-        let Some(schema) = self.root.pointer(at) else {
-            return;
-        };
-        let mut refs = Vec::new();
-        direct_refs(schema, at, &mut refs);
-        path.push(at.to_owned());
-        for (keyword_at, target) in refs {
-            let Some(target) = resolve_local(self.root, &target) else {
-                continue; // reported as unresolved, or not ours to follow
-            };
-            match path.iter().position(|on_path| *on_path == target) {
-                Some(first) => {
-                    let cycle: Vec<&str> = path[first..].iter().map(String::as_str).collect();
+            if !visited.insert(start.clone()) {
+                continue;
+            }
+            let mut on_path: std::collections::HashSet<String> = std::collections::HashSet::new();
+            on_path.insert(start.clone());
+            let mut path = vec![(start.clone(), self.direct_refs_at(&start).into_iter())];
+            while let Some((_, refs)) = path.last_mut() {
+                let Some((keyword_at, target)) = refs.next() else {
+                    if let Some((done, _)) = path.pop() {
+                        on_path.remove(&done);
+                    }
+                    continue;
+                };
+                let Some(target) = resolve_local(self.root, &target) else {
+                    continue; // reported as unresolved, or not ours to follow
+                };
+                if on_path.contains(&target) {
+                    let first = path.iter().position(|(p, _)| *p == target).unwrap_or(0);
+                    let cycle: Vec<String> = path[first..].iter().map(|(p, _)| p.clone()).collect();
                     self.report_cycle(node, &keyword_at, &cycle);
+                } else if visited.insert(target.clone()) {
+                    on_path.insert(target.clone());
+                    let refs = self.direct_refs_at(&target).into_iter();
+                    path.push((target, refs));
                 }
-                None => self.visit_refs(node, &target, visited, path),
             }
         }
-        path.pop();
     }
 
-    fn report_cycle(&mut self, node: &Node, keyword_at: &str, cycle: &[&str]) {
+    /// [`direct_refs`] of the schema at `pointer`.
+    fn direct_refs_at(&self, pointer: &str) -> Vec<(String, String)> {
+        let mut refs = Vec::new();
+        if let Some(schema) = self.root.pointer(pointer) {
+            direct_refs(schema, pointer, &mut refs);
+        }
+        refs
+    }
+
+    fn report_cycle(&mut self, node: &Node, keyword_at: &str, cycle: &[String]) {
         let name = |pointer: &str| {
             if pointer.is_empty() {
                 "#".to_owned()
@@ -590,10 +593,10 @@ impl Walker<'_> {
             }
         };
         let mut chain: Vec<String> = cycle.iter().map(|p| name(p)).collect();
-        chain.push(name(cycle[0]));
+        chain.push(name(&cycle[0]));
         let (span, _) = span_at(node, keyword_at);
         let subject = if cycle.len() == 1 {
-            format!("`{}` refers only to itself", name(cycle[0]))
+            format!("`{}` refers only to itself", name(&cycle[0]))
         } else {
             format!(
                 "`{}` refer only to each other",

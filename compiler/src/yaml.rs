@@ -385,7 +385,30 @@ enum Frame {
         anchor: usize,
         entries: Vec<(Node, Node)>,
         key: Option<Node>,
+        /// For large mappings: each key's [`key_identity`] → its entry, so that finding a
+        /// duplicate stays constant time (a scan of every earlier key made a mapping of n keys
+        /// cost n², seconds for a few tens of thousands).
+        index: Option<std::collections::HashMap<String, usize>>,
     },
+}
+
+/// Mappings up to this many keys are searched for a duplicate by a scan.
+const SCANNED_KEYS: usize = 16;
+
+/// What makes two keys the same key, as text; `None` for a key that equals no other (a
+/// non-empty list or mapping: its items carry their own positions).
+fn key_identity(value: &Value) -> Option<String> {
+    Some(match value {
+        Value::Null => "~".into(),
+        Value::Bool(b) => format!("b{b}"),
+        // `0.0` and `-0.0` are equal numbers with different texts.
+        Value::Number(n) if n.as_f64() == Some(0.0) && n.is_f64() => "#0.0".into(),
+        Value::Number(n) => format!("#{n}"),
+        Value::String(s) => format!("s{s}"),
+        Value::Seq(items) if items.is_empty() => "[]".into(),
+        Value::Map(entries) if entries.is_empty() => "{}".into(),
+        Value::Seq(_) | Value::Map(_) => return None,
+    })
 }
 
 enum Flow {
@@ -498,6 +521,7 @@ impl Builder<'_> {
                     anchor,
                     entries: Vec::new(),
                     key: None,
+                    index: None,
                 });
                 Flow::Continue
             }
@@ -583,11 +607,39 @@ impl Builder<'_> {
                 items.push(node);
                 Flow::Continue
             }
-            Some(Frame::Map { entries, key, .. }) => {
+            Some(Frame::Map {
+                entries,
+                key,
+                index,
+                ..
+            }) => {
                 match key.take() {
                     None => *key = Some(node),
                     Some(k) => {
-                        if let Some((first, _)) = entries.iter().find(|(e, _)| e.value == k.value) {
+                        if index.is_none() && entries.len() >= SCANNED_KEYS {
+                            let built = entries
+                                .iter()
+                                .enumerate()
+                                .filter_map(|(i, (e, _))| Some((key_identity(&e.value)?, i)))
+                                .collect();
+                            *index = Some(built);
+                        }
+                        let earlier = match index {
+                            Some(index) => {
+                                let identity = key_identity(&k.value);
+                                identity.and_then(|identity| match index.entry(identity) {
+                                    std::collections::hash_map::Entry::Occupied(at) => {
+                                        entries.get(*at.get())
+                                    }
+                                    std::collections::hash_map::Entry::Vacant(slot) => {
+                                        slot.insert(entries.len());
+                                        None
+                                    }
+                                })
+                            }
+                            None => entries.iter().find(|(e, _)| e.value == k.value),
+                        };
+                        if let Some((first, _)) = earlier {
                             let shown = match &k.value {
                                 Value::String(s) => format!("`{s}`"),
                                 _ => "this key".into(),
@@ -695,6 +747,50 @@ mod tests {
         assert_eq!(errors[0].code, "toolc::duplicate-key");
         assert_eq!(errors[0].primary.as_ref().unwrap().span.start, 10);
         assert_eq!(errors[0].secondary[0].span.start, 0);
+    }
+
+    /// Large mappings find duplicates through an index: the same keys count as duplicates as
+    /// in a small mapping (found by comparing values), and a mapping of tens of thousands of
+    /// keys loads without comparing every pair.
+    #[test]
+    fn duplicates_in_large_mappings_are_the_duplicates_of_small_ones() {
+        let keys = [
+            "a", "'a'", "1", "1.0", "0.0", "-0.0", "null", "~", "true", "[]", "{}", "[1]", "[1]",
+            "'1'", "b", "c", "d",
+        ];
+        for filler in [0, 40] {
+            let mut text = String::new();
+            for i in 0..filler {
+                text.push_str(&format!("k{i}: 0\n"));
+            }
+            for (i, key) in keys.iter().enumerate() {
+                text.push_str(&format!("? {key}\n: {i}\n"));
+            }
+            let (_, errors) = load(&text);
+            let duplicates: Vec<&str> = errors
+                .iter()
+                .map(|e| {
+                    let span = e.primary.as_ref().unwrap().span;
+                    &text[span.start..span.end]
+                })
+                .collect();
+            // `'a'` = `a`, `-0.0` = `0.0`, `~` = `null`; `'1'` is a string, `1.0` a float, and
+            // two `[1]` lists are different keys (their items are at different places).
+            assert_eq!(
+                duplicates,
+                ["'a'", "-0.0", "~"],
+                "after {filler} other keys"
+            );
+        }
+        let mut text = String::new();
+        for i in 0..20_000 {
+            text.push_str(&format!("key{i}: {i}\n"));
+        }
+        text.push_str("key7: again\n");
+        let (node, errors) = load(&text);
+        assert!(node.is_some());
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].message.contains("`key7`"));
     }
 
     #[test]

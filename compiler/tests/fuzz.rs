@@ -73,3 +73,34 @@ proptest! {
         check_bytes(&mutate(SEED, &ops));
     }
 }
+
+/// A manifest whose definitions form one long chain, each referring to the next directly or
+/// through a property, as long as a manifest allows. Every step that follows references
+/// (cycle check, Gemini's inlining, the Rust emitter's recursion analysis) must finish without
+/// recursing once per link, which would exhaust a thread's stack.
+#[test]
+fn long_chains_of_definitions_build() {
+    for through_property in [false, true] {
+        let links = 5_000;
+        let mut text = String::from(
+            "version: 1\ntools:\n  - name: chain\n    description: A long chain of definitions.\n    location: server\n    parameters:\n      type: object\n      properties:\n        a: { $ref: \"#/$defs/D0\" }\n      $defs:\n",
+        );
+        for i in 0..links - 1 {
+            let next = format!("$ref: \"#/$defs/D{}\"", i + 1);
+            if through_property {
+                text.push_str(&format!(
+                    "        D{i}: {{ type: object, properties: {{ next: {{ {next} }} }} }}\n"
+                ));
+            } else {
+                text.push_str(&format!("        D{i}: {{ {next} }}\n"));
+            }
+        }
+        text.push_str(&format!("        D{}: {{ type: string }}\n", links - 1));
+        let mut session = Session::new();
+        session.add_manifest("chain.tools.yaml", text.as_bytes());
+        let ir = session.check().expect("a chain is valid");
+        let outputs = toolc::emit::emit(&ir, &toolc::emit::Kind::ALL, &mut session.diagnostics);
+        assert!(outputs["tools.rs"].contains("pub struct ChainArgs"));
+        assert!(outputs["providers/gemini.json"].contains("\"chain\""));
+    }
+}

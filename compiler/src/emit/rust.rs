@@ -226,11 +226,12 @@ enum Item {
     },
 }
 
-/// The `$defs` of one root schema: def name → Rust type name, and which defs are recursive.
+/// The `$defs` of one root schema: def name → Rust type name, and the Rust names of the defs
+/// that are recursive (held in a `Box`).
 #[derive(Default)]
 struct Defs {
     names: BTreeMap<String, String>,
-    recursive: BTreeSet<String>,
+    recursive_types: BTreeSet<String>,
 }
 
 /// What the file will hold, decided over the whole manifest: every name, every item.
@@ -387,24 +388,10 @@ impl<'a> Gen<'a> {
                 (name.as_str(), refs)
             })
             .collect();
-        for (name, _) in &schemas {
-            let mut seen = BTreeSet::new();
-            let mut stack: Vec<String> = edges
-                .get(name.as_str())
-                .map(|s| s.iter().cloned().collect())
-                .unwrap_or_default();
-            while let Some(next) = stack.pop() {
-                if &next == name {
-                    defs.recursive.insert(name.clone());
-                    break;
-                }
-                if seen.insert(next.clone()) {
-                    if let Some(more) = edges.get(next.as_str()) {
-                        stack.extend(more.iter().cloned());
-                    }
-                }
-            }
-        }
+        defs.recursive_types = recursive_defs(&edges)
+            .iter()
+            .filter_map(|def| defs.names.get(def).cloned())
+            .collect();
         defs
     }
 
@@ -1138,11 +1125,7 @@ fn optional(ty: Ty) -> Ty {
 }
 
 fn box_recursive(ty: Ty, defs: &Defs) -> Ty {
-    let recursive = |name: &str| {
-        defs.names
-            .iter()
-            .any(|(def, rust)| rust == name && defs.recursive.contains(def))
-    };
+    let recursive = |name: &str| defs.recursive_types.contains(name);
     match ty {
         Ty::Named(ref n) if recursive(n) => Ty::Boxed(Box::new(ty)),
         Ty::Option(inner) => match *inner {
@@ -1185,6 +1168,79 @@ fn local_def(reference: &str) -> Option<String> {
         return None;
     }
     Some(rest.replace("~1", "/").replace("~0", "~"))
+}
+
+/// The definitions that can reach themselves through `$ref`s: those in a cycle of the reference
+/// graph (a strongly connected component of more than one, or with a reference to itself).
+/// Tarjan's algorithm without recursion: linear in the references, however long a chain of
+/// definitions is.
+fn recursive_defs(edges: &BTreeMap<&str, BTreeSet<String>>) -> BTreeSet<String> {
+    let names: Vec<&str> = edges.keys().copied().collect();
+    let position: std::collections::HashMap<&str, usize> =
+        names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    let adjacent: Vec<Vec<usize>> = names
+        .iter()
+        .map(|n| {
+            edges[n]
+                .iter()
+                .filter_map(|target| position.get(target.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    const UNSEEN: usize = usize::MAX;
+    let mut order = vec![UNSEEN; names.len()];
+    let mut low = vec![0; names.len()];
+    let mut on_stack = vec![false; names.len()];
+    let mut stack: Vec<usize> = Vec::new();
+    let mut next_order = 0;
+    let mut recursive = BTreeSet::new();
+    for start in 0..names.len() {
+        if order[start] != UNSEEN {
+            continue;
+        }
+        // (definition, how many of its references were followed)
+        let mut calls = vec![(start, 0)];
+        order[start] = next_order;
+        low[start] = next_order;
+        next_order += 1;
+        stack.push(start);
+        on_stack[start] = true;
+        while let Some((v, followed)) = calls.last_mut() {
+            let v = *v;
+            if let Some(&w) = adjacent[v].get(*followed) {
+                *followed += 1;
+                if order[w] == UNSEEN {
+                    order[w] = next_order;
+                    low[w] = next_order;
+                    next_order += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    calls.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(order[w]);
+                }
+                continue;
+            }
+            calls.pop();
+            if let Some(&(parent, _)) = calls.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == order[v] {
+                let mut component = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 || adjacent[v].contains(&v) {
+                    recursive.extend(component.iter().map(|&w| names[w].to_owned()));
+                }
+            }
+        }
+    }
+    recursive
 }
 
 fn collect_def_refs(schema: &Value, out: &mut BTreeSet<String>) {
@@ -1799,6 +1855,41 @@ impl<'a> Text<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recursive_definitions_are_the_ones_on_a_cycle() {
+        let graph =
+            |pairs: &[(&'static str, &[&str])]| -> BTreeMap<&'static str, BTreeSet<String>> {
+                pairs
+                    .iter()
+                    .map(|(n, to)| (*n, to.iter().map(|t| (*t).to_owned()).collect()))
+                    .collect()
+            };
+        let found = recursive_defs(&graph(&[
+            ("Tree", &["Tree"]),
+            ("A", &["B"]),
+            ("B", &["C", "Leaf"]),
+            ("C", &["A"]),
+            ("Entry", &["A", "Missing"]),
+            ("Leaf", &[]),
+        ]));
+        let expected: BTreeSet<String> = ["A", "B", "C", "Tree"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        assert_eq!(found, expected);
+        // A chain as long as a manifest allows: no cycle, and no recursion to overflow.
+        let names: Vec<String> = (0..100_000).map(|i| format!("D{i}")).collect();
+        let chain: BTreeMap<&str, BTreeSet<String>> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let next = names.get(i + 1).cloned().into_iter().collect();
+                (n.as_str(), next)
+            })
+            .collect();
+        assert!(recursive_defs(&chain).is_empty());
+    }
 
     /// The file printed in parts, on any number of threads, is the file printed whole.
     #[test]

@@ -27,6 +27,11 @@ use crate::ir::IrTool;
 /// How many times one `$ref` may be inlined inside itself before deeper levels are left out.
 pub const UNROLL: usize = 2;
 
+/// How deep an inlined schema may nest. A chain of definitions that each hold the next would
+/// otherwise nest as deep as the manifest is long (and exhaust the stack); a real one nests a
+/// handful of levels.
+const MAX_DEPTH: usize = 64;
+
 /// Keywords Gemini's `Schema` takes with the same meaning as JSON Schema.
 const KEPT: &[&str] = &[
     "description",
@@ -226,6 +231,15 @@ impl<'a> Lowering<'a> {
     /// The Gemini schema for `schema`, or `None` when it cannot be declared at all (its parent
     /// then leaves it out).
     fn lower(&mut self, schema: &'a Value, pointer: &str) -> Option<Map<String, Value>> {
+        if self.depth >= MAX_DEPTH {
+            self.unsupported(
+                pointer,
+                "$ref",
+                format!("nests more than {MAX_DEPTH} levels deep once its `$ref`s are inlined"),
+                "it is left out",
+            );
+            return None;
+        }
         self.depth += 1;
         let out = self.lower_inner(schema, pointer);
         self.depth -= 1;
