@@ -14,6 +14,7 @@ pub mod ident;
 pub mod ir;
 pub mod manifest;
 pub mod manifest_schema;
+mod name_set;
 pub mod output;
 mod parallel;
 pub mod schema_check;

@@ -440,11 +440,13 @@ impl Walker<'_> {
             );
             return;
         };
-        let declared: Vec<&str> = schema
+        let declared: crate::name_set::NameSet = schema
             .get("properties")
             .and_then(|(_, p)| p.as_map())
-            .map(|m| m.iter().filter_map(|(k, _)| k.as_str()).collect())
-            .unwrap_or_default();
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, _)| k.as_str())
+            .collect();
         for (i, item) in items.iter().enumerate() {
             let Some(name) = item.as_str() else {
                 self.error(
@@ -458,8 +460,8 @@ impl Walker<'_> {
                 );
                 continue;
             };
-            if !declared.contains(&name) {
-                let suggestion = did_you_mean(name, declared.iter().copied());
+            if !declared.contains(name) {
+                let suggestion = did_you_mean(name, declared.iter());
                 self.error(
                     format!("{pointer}/{i}"),
                     Diagnostic::error(

@@ -104,3 +104,31 @@ fn long_chains_of_definitions_build() {
         assert!(outputs["providers/gemini.json"].contains("\"chain\""));
     }
 }
+
+/// One object with thousands of properties (half of them required) and a string `enum` of
+/// thousands of values: every step that looks names up (`required` against `properties`,
+/// duplicate keys, union members) must do so without comparing every pair.
+#[test]
+fn wide_objects_and_long_enums_build() {
+    let width = 10_000;
+    let mut text = String::from(
+        "version: 1\ntools:\n  - name: wide\n    description: Many properties.\n    location: server\n    parameters:\n      type: object\n      properties:\n",
+    );
+    for i in 0..width {
+        text.push_str(&format!("        p{i}: {{ type: string }}\n"));
+    }
+    let values: Vec<String> = (0..width).map(|i| format!("value-{i}")).collect();
+    text.push_str(&format!(
+        "        choice: {{ type: string, enum: [{}] }}\n",
+        values.join(", ")
+    ));
+    let required: Vec<String> = (0..width).step_by(2).map(|i| format!("p{i}")).collect();
+    text.push_str(&format!("      required: [{}]\n", required.join(", ")));
+    let mut session = Session::new();
+    session.add_manifest("wide.tools.yaml", text.as_bytes());
+    let ir = session.check().expect("a wide schema is valid");
+    let outputs = toolc::emit::emit(&ir, &toolc::emit::Kind::ALL, &mut session.diagnostics);
+    let ts = &outputs["tools.ts"];
+    assert!(ts.contains("p0: string;") && ts.contains("p1?: string;"));
+    assert!(ts.contains("\"value-9999\""));
+}

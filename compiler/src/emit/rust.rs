@@ -623,10 +623,12 @@ impl<'a> Gen<'a> {
         properties: &serde_json::Map<String, Value>,
         defs: &Defs,
     ) {
-        let required: Vec<&str> = member(obj, "required")
+        let required: crate::name_set::NameSet = member(obj, "required")
             .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         // Reserve the struct's slot first so nested types come after it in the file.
         let slot = self.items.len();
         self.items.push(Item::Alias {
@@ -665,7 +667,7 @@ impl<'a> Gen<'a> {
                 serde.push(SerdeArg::Rename(wire.clone()));
             }
             let default = keyword(schema, "default");
-            if required.contains(&wire.as_str()) {
+            if required.contains(wire) {
                 // A required nullable property is written as `null`, never skipped.
             } else if let Some(value) = default.and_then(|d| self.default_value(&ty, d)) {
                 let fn_name = self.unique_fn(&format!(

@@ -353,17 +353,19 @@ impl Strict<'_> {
                 "is missing: an object without declared keys accepts any key, and strict mode needs every key declared",
             );
         }
-        let required: Vec<&str> = original
+        let required: crate::name_set::NameSet = original
             .get("required")
             .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         let mut names = Vec::new();
         if let (Some(declared), Some(Value::Object(props))) = (declared, out.get_mut("properties"))
         {
             for (name, original_sub) in declared {
                 names.push(Value::String(name.clone()));
-                if required.contains(&name.as_str()) || accepts_null(original_sub, self.root) {
+                if required.contains(name) || accepts_null(original_sub, self.root) {
                     continue;
                 }
                 if let Some(sub) = props.get_mut(name) {

@@ -499,21 +499,21 @@ impl<'a> Lowering<'a> {
         }
 
         if let Some(required) = map.get("required").and_then(Value::as_array) {
-            let declared: Vec<String> = out
-                .get("properties")
-                .and_then(Value::as_object)
-                .map(|p| p.keys().cloned().collect())
-                .unwrap_or_default();
             let mut names = match out.shift_remove("required") {
                 Some(Value::Array(names)) => names,
                 _ => Vec::new(),
             };
+            let declared = out.get("properties").and_then(Value::as_object);
+            let mut listed: foldhash::HashSet<String> = names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect();
             for name in required {
-                if name
-                    .as_str()
-                    .is_some_and(|n| declared.iter().any(|d| d == n))
-                    && !names.contains(name)
-                {
+                let Some(n) = name.as_str() else {
+                    continue;
+                };
+                if declared.is_some_and(|p| p.contains_key(n)) && listed.insert(n.to_owned()) {
                     names.push(name.clone());
                 }
             }

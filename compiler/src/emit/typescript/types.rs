@@ -59,22 +59,31 @@ impl TsType {
     /// A union, flattened: `unknown` absorbs everything, `never` disappears, duplicates go.
     pub fn union(parts: impl IntoIterator<Item = TsType>) -> TsType {
         let mut out: Vec<TsType> = Vec::new();
+        // Members already in `out`, by rendering, once there are many (an `enum` of thousands
+        // of values would otherwise compare every value with every other).
+        let mut rendered: Option<foldhash::HashSet<String>> = None;
+        let mut add = |p: TsType, out: &mut Vec<TsType>| {
+            if out.len() >= 16 && rendered.is_none() {
+                rendered = Some(out.iter().map(TsType::to_text).collect());
+            }
+            let fresh = match &mut rendered {
+                Some(seen) => seen.insert(p.to_text()),
+                None => !out.contains(&p),
+            };
+            if fresh {
+                out.push(p);
+            }
+        };
         for part in parts {
             match part {
                 TsType::Unknown => return TsType::Unknown,
                 TsType::Never => {}
                 TsType::Union(inner) => {
                     for p in inner {
-                        if !out.contains(&p) {
-                            out.push(p);
-                        }
+                        add(p, &mut out);
                     }
                 }
-                p => {
-                    if !out.contains(&p) {
-                        out.push(p);
-                    }
-                }
+                p => add(p, &mut out),
             }
         }
         match out.len() {
@@ -113,6 +122,13 @@ impl TsType {
     }
 
     /// The type's text; `indent` is the indentation of the line it starts on.
+    /// The type as TypeScript text at indentation 0.
+    fn to_text(&self) -> String {
+        let mut text = String::new();
+        self.render(0, &mut text);
+        text
+    }
+
     pub fn render(&self, indent: usize, out: &mut String) {
         self.render_in(Position::Top, indent, out);
     }
@@ -489,10 +505,13 @@ impl Mapper<'_> {
     }
 
     fn object(&self, k: &Keywords<'_>, depth: usize) -> TsType {
-        let is_required = |name: &str| {
-            k.required
-                .is_some_and(|r| r.iter().any(|v| v.as_str() == Some(name)))
-        };
+        let required: crate::name_set::NameSet = k
+            .required
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let is_required = |name: &str| required.contains(name);
         let properties: Vec<Property> = k
             .properties
             .map(|props| {
