@@ -460,7 +460,7 @@ impl Walker<'_> {
                 );
                 continue;
             };
-            if !declared.contains(name) {
+            if !declared.contains(name) && !constrains_its_parent(pointer) {
                 let suggestion = did_you_mean(name, declared.iter());
                 self.error(
                     format!("{pointer}/{i}"),
@@ -623,6 +623,23 @@ impl Walker<'_> {
             .at(span, "this `$ref` closes the cycle")
             .help("give the definition a `type`; a recursive structure refers to itself inside `properties` or `items`, e.g. `children: { type: array, items: { $ref: \"#/$defs/Node\" } }`"),
         );
+    }
+}
+
+/// Whether the schema at the `required` keyword at `pointer` is an applicator member (of
+/// `allOf`/`anyOf`/`oneOf`, or `not`/`if`/`then`/`else`/`dependentSchemas`): its `required`
+/// names properties of the object it applies to, declared beside the applicator, as in
+/// `anyOf: [{required: [email]}, {required: [phone]}]` ("one of the two").
+fn constrains_its_parent(pointer: &str) -> bool {
+    let mut segments = pointer.rsplit('/').skip(1); // `required` itself
+    match (segments.next(), segments.next()) {
+        // Not a property or definition that happens to be called `not`.
+        (Some("not" | "if" | "then" | "else"), parent) => {
+            !parent.is_some_and(|p| SUBSCHEMA_MAP.contains(&p))
+        }
+        (Some(index), Some("allOf" | "anyOf" | "oneOf")) => index.parse::<usize>().is_ok(),
+        (Some(_), Some("dependentSchemas")) => true,
+        _ => false,
     }
 }
 
@@ -825,5 +842,28 @@ mod tests {
         for schema in &recursions {
             assert!(codes_for(schema).is_empty(), "{schema}");
         }
+    }
+
+    #[test]
+    fn required_in_an_applicator_names_the_parents_properties() {
+        let one_of_two = json!({
+            "type": "object",
+            "properties": { "email": { "type": "string" }, "phone": { "type": "string" } },
+            "anyOf": [{ "required": ["email"] }, { "required": ["phone"] }],
+            "if": { "required": ["email"] },
+            "then": { "not": { "required": ["phone"] } }
+        });
+        assert!(codes_for(&one_of_two).is_empty());
+        // Outside an applicator a name must still be declared, also in a property called `not`.
+        let typo = json!({
+            "type": "object",
+            "properties": { "email": { "type": "string" },
+                            "not": { "type": "object", "properties": {}, "required": ["x"] } },
+            "required": ["emial"]
+        });
+        assert_eq!(
+            codes_for(&typo),
+            ["toolc::undeclared-required", "toolc::undeclared-required"]
+        );
     }
 }
