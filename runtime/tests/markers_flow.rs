@@ -1,16 +1,18 @@
 //! The two-pass marker flow in a realtime session, without sockets: model events go in as text,
 //! the verdicts are what the browser would get, the queued outputs what the model would get.
 
+mod session_common;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
+use session_common::Wire;
 use toolc_runtime::markers::flow::{text_response, MARKER_CALL_PREFIX, RESULT_ITEM_PREFIX};
 use toolc_runtime::markers::{MarkerFlowConfig, MarkerTag};
-use toolc_runtime::realtime::{Output, Session, SessionConfig, SessionEvents, Verdict};
+use toolc_runtime::realtime::{Session, SessionConfig, Verdict};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
 const MANIFEST: &str = r#"
@@ -56,12 +58,22 @@ fn registry(runs: Arc<AtomicUsize>) -> Registry {
 }
 
 struct Harness {
-    session: Session,
-    events: SessionEvents,
+    wire: Wire,
     runs: Arc<AtomicUsize>,
     flow: Arc<MarkerFlowConfig>,
-    to_browser: Vec<Value>,
-    to_model: Vec<Value>,
+}
+
+impl std::ops::Deref for Harness {
+    type Target = Wire;
+    fn deref(&self) -> &Wire {
+        &self.wire
+    }
+}
+
+impl std::ops::DerefMut for Harness {
+    fn deref_mut(&mut self) -> &mut Wire {
+        &mut self.wire
+    }
 }
 
 impl Harness {
@@ -80,59 +92,11 @@ impl Harness {
             config.markers = Some(flow.clone());
         }
         adjust(&mut config);
-        let (session, events) = Session::new(registry, Arc::new(config));
         Harness {
-            session,
-            events,
+            wire: Wire::new(Session::new(registry, Arc::new(config))),
             runs,
             flow,
-            to_browser: Vec::new(),
-            to_model: Vec::new(),
         }
-    }
-
-    fn model(&mut self, event: &Value) -> Verdict {
-        let verdict = self.session.on_model_event(&event.to_string());
-        match &verdict {
-            Verdict::Forward => self.to_browser.push(event.clone()),
-            Verdict::Replace(t) => self.to_browser.push(serde_json::from_str(t).unwrap()),
-            Verdict::Drop => {}
-        }
-        self.drain();
-        verdict
-    }
-
-    fn model_all(&mut self, events: &[Value]) {
-        for e in events {
-            self.model(e);
-        }
-    }
-
-    fn drain(&mut self) {
-        for out in self.session.drain_outputs() {
-            match out {
-                Output::ToModel(t) => self.to_model.push(serde_json::from_str(&t).unwrap()),
-                Output::ToBrowser(t) => self.to_browser.push(serde_json::from_str(&t).unwrap()),
-            }
-        }
-    }
-
-    /// Runs call tasks until `done` holds or a second passes.
-    async fn settle(&mut self, done: impl Fn(&Harness) -> bool) {
-        let until = tokio::time::Instant::now() + Duration::from_secs(1);
-        while !done(self) {
-            match tokio::time::timeout_at(until, self.events.recv()).await {
-                Ok(Some(ev)) => {
-                    self.session.on_event(ev);
-                    self.drain();
-                }
-                _ => break,
-            }
-        }
-    }
-
-    fn model_events_of(&self, kind: &str) -> Vec<&Value> {
-        self.to_model.iter().filter(|e| e["type"] == kind).collect()
     }
 
     /// The text a browser shows: its deltas, joined.

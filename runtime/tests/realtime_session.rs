@@ -2,15 +2,16 @@
 //! verdicts and queued outputs are what a relay would send. Tool deadlines are short and the
 //! clock is paused, so timeouts cost no real time.
 
+mod session_common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use session_common::Wire;
 use toolc_runtime::realtime::script;
-use toolc_runtime::realtime::{
-    Naming, Note, Output, RejectReason, Session, SessionConfig, SessionEvents, Verdict,
-};
+use toolc_runtime::realtime::{Naming, Note, RejectReason, Session, SessionConfig, Verdict};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry, ToolError};
 
 const MANIFEST: &str = r#"
@@ -62,12 +63,22 @@ tools:
 "#;
 
 struct Harness {
-    session: Session,
-    events: SessionEvents,
-    to_model: Vec<Value>,
-    to_browser: Vec<Value>,
+    wire: Wire,
     notes: Arc<Mutex<Vec<Note>>>,
     lookups: Arc<AtomicUsize>,
+}
+
+impl std::ops::Deref for Harness {
+    type Target = Wire;
+    fn deref(&self) -> &Wire {
+        &self.wire
+    }
+}
+
+impl std::ops::DerefMut for Harness {
+    fn deref_mut(&mut self) -> &mut Wire {
+        &mut self.wire
+    }
 }
 
 fn registry(lookups: Arc<AtomicUsize>) -> Registry {
@@ -124,62 +135,10 @@ impl Harness {
             sink.lock().unwrap().push(n.clone())
         }));
         configure(&mut config);
-        let (session, events) = Session::new(registry, Arc::new(config));
         Harness {
-            session,
-            events,
-            to_model: Vec::new(),
-            to_browser: Vec::new(),
+            wire: Wire::new(Session::new(registry, Arc::new(config))),
             notes,
             lookups,
-        }
-    }
-
-    fn drain(&mut self) {
-        for out in self.session.drain_outputs() {
-            match out {
-                Output::ToModel(t) => self.to_model.push(serde_json::from_str(&t).unwrap()),
-                Output::ToBrowser(t) => self.to_browser.push(serde_json::from_str(&t).unwrap()),
-            }
-        }
-    }
-
-    /// One model event; what the browser gets is recorded like a relay would send it.
-    fn model(&mut self, event: &Value) -> Verdict {
-        let text = event.to_string();
-        let verdict = self.session.on_model_event(&text);
-        match &verdict {
-            Verdict::Forward => self.to_browser.push(event.clone()),
-            Verdict::Replace(t) => self.to_browser.push(serde_json::from_str(t).unwrap()),
-            Verdict::Drop => {}
-        }
-        self.drain();
-        verdict
-    }
-
-    fn model_all(&mut self, events: &[Value]) {
-        for e in events {
-            self.model(e);
-        }
-    }
-
-    fn browser(&mut self, event: &Value) -> Verdict {
-        let verdict = self.session.on_browser_event(&event.to_string());
-        match &verdict {
-            Verdict::Forward => self.to_model.push(event.clone()),
-            Verdict::Replace(t) => self.to_model.push(serde_json::from_str(t).unwrap()),
-            Verdict::Drop => {}
-        }
-        self.drain();
-        verdict
-    }
-
-    /// Lets call tasks run for `d` (paused clock: virtual time), handling their events.
-    async fn run_for(&mut self, d: Duration) {
-        let until = tokio::time::Instant::now() + d;
-        while let Ok(Some(ev)) = tokio::time::timeout_at(until, self.events.recv()).await {
-            self.session.on_event(ev);
-            self.drain();
         }
     }
 
