@@ -242,6 +242,38 @@ impl Folders {
     }
 }
 
+/// What became of a file that is written only when it does not exist yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Created {
+    Written,
+    /// It existed and was left as it is (it may hold the user's edits).
+    Kept,
+}
+
+/// Writes each of `files` (names relative to `dir`) that does not exist yet and leaves the
+/// others alone: handler stubs are a starting point the user edits, never regenerated over.
+/// Returns every file's path with what became of it, in order.
+pub fn write_missing(
+    dir: &Path,
+    files: &[(String, String)],
+) -> io::Result<Vec<(PathBuf, Created)>> {
+    let mut done = Vec::with_capacity(files.len());
+    for (name, content) in files {
+        let path = dir.join(name);
+        if path.exists() {
+            done.push((path, Created::Kept));
+            continue;
+        }
+        std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::write(&path, content))
+            .map_err(|e| {
+                io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
+            })?;
+        done.push((path, Created::Written));
+    }
+    Ok(done)
+}
+
 /// Writes one file only when its content differs; returns whether it wrote.
 pub fn write_if_changed(path: &Path, content: &str) -> io::Result<bool> {
     if std::fs::read(path).is_ok_and(|old| old == content.as_bytes()) {
@@ -499,6 +531,31 @@ mod tests {
         assert!(other.exists());
         assert!(base.join("out/a.json").exists());
         let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn missing_files_are_written_and_existing_ones_kept() {
+        let dir = scratch("missing");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.ts"), "edited by hand").unwrap();
+        let files = [
+            ("a.ts".to_owned(), "new a".to_owned()),
+            ("b.ts".to_owned(), "new b".to_owned()),
+        ];
+        let done = write_missing(&dir, &files).unwrap();
+        assert_eq!(
+            done,
+            vec![
+                (dir.join("a.ts"), Created::Kept),
+                (dir.join("b.ts"), Created::Written)
+            ]
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("a.ts")).unwrap(),
+            "edited by hand"
+        );
+        assert_eq!(std::fs::read_to_string(dir.join("b.ts")).unwrap(), "new b");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

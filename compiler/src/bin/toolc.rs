@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use toolc::emit::providers::{self, Provider};
 use toolc::emit::{self, Kind};
+use toolc::output::Created;
 use toolc::{Ir, Session};
 
 #[global_allocator]
@@ -202,17 +203,15 @@ fn print_diagnostics(cli: &Cli, session: &Session) {
 /// `tools.ts` (compiled to `tools.js`) from `dir`.
 fn write_stubs(ir: &Ir, dir: &Path, import: &str) -> Result<(), u8> {
     let stubs = emit::typescript::stubs_importing(ir, import);
-    for (file, content) in stubs {
-        let path = dir.join(&file);
-        if path.exists() {
-            eprintln!("kept    {}", path.display());
-            continue;
+    let done = toolc::output::write_missing(dir, &stubs).map_err(|e| {
+        eprintln!("error: {e}");
+        USAGE_OR_IO
+    })?;
+    for (path, created) in done {
+        match created {
+            Created::Written => eprintln!("wrote   {}", path.display()),
+            Created::Kept => eprintln!("kept    {}", path.display()),
         }
-        if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, content)) {
-            eprintln!("error: cannot write {}: {e}", path.display());
-            return Err(USAGE_OR_IO);
-        }
-        eprintln!("wrote   {}", path.display());
     }
     Ok(())
 }

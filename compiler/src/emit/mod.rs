@@ -44,18 +44,17 @@ impl Kind {
     }
 }
 
-/// Runs the emitters for `kinds`, each on its own thread (they only read the IR). Outputs and
-/// provider warnings are merged in the order of `kinds`, so the result does not depend on which
-/// thread finishes first.
+/// Runs the emitters for `kinds`, each on its own thread (they only read the IR). Provider
+/// warnings are merged in the order of `kinds`; the outputs are keyed by path, so the result does
+/// not depend on which thread finishes first.
 pub fn emit(ir: &Ir, kinds: &[Kind], diags: &mut Diagnostics) -> Outputs {
-    let mut parts: Vec<(Kind, Outputs)> = Vec::new();
-    let written: Result<(), std::convert::Infallible> = emit_each(ir, kinds, diags, |kind, out| {
-        parts.push((kind, out));
+    let mut outputs = Outputs::new();
+    let collected: Result<(), std::convert::Infallible> = emit_each(ir, kinds, diags, |out| {
+        outputs.extend(out);
         Ok(())
     });
-    let Ok(()) = written;
-    parts.sort_by_key(|(kind, _)| kinds.iter().position(|k| k == kind));
-    parts.into_iter().flat_map(|(_, out)| out).collect()
+    let Ok(()) = collected;
+    outputs
 }
 
 /// Like [`emit`], but hands each emitter's outputs to `each` on the calling thread as soon as
@@ -66,7 +65,7 @@ pub fn emit_each<E>(
     ir: &Ir,
     kinds: &[Kind],
     diags: &mut Diagnostics,
-    mut each: impl FnMut(Kind, Outputs) -> Result<(), E>,
+    mut each: impl FnMut(Outputs) -> Result<(), E>,
 ) -> Result<(), E> {
     let mut kind_diags: Vec<Option<Diagnostics>> = kinds.iter().map(|_| None).collect();
     let mut result = Ok(());
@@ -88,7 +87,7 @@ pub fn emit_each<E>(
         for (index, outputs, diags) in receiver {
             kind_diags[index] = Some(diags);
             if result.is_ok() {
-                result = each(kinds[index], outputs);
+                result = each(outputs);
             }
         }
         for handle in handles {
@@ -114,7 +113,7 @@ pub fn emit_into(
 ) -> std::io::Result<(WriteReport, Outputs)> {
     let mut writer = OutputWriter::begin(dir)?;
     let mut outputs = Outputs::new();
-    emit_each(ir, kinds, diags, |_, files| {
+    emit_each(ir, kinds, diags, |files| {
         writer.add(&files)?;
         outputs.extend(files);
         Ok::<(), std::io::Error>(())
