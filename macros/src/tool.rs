@@ -111,6 +111,29 @@ impl Parse for ToolItem {
 }
 
 /// One parameter as the macro understood it.
+/// The `ctx: &CallContext` (or `CallContext`) parameter of a `#[tool]` fn.
+#[derive(Clone, Copy)]
+struct ContextParam {
+    by_ref: bool,
+    /// How many schema parameters come before it in the signature.
+    position: usize,
+}
+
+/// `Some(by_ref)` when `ty` is `CallContext` or `&CallContext` (any path ending in it).
+fn context_param(ty: &Type) -> Option<bool> {
+    let (inner, by_ref) = match ty {
+        Type::Reference(r) if r.mutability.is_none() => (&*r.elem, true),
+        other => (other, false),
+    };
+    match inner {
+        Type::Path(p) if p.qself.is_none() => {
+            let last = p.path.segments.last()?;
+            (last.ident == "CallContext" && last.arguments.is_empty()).then_some(by_ref)
+        }
+        _ => None,
+    }
+}
+
 struct Param {
     ident: syn::Ident,
     name: String,
@@ -182,7 +205,17 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let doc = fn_tools::parse_doc(&docs);
     let mut params = Vec::new();
     let mut args_struct: Option<(syn::Ident, Type)> = None;
-    let param_count = item.sig.inputs.len();
+    // Where the `CallContext` parameter sits, if the fn takes one: it is passed by the runtime,
+    // not by the model, so it is not part of the schema.
+    let mut context: Option<ContextParam> = None;
+    let mut schema_params_before_context = 0;
+    let context_count = item
+        .sig
+        .inputs
+        .iter()
+        .filter(|i| matches!(i, FnArg::Typed(pt) if context_param(&pt.ty).is_some()))
+        .count();
+    let param_count = item.sig.inputs.len() - context_count;
     for input in item.sig.inputs.iter_mut() {
         let FnArg::Typed(pt) = input else {
             errors.on(
@@ -191,6 +224,25 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             );
             continue;
         };
+        if let Some(by_ref) = context_param(&pt.ty) {
+            if location == Location::Client {
+                errors.on(
+                    &pt.ty,
+                    "a client tool has no executor on the server, so it cannot take a `CallContext`",
+                );
+            } else if context.is_some() {
+                errors.on(&pt.ty, "a tool takes at most one `CallContext` parameter");
+            } else {
+                context = Some(ContextParam {
+                    by_ref,
+                    position: schema_params_before_context,
+                });
+            }
+            continue;
+        }
+        if context.is_none() {
+            schema_params_before_context += 1;
+        }
         let mut rename: Option<syn::LitStr> = None;
         let mut description: Option<syn::LitStr> = None;
         let mut is_args = false;
@@ -433,7 +485,14 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                 .as_ref()
                 .and_then(|b| b.manifest.tool(&name).map(|t| b.manifest.defaults(t)))
                 .unwrap_or_default();
-            executor(&fns, &item.sig, &params, args_struct.as_ref(), &defaults)
+            executor(
+                &fns,
+                &item.sig,
+                &params,
+                args_struct.as_ref(),
+                context,
+                &defaults,
+            )
         }
     };
     quote! {
@@ -590,16 +649,31 @@ fn executor(
     sig: &Signature,
     params: &[Param],
     args_struct: Option<&(syn::Ident, Type)>,
+    context: Option<ContextParam>,
     defaults: &[(String, String)],
 ) -> TokenStream {
     let fn_ident = &sig.ident;
     // Each parameter is taken out of the argument object into a local with its owned type;
     // the call borrows those locals where the fn takes references.
+    let context_arg = context.map(|c| {
+        if c.by_ref {
+            quote!(&__ctx)
+        } else {
+            quote!(__ctx)
+        }
+    });
     let (takes, call_args) = match args_struct {
-        Some((_, ty)) => (
-            quote_spanned!(ty.span()=> let __a0: #ty = #fns::args(__args)?;),
-            quote!(__a0),
-        ),
+        Some((_, ty)) => {
+            let passes = match (context, &context_arg) {
+                (Some(c), Some(ctx)) if c.position == 0 => quote!(#ctx, __a0),
+                (_, Some(ctx)) => quote!(__a0, #ctx),
+                _ => quote!(__a0),
+            };
+            (
+                quote_spanned!(ty.span()=> let __a0: #ty = #fns::args(__args)?;),
+                passes,
+            )
+        }
         None => {
             let takes = params.iter().enumerate().map(|(i, p)| {
                 let local = format_ident!("__a{}", i);
@@ -607,14 +681,21 @@ fn executor(
                 let ty = fn_tools::owned_type(&p.ty).unwrap_or_else(|| p.ty.clone());
                 quote_spanned!(p.ty.span()=> let #local: #ty = #fns::arg(&mut __args, #name)?;)
             });
-            let passes = params.iter().enumerate().map(|(i, p)| {
-                let local = format_ident!("__a{}", i);
-                if matches!(p.ty, Type::Reference(_)) {
-                    quote!(&#local)
-                } else {
-                    quote!(#local)
-                }
-            });
+            let mut passes: Vec<TokenStream> = params
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let local = format_ident!("__a{}", i);
+                    if matches!(p.ty, Type::Reference(_)) {
+                        quote!(&#local)
+                    } else {
+                        quote!(#local)
+                    }
+                })
+                .collect();
+            if let (Some(c), Some(ctx)) = (context, context_arg) {
+                passes.insert(c.position.min(passes.len()), ctx);
+            }
             (quote!(#(#takes)*), quote!(#(#passes),*))
         }
     };
@@ -636,7 +717,7 @@ fn executor(
     quote! {
         ::core::option::Option::Some(#fns::executor(
             &[#(#default_items),*],
-            |#mutable __args: #fns::Args| {
+            |__ctx: #fns::CallContext, #mutable __args: #fns::Args| {
                 #takes
                 ::core::result::Result::Ok(async move { #wrapped })
             },

@@ -42,9 +42,10 @@ fn bench(c: &mut Criterion) {
     let _entered = rt.enter();
     let registry = registry();
     let call = ToolCall::new("c1", "noop", r#"{"q":"x"}"#);
+    let scope = toolc_runtime::SessionScope::new();
 
     c.bench_function("dispatch/route_noop_server_call", |b| {
-        b.iter(|| rt.block_on(dispatch::route(&registry, &call, &NoClient)))
+        b.iter(|| rt.block_on(dispatch::route(&registry, &scope, &call, &NoClient)))
     });
 
     // One call through a session: arguments.done + output_item.done + response.done in, the

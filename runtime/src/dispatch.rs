@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::context::{CallContext, SessionScope};
 use crate::error::{CallError, CallErrorKind, ToolError};
 use crate::{Location, Registry, DEFAULT_CLIENT_TIMEOUT};
 
@@ -228,15 +229,23 @@ pub fn client_failure(tool: &str, failure: &ClientFailure) -> CallError {
 
 /// Routes one call to completion: validation, then the server executor, the client (with its
 /// deadline) or a fire-and-forget delivery. Never panics on model or client input.
-pub async fn route(registry: &Registry, call: &ToolCall, client: &dyn ClientPath) -> CallOutcome {
+/// `scope` is the session the call belongs to: its executor sees the scope's principal and ids.
+pub async fn route(
+    registry: &Registry,
+    scope: &SessionScope,
+    call: &ToolCall,
+    client: &dyn ClientPath,
+) -> CallOutcome {
     let planned = plan(registry, call);
-    run_planned(registry, call, planned, client).await
+    let ctx = scope.call(&call.name, &call.call_id);
+    run_planned(registry, ctx, call, planned, client).await
 }
 
 /// [`route`] for a call already planned with [`plan`] (so a caller that needed the route first,
 /// e.g. to hide server calls from a browser, does not validate twice).
 pub async fn run_planned(
     registry: &Registry,
+    ctx: CallContext,
     call: &ToolCall,
     route: Route,
     client: &dyn ClientPath,
@@ -245,7 +254,7 @@ pub async fn run_planned(
         Route::Reject(error) => CallOutcome::failed(&call.call_id, error),
         // `plan` validated these arguments against this registry: run without a second check.
         Route::Server { arguments } => {
-            match registry.call_prevalidated(&call.name, arguments).await {
+            match registry.call_prevalidated(ctx, &call.name, arguments).await {
                 Ok(value) => CallOutcome::ok(&call.call_id, value.to_string()),
                 Err(error) => CallOutcome::failed(&call.call_id, error),
             }
@@ -444,7 +453,7 @@ mod tests {
     #[tokio::test]
     async fn server_call_runs_the_executor() {
         let r = registry();
-        let out = route(&r, &ToolCall::new("c1", "double", r#"{"x":21}"#), &NoClient).await;
+        let out = route(&r, &SessionScope::new(), &ToolCall::new("c1", "double", r#"{"x":21}"#), &NoClient).await;
         assert_eq!(out, CallOutcome::ok("c1", r#"{"y":42}"#.into()));
     }
 
@@ -460,7 +469,7 @@ mod tests {
             ("slow", r#"{"x":1}"#, "timeout"),
         ];
         for (name, args, kind) in cases {
-            let out = route(&r, &ToolCall::new("c", name, args), &NoClient).await;
+            let out = route(&r, &SessionScope::new(), &ToolCall::new("c", name, args), &NoClient).await;
             assert_eq!(error_kind(&out), kind, "{name} {args}");
             assert_eq!(out.call_id, "c");
         }
@@ -473,7 +482,7 @@ mod tests {
         let c2 = client.clone();
         let task = tokio::spawn(async move {
             let call = ToolCall::new("c9", "wait", r#"{ "x" : 7 }"#);
-            route(&r, &call, c2.as_ref()).await
+            route(&r, &SessionScope::new(), &call, c2.as_ref()).await
         });
         // Wait until the call reached the client, then answer it.
         let tx = loop {
@@ -516,7 +525,7 @@ mod tests {
             let client = Arc::new(TestClient::default());
             let (r2, c2) = (r.clone(), client.clone());
             let task = tokio::spawn(async move {
-                route(&r2, &ToolCall::new("c1", name, r#"{"x":1}"#), c2.as_ref()).await
+                route(&r2, &SessionScope::new(), &ToolCall::new("c1", name, r#"{"x":1}"#), c2.as_ref()).await
             });
             let tx = loop {
                 if let Some(tx) = client.pending.lock().unwrap().remove("c1") {
@@ -542,7 +551,7 @@ mod tests {
     async fn client_call_times_out_and_forgets_the_call() {
         let r = registry();
         let client = TestClient::default();
-        let out = route(&r, &ToolCall::new("c1", "wait", r#"{"x":1}"#), &client).await;
+        let out = route(&r, &SessionScope::new(), &ToolCall::new("c1", "wait", r#"{"x":1}"#), &client).await;
         assert_eq!(error_kind(&out), "timeout");
         // The reply channel was dropped with the future: a late reply has nowhere to go.
         let tx = client.pending.lock().unwrap().remove("c1").unwrap();
@@ -552,7 +561,7 @@ mod tests {
     #[tokio::test]
     async fn client_disconnect_fails_the_call_at_once() {
         let r = registry();
-        let out = route(&r, &ToolCall::new("c1", "wait", r#"{"x":1}"#), &NoClient).await;
+        let out = route(&r, &SessionScope::new(), &ToolCall::new("c1", "wait", r#"{"x":1}"#), &NoClient).await;
         assert_eq!(error_kind(&out), "tool_failed");
         assert!(out.output.contains("client_disconnected"), "{}", out.output);
     }
@@ -561,7 +570,7 @@ mod tests {
     async fn fire_and_forget_is_acknowledged_without_waiting() {
         let r = registry();
         let client = TestClient::default();
-        let out = route(&r, &ToolCall::new("c1", "fire", r#"{"x":1}"#), &client).await;
+        let out = route(&r, &SessionScope::new(), &ToolCall::new("c1", "fire", r#"{"x":1}"#), &client).await;
         assert_eq!(out.status, Status::Acknowledged);
         assert_eq!(client.seen.lock().unwrap()[0].deadline, None);
         assert!(client.pending.lock().unwrap().is_empty());
@@ -569,7 +578,7 @@ mod tests {
             gone: true,
             ..TestClient::default()
         };
-        let out = route(&r, &ToolCall::new("c2", "fire", r#"{"x":1}"#), &gone).await;
+        let out = route(&r, &SessionScope::new(), &ToolCall::new("c2", "fire", r#"{"x":1}"#), &gone).await;
         assert_eq!(error_kind(&out), "tool_failed");
     }
 
@@ -577,7 +586,7 @@ mod tests {
     async fn invalid_client_calls_never_reach_the_client() {
         let r = registry();
         let client = TestClient::default();
-        let out = route(&r, &ToolCall::new("c1", "wait", r#"{"x":"no"}"#), &client).await;
+        let out = route(&r, &SessionScope::new(), &ToolCall::new("c1", "wait", r#"{"x":"no"}"#), &client).await;
         assert_eq!(error_kind(&out), "invalid_arguments");
         assert!(client.seen.lock().unwrap().is_empty());
     }
@@ -599,7 +608,7 @@ mod tests {
         let r = registry();
         let client = TestClient::default();
         let call = ToolCall::new("c1", "wait", r#"{"x":1}"#);
-        let out = futures_lite_block_on(route(&r, &call, &client));
+        let out = futures_lite_block_on(route(&r, &SessionScope::new(), &call, &client));
         assert_eq!(error_kind(&out), "timeout");
     }
 

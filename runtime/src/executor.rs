@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::context::CallContext;
 use crate::error::ToolError;
 
 /// The future of one running call.
@@ -24,7 +25,10 @@ pub trait Executor: Send + Sync + 'static {
     /// Starts a call. `Err` means the validated arguments still could not be turned into the
     /// executor's argument type (the typed mapping is stricter than the schema in a few places,
     /// e.g. integers beyond `i64`).
-    fn start(&self, arguments: Value) -> Result<ToolFuture, serde_json::Error>;
+    ///
+    /// `ctx` says who calls (session, principal), until when, and carries the cancellation
+    /// signal and the registry's application state.
+    fn start(&self, ctx: CallContext, arguments: Value) -> Result<ToolFuture, serde_json::Error>;
 }
 
 /// An executor over JSON values: `executor_fn(|args| async move { Ok(json!({...})) })`.
@@ -49,8 +53,36 @@ where
     F: Fn(Value) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
 {
-    fn start(&self, arguments: Value) -> Result<ToolFuture, serde_json::Error> {
+    fn start(&self, _ctx: CallContext, arguments: Value) -> Result<ToolFuture, serde_json::Error> {
         Ok(Box::pin((self.0)(arguments)))
+    }
+}
+
+/// [`executor_fn`] for a function that reads its [`CallContext`]:
+/// `executor_fn_with_context(|ctx, args| async move { ... ctx.principal() ... })`.
+pub fn executor_fn_with_context<F, Fut>(f: F) -> ContextFnExecutor<F>
+where
+    F: Fn(CallContext, Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+{
+    ContextFnExecutor(f)
+}
+
+pub struct ContextFnExecutor<F>(F);
+
+impl<F> fmt::Debug for ContextFnExecutor<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ContextFnExecutor")
+    }
+}
+
+impl<F, Fut> Executor for ContextFnExecutor<F>
+where
+    F: Fn(CallContext, Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+{
+    fn start(&self, ctx: CallContext, arguments: Value) -> Result<ToolFuture, serde_json::Error> {
+        Ok(Box::pin((self.0)(ctx, arguments)))
     }
 }
 
@@ -91,15 +123,65 @@ where
     F: Fn(A) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
 {
-    fn start(&self, arguments: Value) -> Result<ToolFuture, serde_json::Error> {
+    fn start(&self, _ctx: CallContext, arguments: Value) -> Result<ToolFuture, serde_json::Error> {
         let args: A = serde_json::from_value(arguments)?;
-        let fut = (self.f)(args);
-        Ok(Box::pin(async move {
-            let output = fut.await?;
-            serde_json::to_value(output)
-                .map_err(|e| ToolError::new(format!("its result could not be serialized: {e}")))
-        }))
+        Ok(serialized((self.f)(args)))
     }
+}
+
+/// [`typed_executor`] for a function that reads its [`CallContext`]; what the generated
+/// registries use: `typed_executor_with_context(|ctx, args: SearchArgs| async move { .. })`.
+pub fn typed_executor_with_context<A, O, F, Fut>(f: F) -> ContextTypedExecutor<A, O, F>
+where
+    A: DeserializeOwned + Send + 'static,
+    O: Serialize + Send + 'static,
+    F: Fn(CallContext, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+{
+    ContextTypedExecutor {
+        f,
+        _types: PhantomData,
+    }
+}
+
+pub struct ContextTypedExecutor<A, O, F> {
+    f: F,
+    _types: PhantomData<fn(A) -> O>,
+}
+
+impl<A, O, F> fmt::Debug for ContextTypedExecutor<A, O, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ContextTypedExecutor")
+            .field("args", &std::any::type_name::<A>())
+            .field("output", &std::any::type_name::<O>())
+            .finish()
+    }
+}
+
+impl<A, O, F, Fut> Executor for ContextTypedExecutor<A, O, F>
+where
+    A: DeserializeOwned + Send + 'static,
+    O: Serialize + Send + 'static,
+    F: Fn(CallContext, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+{
+    fn start(&self, ctx: CallContext, arguments: Value) -> Result<ToolFuture, serde_json::Error> {
+        let args: A = serde_json::from_value(arguments)?;
+        Ok(serialized((self.f)(ctx, args)))
+    }
+}
+
+/// The future of a typed call, with its output turned into JSON.
+fn serialized<O, Fut>(fut: Fut) -> ToolFuture
+where
+    O: Serialize + Send + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+{
+    Box::pin(async move {
+        let output = fut.await?;
+        serde_json::to_value(output)
+            .map_err(|e| ToolError::new(format!("its result could not be serialized: {e}")))
+    })
 }
 
 /// Polls `fut`, turning a panic during any poll into `Err(message)`.

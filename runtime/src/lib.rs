@@ -10,6 +10,7 @@
 #[cfg(feature = "catalog")]
 pub mod catalog;
 pub mod chat;
+pub mod context;
 pub mod dispatch;
 pub mod error;
 pub mod executor;
@@ -25,7 +26,11 @@ pub mod tool;
 use std::path::Path;
 
 pub use error::{CallError, CallErrorKind, Problem, RegistryError, ToolError, Violation};
-pub use executor::{executor_fn, typed_executor, Executor, ToolFuture};
+pub use context::{CallContext, Principal, SessionScope};
+pub use executor::{
+    executor_fn, executor_fn_with_context, typed_executor, typed_executor_with_context, Executor,
+    ToolFuture,
+};
 pub use registry::{Registry, RegistryBuilder};
 pub use tool::Tool;
 pub use toolc::definition::{Location, ToolDefinition, DEFAULT_CLIENT_TIMEOUT};
@@ -97,7 +102,8 @@ pub mod __private {
     pub use serde_json;
     pub use std;
 
-    pub use crate::executor::typed_executor;
+    pub use crate::context::CallContext;
+    pub use crate::executor::{typed_executor, typed_executor_with_context};
 
     /// Parses a schema literal that toolc generated from a checked manifest.
     pub fn schema(text: &str) -> serde_json::Value {

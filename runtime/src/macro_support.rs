@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 pub use schemars;
 pub use schemars::{JsonSchema, Schema, SchemaGenerator};
 
+pub use crate::context::CallContext;
 pub use crate::error::ToolError;
 pub use crate::executor::{Executor, ToolFuture};
 pub use crate::registry::RegistryBuilder;
@@ -289,7 +290,7 @@ pub fn executor<O, F, Fut>(
 ) -> Arc<dyn Executor>
 where
     O: Serialize + Send + 'static,
-    F: Fn(Args) -> Result<Fut, serde_json::Error> + Send + Sync + 'static,
+    F: Fn(CallContext, Args) -> Result<Fut, serde_json::Error> + Send + Sync + 'static,
     Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
 {
     Arc::new(FnExecutor { defaults, f })
@@ -311,10 +312,10 @@ pub fn args<T: DeserializeOwned>(args: Args) -> Result<T, serde_json::Error> {
 impl<O, F, Fut> Executor for FnExecutor<F>
 where
     O: Serialize + Send + 'static,
-    F: Fn(Args) -> Result<Fut, serde_json::Error> + Send + Sync + 'static,
+    F: Fn(CallContext, Args) -> Result<Fut, serde_json::Error> + Send + Sync + 'static,
     Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
 {
-    fn start(&self, arguments: Value) -> Result<ToolFuture, serde_json::Error> {
+    fn start(&self, ctx: CallContext, arguments: Value) -> Result<ToolFuture, serde_json::Error> {
         let mut map = match arguments {
             Value::Object(map) => map,
             other => {
@@ -332,7 +333,7 @@ where
                 }
             }
         }
-        let fut = (self.f)(map)?;
+        let fut = (self.f)(ctx, map)?;
         Ok(Box::pin(async move {
             let output = fut.await?;
             serde_json::to_value(output)
@@ -441,29 +442,29 @@ mod tests {
 
     #[tokio::test]
     async fn defaults_fill_absent_properties() {
-        let exec = executor(&[("limit", "3")], |mut a: Args| {
+        let exec = executor(&[("limit", "3")], |_ctx, mut a: Args| {
             let query: String = arg(&mut a, "query")?;
             let limit: u32 = arg(&mut a, "limit")?;
             let note: Option<String> = arg(&mut a, "note")?;
             Ok(async move { Ok::<_, ToolError>(format!("{query}:{limit}:{note:?}")) })
         });
         let out = exec
-            .start(serde_json::json!({"query": "q"}))
+            .start(CallContext::detached("t", "c"), serde_json::json!({"query": "q"}))
             .unwrap()
             .await
             .unwrap();
         assert_eq!(out, "q:3:None");
         let out = exec
-            .start(serde_json::json!({"query": "q", "limit": 7, "note": "n"}))
+            .start(CallContext::detached("t", "c"), serde_json::json!({"query": "q", "limit": 7, "note": "n"}))
             .unwrap()
             .await
             .unwrap();
         assert_eq!(out, r#"q:7:Some("n")"#);
-        let err = exec.start(serde_json::json!({"limit": 7})).err().unwrap();
+        let err = exec.start(CallContext::detached("t", "c"), serde_json::json!({"limit": 7})).err().unwrap();
         assert!(
             err.to_string().starts_with("`query`: invalid type: null"),
             "{err}"
         );
-        assert!(exec.start(serde_json::json!([1])).is_err());
+        assert!(exec.start(CallContext::detached("t", "c"), serde_json::json!([1])).is_err());
     }
 }

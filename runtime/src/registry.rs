@@ -12,6 +12,7 @@ use std::time::Duration;
 use jsonschema::Validator;
 use serde_json::Value;
 
+use crate::context::{CallContext, StateMap};
 use crate::error::{CallError, Problem, RegistryError, Violation};
 use crate::executor::{catch_panics, panic_message, Executor};
 use crate::tool::Tool;
@@ -36,6 +37,8 @@ struct Entry {
 pub struct Registry {
     entries: Vec<Entry>,
     index: HashMap<String, usize>,
+    /// Application state every executor reads through [`CallContext::state`].
+    state: Option<Arc<StateMap>>,
 }
 
 impl fmt::Debug for Registry {
@@ -61,6 +64,7 @@ impl fmt::Debug for Registry {
 pub struct RegistryBuilder {
     definitions: Vec<ToolDefinition>,
     executors: Vec<(String, Arc<dyn Executor>)>,
+    state: StateMap,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -97,6 +101,13 @@ impl RegistryBuilder {
         definitions: impl IntoIterator<Item = ToolDefinition>,
     ) -> RegistryBuilder {
         self.definitions.extend(definitions);
+        self
+    }
+
+    /// Application state (a database pool, an HTTP client) that every executor reads with
+    /// [`CallContext::state`]; one value per type, a later one of the same type replaces it.
+    pub fn state<T: std::any::Any + Send + Sync>(mut self, value: T) -> RegistryBuilder {
+        self.state.insert(value);
         self
     }
 
@@ -182,7 +193,11 @@ impl RegistryBuilder {
             }
         }
         match error.finish() {
-            None => Ok(Registry { entries, index }),
+            None => Ok(Registry {
+                entries,
+                index,
+                state: (!self.state.is_empty()).then(|| Arc::new(self.state)),
+            }),
             Some(error) => Err(error),
         }
     }
@@ -303,12 +318,25 @@ impl Registry {
     /// Calls a server tool with JSON-text arguments; the result is JSON text for the model.
     /// On failure, [`CallError::model_text`] is the text to send instead.
     pub async fn call(&self, name: &str, arguments: &str) -> Result<String, CallError> {
+        self.call_with_context(CallContext::detached(name, ""), arguments)
+            .await
+    }
+
+    /// [`Registry::call`] in a session: `ctx` (from [`crate::SessionScope::call`]) names the tool
+    /// and carries the caller, the cancellation signal and the ids the executor sees.
+    pub async fn call_with_context(
+        &self,
+        ctx: CallContext,
+        arguments: &str,
+    ) -> Result<String, CallError> {
+        let name = ctx.tool().to_owned();
+        let name = name.as_str();
         let entry = self.entry(name)?;
         if entry.def.location == Location::Client {
             return Err(CallError::client_tool(name));
         }
         let value = parse_arguments(name, arguments)?;
-        let output = self.run(entry, name, value).await?;
+        let output = self.run(ctx, entry, name, value).await?;
         // `to_string` on a `Value` goes through `fmt`; the writer path is faster and cannot fail
         // for a `Value` (its keys are strings).
         Ok(serde_json::to_string(&output).unwrap_or_else(|_| output.to_string()))
@@ -316,17 +344,30 @@ impl Registry {
 
     /// Calls a server tool with parsed arguments and returns the checked result as a value.
     pub async fn call_value(&self, name: &str, arguments: Value) -> Result<Value, CallError> {
+        self.call_value_with_context(CallContext::detached(name, ""), arguments)
+            .await
+    }
+
+    /// [`Registry::call_value`] in a session (see [`Registry::call_with_context`]).
+    pub async fn call_value_with_context(
+        &self,
+        ctx: CallContext,
+        arguments: Value,
+    ) -> Result<Value, CallError> {
+        let name = ctx.tool().to_owned();
+        let name = name.as_str();
         let entry = self.entry(name)?;
         if entry.def.location == Location::Client {
             return Err(CallError::client_tool(name));
         }
-        self.run(entry, name, arguments).await
+        self.run(ctx, entry, name, arguments).await
     }
 
     /// [`Registry::call_value`] for arguments that [`Registry::validate_arguments`] of this same
     /// registry already accepted (the dispatcher plans, then runs): they are not validated again.
     pub(crate) async fn call_prevalidated(
         &self,
+        ctx: CallContext,
         name: &str,
         arguments: Value,
     ) -> Result<Value, CallError> {
@@ -334,11 +375,22 @@ impl Registry {
         if entry.def.location == Location::Client {
             return Err(CallError::client_tool(name));
         }
-        self.execute(entry, name, arguments).await
+        self.execute(ctx, entry, name, arguments).await
     }
 
     /// Calls a server tool through its generated types.
     pub async fn call_typed<T: Tool>(&self, arguments: &T::Args) -> Result<T::Output, CallError> {
+        self.call_typed_with_context::<T>(CallContext::detached(T::NAME, ""), arguments)
+            .await
+    }
+
+    /// [`Registry::call_typed`] in a session; `ctx` should name `T`'s tool (it is the context
+    /// the executor sees; the tool called is always `T`).
+    pub async fn call_typed_with_context<T: Tool>(
+        &self,
+        ctx: CallContext,
+        arguments: &T::Args,
+    ) -> Result<T::Output, CallError> {
         let value = serde_json::to_value(arguments).map_err(|e| {
             CallError::invalid_arguments(
                 T::NAME,
@@ -348,7 +400,11 @@ impl Registry {
                 }],
             )
         })?;
-        let output = self.call_value(T::NAME, value).await?;
+        let entry = self.entry(T::NAME)?;
+        if entry.def.location == Location::Client {
+            return Err(CallError::client_tool(T::NAME));
+        }
+        let output = self.run(ctx, entry, T::NAME, value).await?;
         serde_json::from_value(output).map_err(|e| {
             CallError::invalid_output(
                 T::NAME,
@@ -360,14 +416,21 @@ impl Registry {
         })
     }
 
-    async fn run(&self, entry: &Entry, name: &str, arguments: Value) -> Result<Value, CallError> {
+    async fn run(
+        &self,
+        ctx: CallContext,
+        entry: &Entry,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Value, CallError> {
         check(entry, name, &arguments)?;
-        self.execute(entry, name, arguments).await
+        self.execute(ctx, entry, name, arguments).await
     }
 
     /// Runs the executor on arguments that satisfy the schema.
     async fn execute(
         &self,
+        ctx: CallContext,
         entry: &Entry,
         name: &str,
         arguments: Value,
@@ -377,7 +440,18 @@ impl Registry {
             // error rather than a panic because this path serves model input.
             return Err(CallError::client_tool(name));
         };
-        let started = catch_unwind(AssertUnwindSafe(|| executor.start(arguments)));
+        // The deadline is only known inside a runtime with a clock; outside one a timed call
+        // fails below as a configuration problem.
+        let deadline = match entry.def.timeout {
+            Some(limit) if tokio::runtime::Handle::try_current().is_ok() => {
+                Some(tokio::time::Instant::now() + limit)
+            }
+            _ => None,
+        };
+        let ctx = ctx.with_deadline(deadline).with_state(self.state.clone());
+        // The call's own signal fires when its timeout passes, so work it spawned stops too.
+        let on_timeout = ctx.clone();
+        let started = catch_unwind(AssertUnwindSafe(|| executor.start(ctx, arguments)));
         let fut = match started {
             Ok(Ok(fut)) => fut,
             Ok(Err(e)) => return Err(CallError::undeserializable(name, &e)),
@@ -395,7 +469,10 @@ impl Registry {
                     .map_err(|_| CallError::no_runtime(name))?;
                 match timed.await {
                     Ok(outcome) => outcome,
-                    Err(_) => return Err(CallError::timeout(name, limit)),
+                    Err(_) => {
+                        on_timeout.cancel();
+                        return Err(CallError::timeout(name, limit));
+                    }
                 }
             }
         };

@@ -22,6 +22,7 @@ struct Support;
 impl support::SupportServer for Support {
     async fn search_help_articles(
         &self,
+        _ctx: &toolc_runtime::CallContext,
         args: support::SearchHelpArticlesArgs,
     ) -> Result<support::SearchHelpArticlesOutput, ToolError> {
         Ok(support::SearchHelpArticlesOutput {
@@ -38,6 +39,7 @@ impl support::SupportServer for Support {
 
     async fn get_order_status(
         &self,
+        _ctx: &toolc_runtime::CallContext,
         _: support::GetOrderStatusArgs,
     ) -> Result<support::GetOrderStatusOutput, ToolError> {
         Ok(support::GetOrderStatusOutput {
@@ -75,6 +77,7 @@ struct Shop;
 impl commerce::CommerceServer for Shop {
     async fn search_products(
         &self,
+        _ctx: &toolc_runtime::CallContext,
         args: commerce::SearchProductsArgs,
     ) -> Result<commerce::SearchProductsOutput, ToolError> {
         let filters = args.filters.unwrap_or(commerce::SearchProductsArgsFilters {
@@ -105,6 +108,7 @@ impl commerce::CommerceServer for Shop {
 
     async fn create_return(
         &self,
+        _ctx: &toolc_runtime::CallContext,
         args: commerce::CreateReturnArgs,
     ) -> Result<commerce::CreateReturnOutput, ToolError> {
         let reasons: Vec<String> = args
@@ -180,6 +184,7 @@ struct Edge;
 impl edge::EdgeServer for Edge {
     async fn edge_server(
         &self,
+        _ctx: &toolc_runtime::CallContext,
         args: edge::EdgeServerArgs,
     ) -> Result<edge::EdgeServerOutput, ToolError> {
         let depth = {

@@ -997,7 +997,7 @@ impl<'a> Tokens<'a> {
             let docs = doc_attrs(&executor_docs(tool));
             quote! {
                 #docs
-                fn #method(&self, args: #args) -> impl ::std::future::Future<
+                fn #method(&self, ctx: &#rt::CallContext, args: #args) -> impl ::std::future::Future<
                     Output = ::std::result::Result<#output, #rt::ToolError>
                 > + ::std::marker::Send;
             }
@@ -1033,11 +1033,11 @@ impl<'a> Tokens<'a> {
             let method = ident(&field_ident_text(name));
             let args = ident(&n.args);
             quote! {
-                .executor(#name, #rt::__private::typed_executor({
+                .executor(#name, #rt::__private::typed_executor_with_context({
                     let server = ::std::sync::Arc::clone(&server);
-                    move |args: #args| {
+                    move |ctx, args: #args| {
                         let server = ::std::sync::Arc::clone(&server);
-                        async move { server.#method(args).await }
+                        async move { server.#method(&ctx, args).await }
                     }
                 }))
             }
@@ -1769,6 +1769,7 @@ impl<'a> Text<'a> {
                     let method = field_ident_text(&tool.def.name);
                     t.line(4, &["fn ", &method, "("]);
                     t.line(8, &["&self,"]);
+                    t.line(8, &["ctx: &::toolc_runtime::CallContext,"]);
                     t.line(8, &["args: ", &n.args, ","]);
                     t.line(4, &[") -> impl ::std::future::Future<"]);
                     let output = [
@@ -1833,13 +1834,13 @@ impl<'a> Text<'a> {
                     let name = string_literal_text(&tool.def.name);
                     t.line(8, &[".executor("]);
                     t.line(12, &[&name, ","]);
-                    t.line(12, &["::toolc_runtime::__private::typed_executor({"]);
+                    t.line(12, &["::toolc_runtime::__private::typed_executor_with_context({"]);
                     t.line(16, &["let server = ::std::sync::Arc::clone(&server);"]);
-                    t.fitting_line(16, &["move |args: ", &n.args, "| {"], "")?;
+                    t.fitting_line(16, &["move |ctx, args: ", &n.args, "| {"], "")?;
                     t.line(20, &["let server = ::std::sync::Arc::clone(&server);"]);
                     t.fitting_line(
                         20,
-                        &["async move { server.", &method, "(args).await }"],
+                        &["async move { server.", &method, "(&ctx, args).await }"],
                         "",
                     )?;
                     t.line(16, &["}"]);

@@ -2,7 +2,7 @@
 //! order book. Kept free of other crate paths except `crate::support`, so the location-rule
 //! compile-fail tests can compile this exact file against modified manifests.
 
-use toolc_runtime::ToolError;
+use toolc_runtime::{CallContext, ToolError};
 
 use crate::support::{
     GetOrderStatusArgs, GetOrderStatusOutput, GetOrderStatusOutputStatus, SearchHelpArticlesArgs,
@@ -55,21 +55,30 @@ const ARTICLES: &[Article] = &[
     },
 ];
 
-/// `(order number, status, expected delivery date)`.
-const ORDERS: &[(&str, GetOrderStatusOutputStatus, Option<&str>)] = &[
+/// `(owner, order number, status, expected delivery date)`; the owner is the id of the
+/// [`toolc_runtime::Principal`] that the relay's authorizer gave the customer's session.
+const ORDERS: &[(&str, &str, GetOrderStatusOutputStatus, Option<&str>)] = &[
     (
+        "alice",
         "AB-123456",
         GetOrderStatusOutputStatus::Shipped,
         Some("2026-05-14"),
     ),
     (
+        "alice",
         "AB-200001",
         GetOrderStatusOutputStatus::Placed,
         Some("2026-05-20"),
     ),
-    ("CD-654321", GetOrderStatusOutputStatus::Delivered, None),
-    ("EF-000042", GetOrderStatusOutputStatus::Cancelled, None),
     (
+        "alice",
+        "CD-654321",
+        GetOrderStatusOutputStatus::Delivered,
+        None,
+    ),
+    ("bob", "EF-000042", GetOrderStatusOutputStatus::Cancelled, None),
+    (
+        "bob",
         "GH-777777",
         GetOrderStatusOutputStatus::Packed,
         Some("2026-05-16"),
@@ -98,6 +107,7 @@ fn words(text: &str) -> Vec<String> {
 impl SupportServer for SupportDesk {
     async fn search_help_articles(
         &self,
+        _ctx: &CallContext,
         args: SearchHelpArticlesArgs,
     ) -> Result<SearchHelpArticlesOutput, ToolError> {
         let query = words(&args.query);
@@ -137,12 +147,24 @@ impl SupportServer for SupportDesk {
         Ok(SearchHelpArticlesOutput { articles })
     }
 
+    /// Only the caller's own orders are found: someone else's order reads exactly like one that
+    /// does not exist, so the tool cannot be used to probe which numbers are real.
     async fn get_order_status(
         &self,
+        ctx: &CallContext,
         args: GetOrderStatusArgs,
     ) -> Result<GetOrderStatusOutput, ToolError> {
-        match ORDERS.iter().find(|(n, _, _)| *n == args.order_number) {
-            Some(&(_, status, eta)) => Ok(GetOrderStatusOutput {
+        let Some(customer) = ctx.principal() else {
+            return Err(ToolError::new(
+                "order lookups need a signed-in customer; ask the customer to sign in first",
+            )
+            .with_code("not_signed_in"));
+        };
+        let found = ORDERS
+            .iter()
+            .find(|(owner, n, _, _)| *owner == customer.id() && *n == args.order_number);
+        match found {
+            Some(&(_, _, status, eta)) => Ok(GetOrderStatusOutput {
                 status,
                 eta: eta.map(str::to_owned),
             }),

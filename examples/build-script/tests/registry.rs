@@ -3,7 +3,7 @@
 use build_script_example::support::{self, GetOrderStatus, GetOrderStatusArgs, SearchHelpArticles};
 use build_script_example::SupportDesk;
 use serde_json::{json, Value};
-use toolc_runtime::{CallErrorKind, Location, Registry, Tool};
+use toolc_runtime::{CallErrorKind, Location, Principal, Registry, SessionScope, Tool};
 
 fn registry() -> Registry {
     support::registry(SupportDesk::new())
@@ -11,8 +11,23 @@ fn registry() -> Registry {
 }
 
 async fn call(registry: &Registry, name: &str, args: &str) -> Value {
-    let text = registry.call(name, args).await.expect("call succeeds");
-    serde_json::from_str(&text).expect("the result is JSON text")
+    call_as(registry, "alice", name, args)
+        .await
+        .expect("call succeeds")
+}
+
+/// A call in a session whose browser was authenticated as `user`.
+async fn call_as(
+    registry: &Registry,
+    user: &str,
+    name: &str,
+    args: &str,
+) -> Result<Value, toolc_runtime::CallError> {
+    let scope = SessionScope::new().with_principal(Some(Principal::new(user)));
+    let text = registry
+        .call_with_context(scope.call(name, "call_1"), args)
+        .await?;
+    Ok(serde_json::from_str(&text).expect("the result is JSON text"))
 }
 
 #[tokio::test]
@@ -54,10 +69,14 @@ async fn order_status_known_and_unknown() {
     let out = call(&r, "get_order_status", r#"{"order_number":"CD-654321"}"#).await;
     assert_eq!(out, json!({"status": "delivered", "eta": null}));
 
-    let err = r
-        .call("get_order_status", r#"{"order_number":"ZZ-000000"}"#)
-        .await
-        .unwrap_err();
+    let err = call_as(
+        &r,
+        "alice",
+        "get_order_status",
+        r#"{"order_number":"ZZ-000000"}"#,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.kind(), CallErrorKind::ToolFailed);
     assert_eq!(err.code(), Some("order_not_found"));
     let model: Value = serde_json::from_str(&err.model_text()).unwrap();
@@ -66,6 +85,22 @@ async fn order_status_known_and_unknown() {
         .as_str()
         .unwrap()
         .contains("ZZ-000000"));
+}
+
+#[tokio::test]
+async fn a_customer_finds_only_their_own_orders() {
+    let r = registry();
+    // Bob's order reads to Alice exactly like a number that does not exist.
+    let args = r#"{"order_number":"GH-777777"}"#;
+    let err = call_as(&r, "alice", "get_order_status", args)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some("order_not_found"));
+    let out = call_as(&r, "bob", "get_order_status", args).await.unwrap();
+    assert_eq!(out, json!({"status": "packed", "eta": "2026-05-16"}));
+    // Without an authenticated caller there are no own orders to find.
+    let err = r.call("get_order_status", args).await.unwrap_err();
+    assert_eq!(err.code(), Some("not_signed_in"));
 }
 
 #[tokio::test]
@@ -123,10 +158,12 @@ async fn client_tools_are_declared_but_not_executable_on_the_server() {
 #[tokio::test]
 async fn typed_calls_and_definitions() {
     let r = registry();
+    let bob = SessionScope::new().with_principal(Some(Principal::new("bob")));
+    let args = GetOrderStatusArgs {
+        order_number: "GH-777777".into(),
+    };
     let out = r
-        .call_typed::<GetOrderStatus>(&GetOrderStatusArgs {
-            order_number: "GH-777777".into(),
-        })
+        .call_typed_with_context::<GetOrderStatus>(bob.call(GetOrderStatus::NAME, "c1"), &args)
         .await
         .unwrap();
     assert_eq!(out.eta.as_deref(), Some("2026-05-16"));

@@ -18,6 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{CallResult, Codec, DecodeError, ToolCall};
 use crate::dispatch::{self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath};
+use crate::context::SessionScope;
 use crate::error::CallError;
 use crate::executor::panic_message;
 use crate::Registry;
@@ -38,6 +39,7 @@ pub struct TurnRunner {
     registry: Arc<Registry>,
     client: Arc<dyn ClientPath>,
     strip_strict_nulls: bool,
+    scope: SessionScope,
 }
 
 impl fmt::Debug for TurnRunner {
@@ -45,6 +47,7 @@ impl fmt::Debug for TurnRunner {
         f.debug_struct("TurnRunner")
             .field("registry", &self.registry)
             .field("strip_strict_nulls", &self.strip_strict_nulls)
+            .field("session", &self.scope.session_id())
             .finish_non_exhaustive()
     }
 }
@@ -75,7 +78,21 @@ impl TurnRunner {
             registry,
             client: Arc::new(dispatch::NoClient),
             strip_strict_nulls: true,
+            scope: SessionScope::new(),
         }
+    }
+
+    /// The conversation these turns belong to: its id and authenticated principal reach every
+    /// executor's [`crate::CallContext`], and cancelling it ([`SessionScope::cancel`]) fires the
+    /// cancellation signal of its running calls. A runner is cheap to clone: give each
+    /// conversation (or request) its own scope.
+    pub fn with_scope(mut self, scope: SessionScope) -> TurnRunner {
+        self.scope = scope;
+        self
+    }
+
+    pub fn scope(&self) -> &SessionScope {
+        &self.scope
     }
 
     /// Where client tools go (see [`client_fn`] and [`ChannelClient`]).
@@ -126,10 +143,11 @@ impl TurnRunner {
         let routed: Vec<dispatch::ToolCall> = unique.iter().map(|c| self.prepare(c)).collect();
         let registry = self.registry.as_ref();
         let client = self.client.as_ref();
+        let scope = &self.scope;
         let futures: Vec<Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>> = routed
             .iter()
             .map(|call| {
-                Box::pin(dispatch::route(registry, call, client))
+                Box::pin(dispatch::route(registry, scope, call, client))
                     as Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>
             })
             .collect();

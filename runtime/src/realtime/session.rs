@@ -21,6 +21,7 @@ use super::tracker::{Resolved, Tracker};
 use crate::dispatch::{
     self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath, Route, Status, ToolCall,
 };
+use crate::context::SessionScope;
 use crate::error::{CallError, CallErrorKind};
 use crate::markers::flow::{Found, MarkerFlow, MarkerFlowConfig};
 use crate::Registry;
@@ -474,6 +475,9 @@ pub struct Session {
     next_seq: u64,
     filler_turn: usize,
     markers: Option<MarkerFlow>,
+    /// The session's id and principal, which every executor sees; cancelled when the browser
+    /// leaves.
+    scope: SessionScope,
 }
 
 impl fmt::Debug for Session {
@@ -515,8 +519,19 @@ impl Session {
             next_seq: 0,
             filler_turn: 0,
             markers,
+            scope: SessionScope::new(),
         };
         (session, SessionEvents { rx })
+    }
+
+    /// The session's id and authenticated principal (set by the relay from its authorizer);
+    /// every call made in this session runs with a context from it.
+    pub fn set_scope(&mut self, scope: SessionScope) {
+        self.scope = scope;
+    }
+
+    pub fn scope(&self) -> &SessionScope {
+        &self.scope
     }
 
     /// Uses `naming` for calls sent to this session's browser from now on.
@@ -998,6 +1013,7 @@ impl Session {
         }
         let registry = self.registry.clone();
         let path = self.browser.clone();
+        let ctx = self.scope.call(&call.name, &call.call_id);
         let guard = DoneGuard {
             tx: self.browser.tx.clone(),
             call_id: call.call_id.clone(),
@@ -1005,7 +1021,7 @@ impl Session {
             sent: false,
         };
         tokio::spawn(async move {
-            let outcome = dispatch::run_planned(&registry, &call, route, &path).await;
+            let outcome = dispatch::run_planned(&registry, ctx, &call, route, &path).await;
             guard.send(outcome);
         });
     }
@@ -1302,8 +1318,10 @@ impl Session {
             state.sent_notify.clear();
             std::mem::take(&mut state.pending)
         };
-        // Dropping the senders wakes every waiting call with "disconnected".
+        // Dropping the senders wakes every waiting call with "disconnected"; running executors
+        // see their cancellation signal.
         drop(pending);
+        self.scope.cancel();
         self.outputs.retain(|o| matches!(o, Output::ToModel(_)));
     }
 

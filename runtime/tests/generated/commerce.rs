@@ -471,6 +471,7 @@ pub trait CommerceServer: ::std::marker::Send + ::std::marker::Sync + 'static {
     /// The registry stops the call after 10000 ms.
     fn search_products(
         &self,
+        ctx: &::toolc_runtime::CallContext,
         args: SearchProductsArgs,
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<SearchProductsOutput, ::toolc_runtime::ToolError>,
@@ -482,6 +483,7 @@ pub trait CommerceServer: ::std::marker::Send + ::std::marker::Sync + 'static {
     /// The registry stops the call after 15000 ms.
     fn create_return(
         &self,
+        ctx: &::toolc_runtime::CallContext,
         args: CreateReturnArgs,
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<CreateReturnOutput, ::toolc_runtime::ToolError>,
@@ -508,21 +510,21 @@ pub fn registry<S: CommerceServer>(
         .definitions(definitions())
         .executor(
             "search_products",
-            ::toolc_runtime::__private::typed_executor({
+            ::toolc_runtime::__private::typed_executor_with_context({
                 let server = ::std::sync::Arc::clone(&server);
-                move |args: SearchProductsArgs| {
+                move |ctx, args: SearchProductsArgs| {
                     let server = ::std::sync::Arc::clone(&server);
-                    async move { server.search_products(args).await }
+                    async move { server.search_products(&ctx, args).await }
                 }
             }),
         )
         .executor(
             "create_return",
-            ::toolc_runtime::__private::typed_executor({
+            ::toolc_runtime::__private::typed_executor_with_context({
                 let server = ::std::sync::Arc::clone(&server);
-                move |args: CreateReturnArgs| {
+                move |ctx, args: CreateReturnArgs| {
                     let server = ::std::sync::Arc::clone(&server);
-                    async move { server.create_return(args).await }
+                    async move { server.create_return(&ctx, args).await }
                 }
             }),
         )

@@ -347,6 +347,7 @@ pub trait EdgeServer: ::std::marker::Send + ::std::marker::Sync + 'static {
     /// Its description has two lines.
     fn edge_server(
         &self,
+        ctx: &::toolc_runtime::CallContext,
         args: EdgeServerArgs,
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<EdgeServerOutput, ::toolc_runtime::ToolError>,
@@ -356,6 +357,7 @@ pub trait EdgeServer: ::std::marker::Send + ::std::marker::Sync + 'static {
     /// A server tool without parameters or returns.
     fn no_params(
         &self,
+        ctx: &::toolc_runtime::CallContext,
         args: NoParamsArgs,
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<NoParamsOutput, ::toolc_runtime::ToolError>,
@@ -381,21 +383,21 @@ pub fn registry<S: EdgeServer>(
         .definitions(definitions())
         .executor(
             "edge_server",
-            ::toolc_runtime::__private::typed_executor({
+            ::toolc_runtime::__private::typed_executor_with_context({
                 let server = ::std::sync::Arc::clone(&server);
-                move |args: EdgeServerArgs| {
+                move |ctx, args: EdgeServerArgs| {
                     let server = ::std::sync::Arc::clone(&server);
-                    async move { server.edge_server(args).await }
+                    async move { server.edge_server(&ctx, args).await }
                 }
             }),
         )
         .executor(
             "no_params",
-            ::toolc_runtime::__private::typed_executor({
+            ::toolc_runtime::__private::typed_executor_with_context({
                 let server = ::std::sync::Arc::clone(&server);
-                move |args: NoParamsArgs| {
+                move |ctx, args: NoParamsArgs| {
                     let server = ::std::sync::Arc::clone(&server);
-                    async move { server.no_params(args).await }
+                    async move { server.no_params(&ctx, args).await }
                 }
             }),
         )

@@ -545,6 +545,7 @@ pub trait SupportServer: ::std::marker::Send + ::std::marker::Sync + 'static {
     /// The registry stops the call after 5000 ms.
     fn search_help_articles(
         &self,
+        ctx: &::toolc_runtime::CallContext,
         args: SearchHelpArticlesArgs,
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<
@@ -559,6 +560,7 @@ pub trait SupportServer: ::std::marker::Send + ::std::marker::Sync + 'static {
     /// The registry stops the call after 3000 ms.
     fn get_order_status(
         &self,
+        ctx: &::toolc_runtime::CallContext,
         args: GetOrderStatusArgs,
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<GetOrderStatusOutput, ::toolc_runtime::ToolError>,
@@ -587,21 +589,21 @@ pub fn registry<S: SupportServer>(
         .definitions(definitions())
         .executor(
             "search_help_articles",
-            ::toolc_runtime::__private::typed_executor({
+            ::toolc_runtime::__private::typed_executor_with_context({
                 let server = ::std::sync::Arc::clone(&server);
-                move |args: SearchHelpArticlesArgs| {
+                move |ctx, args: SearchHelpArticlesArgs| {
                     let server = ::std::sync::Arc::clone(&server);
-                    async move { server.search_help_articles(args).await }
+                    async move { server.search_help_articles(&ctx, args).await }
                 }
             }),
         )
         .executor(
             "get_order_status",
-            ::toolc_runtime::__private::typed_executor({
+            ::toolc_runtime::__private::typed_executor_with_context({
                 let server = ::std::sync::Arc::clone(&server);
-                move |args: GetOrderStatusArgs| {
+                move |ctx, args: GetOrderStatusArgs| {
                     let server = ::std::sync::Arc::clone(&server);
-                    async move { server.get_order_status(args).await }
+                    async move { server.get_order_status(&ctx, args).await }
                 }
             }),
         )
