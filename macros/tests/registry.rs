@@ -248,3 +248,60 @@ fn companion_types_expose_names_and_bindings() {
     // The fn itself stays callable.
     assert_eq!(get_order_status("AB-1").unwrap()["status"], "shipped");
 }
+
+/// The greeting for the signed-in user.
+#[tool]
+async fn greet(
+    greeting: String,
+    ctx: &toolc_runtime::CallContext,
+    #[arg(name = "punctuation")] mark: Option<String>,
+) -> Result<String, ToolError> {
+    let who = ctx.principal().map_or("guest", |p| p.id());
+    let shop = ctx.state::<ShopName>().map_or("?", |s| s.0);
+    Ok(format!(
+        "{greeting} {who} from {shop} ({}){}",
+        ctx.call_id(),
+        mark.unwrap_or_default()
+    ))
+}
+
+/// Owned context first, argument struct after.
+#[tool]
+async fn whoami(ctx: toolc_runtime::CallContext, #[args] args: EchoArgs) -> String {
+    format!("{}:{}", ctx.session_id(), args.text)
+}
+
+struct ShopName(&'static str);
+
+#[tokio::test]
+async fn a_context_parameter_is_not_in_the_schema_and_receives_the_principal_and_state() {
+    let registry = tools![greet, whoami]
+        .state(ShopName("Bolt"))
+        .build()
+        .unwrap();
+    let def = registry.definition("greet").unwrap();
+    let properties: Vec<&String> = def.parameters["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(properties, ["greeting", "punctuation"]);
+    let scope = toolc_runtime::SessionScope::with_id("sess-9")
+        .with_principal(Some(toolc_runtime::Principal::new("ann")));
+    let out = registry
+        .call_with_context(
+            scope.call("greet", "call_7"),
+            r#"{"greeting":"hi","punctuation":"!"}"#,
+        )
+        .await
+        .unwrap();
+    assert_eq!(out, r#""hi ann from Bolt (call_7)!""#);
+    // Outside a session there is no principal.
+    let out = registry.call("greet", r#"{"greeting":"hi"}"#).await.unwrap();
+    assert_eq!(out, r#""hi guest from Bolt ()""#);
+    let out = registry
+        .call_with_context(scope.call("whoami", "c"), r#"{"text":"x"}"#)
+        .await
+        .unwrap();
+    assert_eq!(out, r#""sess-9:x""#);
+}

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use toolc_runtime::catalog::{CatalogClient, CatalogErrorKind, DEFAULT_TTL};
-use toolc_runtime::{executor_fn, CallErrorKind, Location, Registry};
+use toolc_runtime::{executor_fn, CallErrorKind, Location, Principal, Registry, SessionScope};
 
 #[derive(Clone, Debug)]
 struct Seen {
@@ -652,6 +652,33 @@ async fn catalog_tools_merge_into_a_registry_as_server_tools() {
         .await
         .unwrap();
     assert!(out.contains("Bearer abc"), "{out}");
+
+    // In a session, the caller's own credential goes with the call, never the process-wide one:
+    // two users of one registry reach the catalog as themselves.
+    for (user, credential) in [("ann", "ann-token"), ("ben", "ben-token")] {
+        let scope = SessionScope::new()
+            .with_principal(Some(Principal::new(user).with_credential(credential)));
+        let out = registry
+            .call_with_context(scope.call("get_weather", "c1"), r#"{"city":"Oslo"}"#)
+            .await
+            .unwrap();
+        assert!(out.contains(&format!("Bearer {credential}")), "{out}");
+    }
+    // A signed-in user without a credential does not borrow the process's.
+    let scope = SessionScope::new().with_principal(Some(Principal::new("cid")));
+    let e = registry
+        .call_with_context(scope.call("get_account", "c2"), "{}")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some("auth_required"));
+    // A credential that would break the header line is never sent.
+    let scope = SessionScope::new()
+        .with_principal(Some(Principal::new("eve").with_credential("x\r\nX-Admin: 1")));
+    let e = registry
+        .call_with_context(scope.call("get_account", "c3"), "{}")
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some("auth_required"));
 
     // A clash with a local tool is an error, and names every clashing tool.
     let clash = toolc_runtime::definitions_from_str(

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use jsonschema::Validator;
 use serde_json::{json, Value};
 
-use crate::{executor_fn, Location, RegistryBuilder, ToolDefinition, ToolError};
+use crate::{executor_fn_with_context, CallContext, Location, RegistryBuilder, ToolDefinition, ToolError};
 use http::{BaseUrl, HttpError, UrlError};
 
 /// How long a discovered catalog is used before it is fetched again.
@@ -692,9 +692,13 @@ impl CatalogTools {
         self.catalog.tool(name).is_some_and(|t| t.requires_auth)
     }
 
-    /// Adds every catalog tool to `builder` as a server tool executed through the service,
-    /// with `authorization` as the caller's credentials (`None`: `requires_auth` tools are
-    /// refused). `local` are the definitions already in the builder: a catalog tool with one of
+    /// Adds every catalog tool to `builder` as a server tool executed through the service.
+    ///
+    /// Credentials are the caller's: a call in a session with a [`crate::Principal`] forwards
+    /// that principal's credential (`Authorization: Bearer CREDENTIAL`), and nothing when it
+    /// has none, so one user's session never borrows another's rights. `authorization` (a full
+    /// header value) is used only for calls without a principal (a process acting for itself);
+    /// without either, `requires_auth` tools are refused. `local` are the definitions already in the builder: a catalog tool with one of
     /// their names is an error, and nothing is added.
     pub fn merge_into<'a>(
         &self,
@@ -721,10 +725,17 @@ impl CatalogTools {
             let authorization = authorization.clone();
             builder = builder.definition(tool.definition()).executor(
                 tool.name.clone(),
-                executor_fn(move |arguments: Value| {
+                executor_fn_with_context(move |ctx: CallContext, arguments: Value| {
                     let client = client.clone();
                     let name = name.clone();
-                    let authorization = authorization.clone();
+                    let authorization = match ctx.principal() {
+                        // A credential that could break out of its header line is not sent.
+                        Some(principal) => principal
+                            .credential()
+                            .filter(|c| !c.is_empty() && !c.chars().any(char::is_control))
+                            .map(|c| Arc::<str>::from(format!("Bearer {c}"))),
+                        None => authorization.clone(),
+                    };
                     async move {
                         client
                             .execute(&name, &arguments, authorization.as_deref())
