@@ -205,7 +205,11 @@ impl edge::EdgeServer for Edge {
         })
     }
 
-    async fn no_params(&self, _: edge::NoParamsArgs) -> Result<edge::NoParamsOutput, ToolError> {
+    async fn no_params(
+        &self,
+        _ctx: &toolc_runtime::CallContext,
+        _: edge::NoParamsArgs,
+    ) -> Result<edge::NoParamsOutput, ToolError> {
         Ok(json!("anything"))
     }
 }

@@ -11,33 +11,89 @@
 //!   webpki roots); without it only `ws://` upstreams connect, and a `wss://` one fails with an
 //!   `error` event to the browser.
 
+pub mod auth;
+mod service;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use auth::{Authorizer, Handshake, Refusal, StaticTokens};
+pub use service::RelayService;
+
+use std::fmt;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::http::Request;
 use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
+use hyper::body::Incoming;
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
-use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode};
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::MaybeTlsStream;
 
-use crate::realtime::{openai, Naming, Output, Session, SessionConfig, SessionEvents, Verdict};
+use crate::realtime::{openai, Output, Session, SessionConfig, SessionEvents, Verdict};
 use crate::Registry;
 
 /// How many already-received frames are forwarded before the writes are flushed: batching the
 /// flush saves a syscall per frame under load without delaying a lone frame.
 const BATCH: usize = 64;
 
-/// Relay settings.
+/// Limits of a relay; the defaults are safe for a public deployment of a voice agent.
 #[derive(Clone, Debug)]
+pub struct RelayLimits {
+    /// The largest message a browser may send (a `session.update` is a few KiB; audio chunks
+    /// are smaller). A larger one closes the session with 1009 after this many bytes are read.
+    pub max_message_size: usize,
+    /// The largest single frame a browser may send.
+    pub max_frame_size: usize,
+    /// How long a browser may take to send its upgrade request, and the authorizer to decide.
+    pub handshake_timeout: Duration,
+    /// How long opening the model connection may take.
+    pub upstream_connect_timeout: Duration,
+    /// Sessions open at once, in all.
+    pub max_sessions: usize,
+    /// Sessions open at once for one principal (by [`Principal::id`]).
+    pub max_sessions_per_principal: usize,
+    /// A browser that sends nothing (not even a pong) for this long is disconnected.
+    pub idle_timeout: Duration,
+    /// How often the relay pings a browser, so that a live but quiet page is not idle.
+    pub ping_interval: Duration,
+    /// How long one write to a browser may take; a browser that stops reading is disconnected
+    /// after it, and never holds up what the session sends to the model.
+    pub write_timeout: Duration,
+    /// Frames queued for a browser that has not read them yet; more than this and the browser
+    /// is disconnected as stalled.
+    pub browser_queue: usize,
+}
+
+impl Default for RelayLimits {
+    fn default() -> RelayLimits {
+        RelayLimits {
+            max_message_size: 1 << 20,
+            max_frame_size: 1 << 20,
+            handshake_timeout: Duration::from_secs(10),
+            upstream_connect_timeout: Duration::from_secs(10),
+            max_sessions: 1000,
+            max_sessions_per_principal: 8,
+            idle_timeout: Duration::from_secs(120),
+            ping_interval: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(10),
+            browser_queue: 4096,
+        }
+    }
+}
+
+/// Relay settings.
+#[derive(Clone)]
 pub struct RelayConfig {
     /// The model's websocket URL (OpenAI's GA endpoint by default).
     pub upstream: String,
@@ -48,6 +104,26 @@ pub struct RelayConfig {
     /// After a browser leaves, how long its session may still send the failed results of its
     /// open calls upstream before the model connection is closed.
     pub close_grace: Duration,
+    /// Decides who a browser is at the handshake; `None` lets every browser in without a
+    /// principal (only for a relay on loopback or behind an authenticating proxy).
+    pub authorizer: Option<Arc<dyn Authorizer>>,
+    /// Origins (`https://app.example.com`) whose pages may open sessions; `None` allows any.
+    /// A request without `Origin` does not come from a browser page and is not checked.
+    pub allowed_origins: Option<Vec<String>>,
+    pub limits: RelayLimits,
+}
+
+impl fmt::Debug for RelayConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RelayConfig")
+            .field("upstream", &self.upstream)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("close_grace", &self.close_grace)
+            .field("authorizer", &self.authorizer.is_some())
+            .field("allowed_origins", &self.allowed_origins)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RelayConfig {
@@ -57,6 +133,9 @@ impl RelayConfig {
             api_key: None,
             session: Arc::new(SessionConfig::new(registry)),
             close_grace: Duration::from_millis(200),
+            authorizer: None,
+            allowed_origins: None,
+            limits: RelayLimits::default(),
         }
     }
 }
@@ -66,19 +145,39 @@ impl RelayConfig {
 pub struct RelayStats {
     pub sessions_opened: AtomicU64,
     pub sessions_active: AtomicU64,
-    /// Browser handshakes refused (wrong path, not a websocket).
+    /// Browser handshakes refused for any reason (the counters below say which).
     pub handshakes_refused: AtomicU64,
+    /// Not a websocket upgrade, or the wrong path.
+    pub refused_not_websocket: AtomicU64,
+    /// The authorizer refused (401/403) or did not answer in time.
+    pub refused_unauthorized: AtomicU64,
+    /// The page's `Origin` is not on the allow-list (403).
+    pub refused_origin: AtomicU64,
+    /// `max_sessions` or `max_sessions_per_principal` reached (503/429).
+    pub refused_capacity: AtomicU64,
     /// Sessions that ended because the model connection could not be opened.
     pub upstream_failures: AtomicU64,
+    /// Browsers disconnected because they stopped reading (queue full or a write timed out).
+    pub stalled_browsers: AtomicU64,
+    /// Browsers disconnected after `idle_timeout` without a frame.
+    pub idle_browsers: AtomicU64,
+    /// Browsers disconnected for a protocol error: a frame or message over the limits, bad
+    /// framing, invalid UTF-8 in a text frame.
+    pub browser_protocol_errors: AtomicU64,
 }
 
-/// A bound relay; [`Relay::serve`] runs it.
+impl RelayStats {
+    fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A bound relay; [`Relay::serve`] runs it. The same relay mounts in an axum application with
+/// [`RelayService`].
 #[derive(Debug)]
 pub struct Relay {
     listener: TcpListener,
-    registry: Arc<Registry>,
-    config: Arc<RelayConfig>,
-    stats: Arc<RelayStats>,
+    service: RelayService,
 }
 
 impl Relay {
@@ -89,9 +188,7 @@ impl Relay {
     ) -> io::Result<Relay> {
         Ok(Relay {
             listener: TcpListener::bind(addr).await?,
-            registry,
-            config: Arc::new(config),
-            stats: Arc::new(RelayStats::default()),
+            service: RelayService::new(registry, config),
         })
     }
 
@@ -100,13 +197,15 @@ impl Relay {
     }
 
     pub fn stats(&self) -> Arc<RelayStats> {
-        self.stats.clone()
+        self.service.stats()
     }
 
-    /// Accepts browsers until the future is dropped.
+    /// Accepts browsers at `/` until the future is dropped.
     pub async fn serve(self) {
+        let router = self.service.router();
+        let header_timeout = self.service.limits().handshake_timeout;
         loop {
-            let (stream, _) = match self.listener.accept().await {
+            let (stream, remote) = match self.listener.accept().await {
                 Ok(conn) => conn,
                 // Out of file descriptors and similar: back off instead of spinning.
                 Err(_) => {
@@ -114,36 +213,29 @@ impl Relay {
                     continue;
                 }
             };
-            let registry = self.registry.clone();
-            let config = self.config.clone();
-            let stats = self.stats.clone();
+            let _ = stream.set_nodelay(true);
+            let router = router.clone();
             tokio::spawn(async move {
-                let _ = stream.set_nodelay(true);
-                handle_browser(stream, registry, config, stats).await;
+                let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+                    request
+                        .extensions_mut()
+                        .insert(axum::extract::ConnectInfo(remote));
+                    let router = router.clone();
+                    async move {
+                        use tower::ServiceExt;
+                        router.oneshot(request.map(axum::body::Body::new)).await
+                    }
+                });
+                let mut http = hyper::server::conn::http1::Builder::new();
+                http.timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(header_timeout);
+                let _ = http
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .with_upgrades()
+                    .await;
             });
         }
     }
-}
-
-/// Checks the path and reads `?naming=`; anything but `/` is refused with 404.
-// The error type is tungstenite's handshake callback contract.
-#[allow(clippy::result_large_err)]
-fn browser_handshake(request: &Request, naming: &mut Naming) -> Result<(), ErrorResponse> {
-    if request.uri().path() != "/" {
-        let mut response = ErrorResponse::new(Some("browsers connect at /".to_owned()));
-        *response.status_mut() = StatusCode::NOT_FOUND;
-        return Err(response);
-    }
-    if let Some(query) = request.uri().query() {
-        for pair in query.split('&') {
-            if let Some(value) = pair.strip_prefix("naming=") {
-                if let Some(n) = Naming::parse(value) {
-                    *naming = n;
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The request for the upstream connection, with the API key.
@@ -183,55 +275,6 @@ fn relay_error(message: &str) -> Message {
     )
 }
 
-// The handshake callback's error type is tungstenite's contract.
-#[allow(clippy::result_large_err)]
-async fn handle_browser(
-    stream: TcpStream,
-    registry: Arc<Registry>,
-    config: Arc<RelayConfig>,
-    stats: Arc<RelayStats>,
-) {
-    let mut naming = config.session.naming;
-    let accepted = tokio_tungstenite::accept_hdr_async(stream, |req: &Request, resp: Response| {
-        browser_handshake(req, &mut naming).map(|()| resp)
-    })
-    .await;
-    let mut browser = match accepted {
-        Ok(ws) => ws,
-        Err(_) => {
-            stats.handshakes_refused.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-    };
-    let upstream = match upstream_request(&config.upstream, config.api_key.as_deref()) {
-        Ok(request) => connect_upstream(request).await,
-        Err(e) => Err(e),
-    };
-    let upstream = match upstream {
-        Ok(ws) => ws,
-        Err(e) => {
-            stats.upstream_failures.fetch_add(1, Ordering::Relaxed);
-            // The error names the URL's problem, never the key.
-            let _ = browser
-                .send(relay_error(&format!(
-                    "the relay could not reach the model: {e}"
-                )))
-                .await;
-            let _ = browser.close(None).await;
-            return;
-        }
-    };
-    if let MaybeTlsStream::Plain(tcp) = upstream.get_ref() {
-        let _ = tcp.set_nodelay(true);
-    }
-    stats.sessions_opened.fetch_add(1, Ordering::Relaxed);
-    stats.sessions_active.fetch_add(1, Ordering::Relaxed);
-    let (mut session, events) = Session::new(registry, config.session.clone());
-    session.set_naming(naming);
-    run_session(session, events, browser, upstream, config.close_grace).await;
-    stats.sessions_active.fetch_sub(1, Ordering::Relaxed);
-}
-
 /// Who ended a session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ended {
@@ -239,33 +282,116 @@ pub enum Ended {
     Model,
 }
 
+/// How a session is driven: the relay's limits, or the defaults for [`run_session`].
+#[derive(Clone, Debug)]
+pub struct DriveOptions {
+    pub close_grace: Duration,
+    /// `None`: no idle limit.
+    pub idle_timeout: Option<Duration>,
+    /// `None`: no pings.
+    pub ping_interval: Option<Duration>,
+    pub write_timeout: Duration,
+    pub browser_queue: usize,
+    pub stats: Option<Arc<RelayStats>>,
+}
+
+impl DriveOptions {
+    pub fn new(close_grace: Duration) -> DriveOptions {
+        let limits = RelayLimits::default();
+        DriveOptions {
+            close_grace,
+            idle_timeout: None,
+            ping_interval: None,
+            write_timeout: limits.write_timeout,
+            browser_queue: limits.browser_queue,
+            stats: None,
+        }
+    }
+
+    pub fn from_config(config: &RelayConfig, stats: Option<Arc<RelayStats>>) -> DriveOptions {
+        let limits = &config.limits;
+        DriveOptions {
+            close_grace: config.close_grace,
+            idle_timeout: Some(limits.idle_timeout),
+            ping_interval: Some(limits.ping_interval),
+            write_timeout: limits.write_timeout,
+            browser_queue: limits.browser_queue.max(1),
+            stats,
+        }
+    }
+
+    fn count(&self, counter: impl Fn(&RelayStats) -> &AtomicU64) {
+        if let Some(stats) = &self.stats {
+            RelayStats::bump(counter(stats));
+        }
+    }
+}
+
 /// Runs one session between two connected websockets until either side goes away. Usable with
 /// any pair of message streams (a test may pass in its own).
 pub async fn run_session<B, M>(
-    mut session: Session,
-    mut events: SessionEvents,
+    session: Session,
+    events: SessionEvents,
     browser: B,
     model: M,
     close_grace: Duration,
 ) -> Ended
 where
-    B: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin,
+    B: Stream<Item = Result<Message, WsError>>
+        + Sink<Message, Error = WsError>
+        + Unpin
+        + Send
+        + 'static,
     M: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin,
 {
-    let (mut to_browser, mut from_browser) = browser.split();
+    let options = DriveOptions::new(close_grace);
+    run_session_with(session, events, browser, model, &options).await
+}
+
+/// [`run_session`] with the relay's limits: idle timeout and pings, the browser's write
+/// deadline and queue, and counters.
+///
+/// Frames for the browser go through a bounded queue to a writer task of their own, so a
+/// browser that stops reading never holds up the model's side: a client call's timeout result
+/// reaches the model at its deadline, and the stalled browser is disconnected when its queue
+/// fills or one write takes longer than the write timeout.
+pub async fn run_session_with<B, M>(
+    mut session: Session,
+    mut events: SessionEvents,
+    browser: B,
+    model: M,
+    options: &DriveOptions,
+) -> Ended
+where
+    B: Stream<Item = Result<Message, WsError>>
+        + Sink<Message, Error = WsError>
+        + Unpin
+        + Send
+        + 'static,
+    M: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin,
+{
+    let (browser_sink, mut from_browser) = browser.split();
+    let (tx, rx) = mpsc::channel(options.browser_queue.max(1));
+    let mut writer = tokio::spawn(write_browser(browser_sink, rx, options.write_timeout));
+    let mut to_browser = BrowserOut { tx: Some(tx) };
     let (mut to_model, mut from_model) = model.split();
     if to_model
         .send(Message::text(session.session_update()))
         .await
         .is_err()
     {
-        let _ = to_browser
-            .send(relay_error("the model connection closed"))
-            .await;
-        let _ = to_browser.close().await;
+        let _ = to_browser.send(relay_error("the model connection closed"));
+        to_browser.close();
         return Ended::Model;
     }
+    let far = Duration::from_secs(86_400 * 365);
+    let idle = options.idle_timeout;
+    let ping_every = options.ping_interval.unwrap_or(far);
+    let mut last_heard = Instant::now();
+    let mut ping = tokio::time::interval_at(Instant::now() + ping_every, ping_every);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let ended = loop {
+        let idle_at = last_heard + idle.unwrap_or(far);
         tokio::select! {
             msg = from_model.next() => {
                 let (side, source) = (Side::Model, &mut from_model);
@@ -275,6 +401,10 @@ where
                 }
             }
             msg = from_browser.next() => {
+                last_heard = Instant::now();
+                if let Some(Err(e)) = &msg {
+                    refuse_browser_error(e, &mut to_browser, options);
+                }
                 let (side, source) = (Side::Browser, &mut from_browser);
                 let batch = relay_batch(&mut session, side, msg, source, &mut to_browser, &mut to_model);
                 if let Err(who) = batch.await {
@@ -286,9 +416,28 @@ where
                 while let Some(event) = events.try_recv() {
                     session.on_event(event);
                 }
-                if let Err(who) = flush(&mut session, &mut to_browser, &mut to_model, (false, false)).await {
+                if let Err(who) = flush(&mut session, &mut to_browser, &mut to_model, false).await {
                     break who;
                 }
+            }
+            _ = ping.tick(), if options.ping_interval.is_some() => {
+                if to_browser.send(Message::Ping(Default::default())).is_err() {
+                    options.count(|s| &s.stalled_browsers);
+                    break Ended::Browser;
+                }
+            }
+            _ = tokio::time::sleep_until(idle_at), if idle.is_some() => {
+                options.count(|s| &s.idle_browsers);
+                let _ = to_browser.send(Message::Close(Some(CloseFrame {
+                    code: CloseCode::Policy,
+                    reason: "idle".into(),
+                })));
+                break Ended::Browser;
+            }
+            _ = &mut writer => {
+                // The writer gave up: the browser stopped reading or its connection failed.
+                options.count(|s| &s.stalled_browsers);
+                break Ended::Browser;
             }
         }
     };
@@ -296,8 +445,9 @@ where
         Ended::Browser => {
             // Fail the browser's open calls now and let their results reach the model before
             // the model connection closes.
+            to_browser.close();
             session.browser_closed();
-            let until = tokio::time::Instant::now() + close_grace;
+            let until = Instant::now() + options.close_grace;
             while session.open_calls() > 0 {
                 match tokio::time::timeout_at(until, events.recv()).await {
                     Ok(Some(event)) => session.on_event(event),
@@ -315,10 +465,80 @@ where
         }
         Ended::Model => {
             session.browser_closed();
-            let _ = to_browser.close().await;
+            to_browser.close();
         }
     }
     ended
+}
+
+/// A browser frame that broke the protocol or the limits: counted, and answered with a close
+/// frame (1009 for a message over the size limit, 1002 otherwise) before the session ends.
+fn refuse_browser_error(error: &WsError, to_browser: &mut BrowserOut, options: &DriveOptions) {
+    if matches!(
+        error,
+        WsError::ConnectionClosed | WsError::AlreadyClosed | WsError::Io(_)
+    ) {
+        return;
+    }
+    options.count(|s| &s.browser_protocol_errors);
+    let code = if matches!(error, WsError::Capacity(_)) {
+        CloseCode::Size
+    } else {
+        CloseCode::Protocol
+    };
+    let _ = to_browser.send(Message::Close(Some(CloseFrame {
+        code,
+        reason: "the relay refused this message".into(),
+    })));
+}
+
+/// Frames for the browser, queued for its writer task. Sending never waits: a full queue means
+/// the browser stopped reading.
+struct BrowserOut {
+    tx: Option<mpsc::Sender<Message>>,
+}
+
+impl BrowserOut {
+    fn send(&mut self, msg: Message) -> Result<(), Ended> {
+        match &self.tx {
+            Some(tx) => tx.try_send(msg).map_err(|_| Ended::Browser),
+            None => Err(Ended::Browser),
+        }
+    }
+
+    /// Lets the writer send what is queued, then close the connection.
+    fn close(&mut self) {
+        self.tx = None;
+    }
+}
+
+/// Writes queued frames to the browser, flushing once per burst; ends when a write takes longer
+/// than `write_timeout` or fails, after a close frame, or when the session closed the queue.
+async fn write_browser<S>(mut sink: S, mut rx: mpsc::Receiver<Message>, write_timeout: Duration)
+where
+    S: Sink<Message, Error = WsError> + Unpin,
+{
+    while let Some(first) = rx.recv().await {
+        let burst = async {
+            let mut closing = matches!(first, Message::Close(_));
+            sink.feed(first).await?;
+            while !closing {
+                match rx.try_recv() {
+                    Ok(msg) => {
+                        closing = matches!(msg, Message::Close(_));
+                        sink.feed(msg).await?;
+                    }
+                    Err(_) => break,
+                }
+            }
+            sink.flush().await.map(|()| closing)
+        };
+        match tokio::time::timeout(write_timeout, burst).await {
+            Ok(Ok(false)) => {}
+            Ok(Ok(true)) | Ok(Err(_)) | Err(_) => return,
+        }
+    }
+    let _ = tokio::time::timeout(write_timeout, sink.close()).await;
 }
 
 /// The side a frame comes from.
@@ -339,25 +559,29 @@ impl Side {
 }
 
 /// Relays `first` and then every frame already waiting on `source` (at most [`BATCH`], so that
-/// one busy side cannot starve the other), then flushes the side written to. `Err` names the
-/// side whose connection failed or closed.
-async fn relay_batch<R, B, M>(
+/// one busy side cannot starve the other), then flushes the model side if written to. `Err`
+/// names the side whose connection failed or closed.
+async fn relay_batch<R, M>(
     session: &mut Session,
     from: Side,
     first: Option<Result<Message, WsError>>,
     source: &mut R,
-    to_browser: &mut B,
+    to_browser: &mut BrowserOut,
     to_model: &mut M,
 ) -> Result<(), Ended>
 where
     R: Stream<Item = Result<Message, WsError>> + Unpin,
-    B: Sink<Message, Error = WsError> + Unpin,
     M: Sink<Message, Error = WsError> + Unpin,
 {
     let mut next = first;
     let mut relayed = 0;
     loop {
         match next {
+            // The model's close code (a policy violation, a server error) reaches the page.
+            Some(Ok(Message::Close(Some(frame)))) if from == Side::Model => {
+                let _ = to_browser.send(Message::Close(Some(frame)));
+                return Err(Ended::Model);
+            }
             None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return Err(from.ended()),
             Some(Ok(m)) => relay_frame(session, from, m, to_browser, to_model).await?,
         }
@@ -370,24 +594,19 @@ where
             None => break,
         }
     }
-    let dirty = match from {
-        Side::Model => (true, false),
-        Side::Browser => (false, true),
-    };
-    flush(session, to_browser, to_model, dirty).await
+    flush(session, to_browser, to_model, from == Side::Browser).await
 }
 
 /// One frame to the other side, as the session decides; `Err` names the side whose connection
 /// failed.
-async fn relay_frame<B, M>(
+async fn relay_frame<M>(
     session: &mut Session,
     from: Side,
     msg: Message,
-    to_browser: &mut B,
+    to_browser: &mut BrowserOut,
     to_model: &mut M,
 ) -> Result<(), Ended>
 where
-    B: Sink<Message, Error = WsError> + Unpin,
     M: Sink<Message, Error = WsError> + Unpin,
 {
     let out = match msg {
@@ -409,22 +628,20 @@ where
         }
     };
     match from {
-        Side::Model => to_browser.feed(out).await.map_err(|_| Ended::Browser),
+        Side::Model => to_browser.send(out),
         Side::Browser => to_model.feed(out).await.map_err(|_| Ended::Model),
     }
 }
 
-/// Sends what the session queued, then flushes the sides that were written to (`dirty` says
-/// which the caller fed: browser, model); `Err` names the side whose
-/// connection failed.
-async fn flush<B, M>(
+/// Sends what the session queued, then flushes the model side if it was written to
+/// (`model_dirty`: the caller fed it); `Err` names the side whose connection failed.
+async fn flush<M>(
     session: &mut Session,
-    to_browser: &mut B,
+    to_browser: &mut BrowserOut,
     to_model: &mut M,
-    (mut browser_dirty, mut model_dirty): (bool, bool),
+    mut model_dirty: bool,
 ) -> Result<(), Ended>
 where
-    B: Sink<Message, Error = WsError> + Unpin,
     M: Sink<Message, Error = WsError> + Unpin,
 {
     let mut browser_ok = true;
@@ -438,18 +655,17 @@ where
                     .map_err(|_| Ended::Model)?
             }
             Output::ToBrowser(t) => {
-                browser_dirty = true;
-                if browser_ok && to_browser.feed(Message::text(t)).await.is_err() {
+                if browser_ok && to_browser.send(Message::text(t)).is_err() {
                     browser_ok = false;
                 }
             }
         }
     }
-    // Flush only the sides written to: a flush is a write syscall when frames are buffered.
+    // Flush only when written to: a flush is a write syscall when frames are buffered.
     if model_dirty {
         to_model.flush().await.map_err(|_| Ended::Model)?;
     }
-    if !browser_ok || (browser_dirty && to_browser.flush().await.is_err()) {
+    if !browser_ok {
         return Err(Ended::Browser);
     }
     Ok(())
