@@ -297,7 +297,10 @@ async fn a_context_parameter_is_not_in_the_schema_and_receives_the_principal_and
         .unwrap();
     assert_eq!(out, r#""hi ann from Bolt (call_7)!""#);
     // Outside a session there is no principal.
-    let out = registry.call("greet", r#"{"greeting":"hi"}"#).await.unwrap();
+    let out = registry
+        .call("greet", r#"{"greeting":"hi"}"#)
+        .await
+        .unwrap();
     assert_eq!(out, r#""hi guest from Bolt ()""#);
     let out = registry
         .call_with_context(scope.call("whoami", "c"), r#"{"text":"x"}"#)

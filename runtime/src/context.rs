@@ -69,7 +69,10 @@ impl fmt::Debug for Principal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Principal")
             .field("id", &self.id)
-            .field("credential", &self.credential.as_ref().map(|_| "<redacted>"))
+            .field(
+                "credential",
+                &self.credential.as_ref().map(|_| "<redacted>"),
+            )
             .field("data", &self.data.as_ref().map(|_| ".."))
             .finish()
     }

@@ -453,7 +453,13 @@ mod tests {
     #[tokio::test]
     async fn server_call_runs_the_executor() {
         let r = registry();
-        let out = route(&r, &SessionScope::new(), &ToolCall::new("c1", "double", r#"{"x":21}"#), &NoClient).await;
+        let out = route(
+            &r,
+            &SessionScope::new(),
+            &ToolCall::new("c1", "double", r#"{"x":21}"#),
+            &NoClient,
+        )
+        .await;
         assert_eq!(out, CallOutcome::ok("c1", r#"{"y":42}"#.into()));
     }
 
@@ -469,7 +475,13 @@ mod tests {
             ("slow", r#"{"x":1}"#, "timeout"),
         ];
         for (name, args, kind) in cases {
-            let out = route(&r, &SessionScope::new(), &ToolCall::new("c", name, args), &NoClient).await;
+            let out = route(
+                &r,
+                &SessionScope::new(),
+                &ToolCall::new("c", name, args),
+                &NoClient,
+            )
+            .await;
             assert_eq!(error_kind(&out), kind, "{name} {args}");
             assert_eq!(out.call_id, "c");
         }
@@ -525,7 +537,13 @@ mod tests {
             let client = Arc::new(TestClient::default());
             let (r2, c2) = (r.clone(), client.clone());
             let task = tokio::spawn(async move {
-                route(&r2, &SessionScope::new(), &ToolCall::new("c1", name, r#"{"x":1}"#), c2.as_ref()).await
+                route(
+                    &r2,
+                    &SessionScope::new(),
+                    &ToolCall::new("c1", name, r#"{"x":1}"#),
+                    c2.as_ref(),
+                )
+                .await
             });
             let tx = loop {
                 if let Some(tx) = client.pending.lock().unwrap().remove("c1") {
@@ -551,7 +569,13 @@ mod tests {
     async fn client_call_times_out_and_forgets_the_call() {
         let r = registry();
         let client = TestClient::default();
-        let out = route(&r, &SessionScope::new(), &ToolCall::new("c1", "wait", r#"{"x":1}"#), &client).await;
+        let out = route(
+            &r,
+            &SessionScope::new(),
+            &ToolCall::new("c1", "wait", r#"{"x":1}"#),
+            &client,
+        )
+        .await;
         assert_eq!(error_kind(&out), "timeout");
         // The reply channel was dropped with the future: a late reply has nowhere to go.
         let tx = client.pending.lock().unwrap().remove("c1").unwrap();
@@ -561,7 +585,13 @@ mod tests {
     #[tokio::test]
     async fn client_disconnect_fails_the_call_at_once() {
         let r = registry();
-        let out = route(&r, &SessionScope::new(), &ToolCall::new("c1", "wait", r#"{"x":1}"#), &NoClient).await;
+        let out = route(
+            &r,
+            &SessionScope::new(),
+            &ToolCall::new("c1", "wait", r#"{"x":1}"#),
+            &NoClient,
+        )
+        .await;
         assert_eq!(error_kind(&out), "tool_failed");
         assert!(out.output.contains("client_disconnected"), "{}", out.output);
     }
@@ -570,7 +600,13 @@ mod tests {
     async fn fire_and_forget_is_acknowledged_without_waiting() {
         let r = registry();
         let client = TestClient::default();
-        let out = route(&r, &SessionScope::new(), &ToolCall::new("c1", "fire", r#"{"x":1}"#), &client).await;
+        let out = route(
+            &r,
+            &SessionScope::new(),
+            &ToolCall::new("c1", "fire", r#"{"x":1}"#),
+            &client,
+        )
+        .await;
         assert_eq!(out.status, Status::Acknowledged);
         assert_eq!(client.seen.lock().unwrap()[0].deadline, None);
         assert!(client.pending.lock().unwrap().is_empty());
@@ -578,7 +614,13 @@ mod tests {
             gone: true,
             ..TestClient::default()
         };
-        let out = route(&r, &SessionScope::new(), &ToolCall::new("c2", "fire", r#"{"x":1}"#), &gone).await;
+        let out = route(
+            &r,
+            &SessionScope::new(),
+            &ToolCall::new("c2", "fire", r#"{"x":1}"#),
+            &gone,
+        )
+        .await;
         assert_eq!(error_kind(&out), "tool_failed");
     }
 
@@ -586,7 +628,13 @@ mod tests {
     async fn invalid_client_calls_never_reach_the_client() {
         let r = registry();
         let client = TestClient::default();
-        let out = route(&r, &SessionScope::new(), &ToolCall::new("c1", "wait", r#"{"x":"no"}"#), &client).await;
+        let out = route(
+            &r,
+            &SessionScope::new(),
+            &ToolCall::new("c1", "wait", r#"{"x":"no"}"#),
+            &client,
+        )
+        .await;
         assert_eq!(error_kind(&out), "invalid_arguments");
         assert!(client.seen.lock().unwrap().is_empty());
     }

@@ -449,22 +449,36 @@ mod tests {
             Ok(async move { Ok::<_, ToolError>(format!("{query}:{limit}:{note:?}")) })
         });
         let out = exec
-            .start(CallContext::detached("t", "c"), serde_json::json!({"query": "q"}))
+            .start(
+                CallContext::detached("t", "c"),
+                serde_json::json!({"query": "q"}),
+            )
             .unwrap()
             .await
             .unwrap();
         assert_eq!(out, "q:3:None");
         let out = exec
-            .start(CallContext::detached("t", "c"), serde_json::json!({"query": "q", "limit": 7, "note": "n"}))
+            .start(
+                CallContext::detached("t", "c"),
+                serde_json::json!({"query": "q", "limit": 7, "note": "n"}),
+            )
             .unwrap()
             .await
             .unwrap();
         assert_eq!(out, r#"q:7:Some("n")"#);
-        let err = exec.start(CallContext::detached("t", "c"), serde_json::json!({"limit": 7})).err().unwrap();
+        let err = exec
+            .start(
+                CallContext::detached("t", "c"),
+                serde_json::json!({"limit": 7}),
+            )
+            .err()
+            .unwrap();
         assert!(
             err.to_string().starts_with("`query`: invalid type: null"),
             "{err}"
         );
-        assert!(exec.start(CallContext::detached("t", "c"), serde_json::json!([1])).is_err());
+        assert!(exec
+            .start(CallContext::detached("t", "c"), serde_json::json!([1]))
+            .is_err());
     }
 }

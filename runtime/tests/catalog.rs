@@ -672,8 +672,9 @@ async fn catalog_tools_merge_into_a_registry_as_server_tools() {
         .unwrap_err();
     assert_eq!(e.code(), Some("auth_required"));
     // A credential that would break the header line is never sent.
-    let scope = SessionScope::new()
-        .with_principal(Some(Principal::new("eve").with_credential("x\r\nX-Admin: 1")));
+    let scope = SessionScope::new().with_principal(Some(
+        Principal::new("eve").with_credential("x\r\nX-Admin: 1"),
+    ));
     let e = registry
         .call_with_context(scope.call("get_account", "c3"), "{}")
         .await

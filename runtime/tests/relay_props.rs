@@ -44,7 +44,10 @@ fn json_value() -> impl Strategy<Value = Value> {
             Just("cli"),
             Just("c1"),
             Just("r1"),
-            Just("function_call")
+            Just("function_call"),
+            Just("function_call_output"),
+            Just("function"),
+            Just("transcription")
         ]
         .prop_map(|s| Value::String(s.into())),
     ];
@@ -60,6 +63,9 @@ fn json_value() -> impl Strategy<Value = Value> {
                     Just("item".to_owned()),
                     Just("response".to_owned()),
                     Just("output".to_owned()),
+                    Just("tools".to_owned()),
+                    Just("input".to_owned()),
+                    Just("tool_choice".to_owned()),
                     "[a-z_.]{1,8}",
                 ],
                 inner,
@@ -79,12 +85,13 @@ fn frame() -> impl Strategy<Value = Frame> {
         Just("function_call.result"),
         Just("conversation.item.create"),
         Just("session.update"),
+        Just("response.create"),
     ];
     prop_oneof![
         ".{0,60}".prop_map(Frame::Text),
         json_value().prop_map(|v| Frame::Text(v.to_string())),
         (kinds, json_value(), json_value()).prop_map(|(k, a, b)| Frame::Text(
-            json!({"type": k, "call_id": "c1", "name": "cli", "arguments": "{}", "response_id": "r1", "item": a, "response": b, "output": "x"}).to_string()
+            json!({"type": k, "call_id": "c1", "name": "cli", "arguments": "{}", "response_id": "r1", "item": a, "response": b, "session": b, "output": "x"}).to_string()
         )),
         prop::collection::vec(any::<u8>(), 0..64).prop_map(Frame::Binary),
     ]
@@ -142,6 +149,15 @@ async fn case(from_model: Vec<Frame>, from_browser: Vec<Frame>, abort: bool) {
         .next_matching(LIMIT, |e| e["type"] == "fuzz.end")
         .await;
     assert!(end.is_some());
+    // Whatever the browser sent, the model only ever got tools, calls and outputs the relay
+    // made: the declared functions, no call items, no outputs of calls it never routed there.
+    assert!(
+        up_fuzzed.binary().is_empty(),
+        "a browser binary frame reached the model"
+    );
+    for event in up_fuzzed.events() {
+        assert_made_by_the_relay(&event);
+    }
     if abort {
         fuzzed.abort();
     } else {
@@ -159,6 +175,44 @@ async fn case(from_model: Vec<Frame>, from_browser: Vec<Frame>, abort: bool) {
     let up_third = model.connection(2, LIMIT).await.unwrap();
     assert!(up_third.wait_for("session.update", 1, LIMIT).await);
     server.abort();
+}
+
+fn assert_made_by_the_relay(event: &Value) {
+    let functions = |tools: &Value| -> Vec<String> {
+        tools
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|t| {
+                t.get("type")
+                    .and_then(Value::as_str)
+                    .is_none_or(|k| k == "function")
+            })
+            .map(|t| t["name"].as_str().unwrap_or("?").to_owned())
+            .collect()
+    };
+    match event["type"].as_str() {
+        Some("session.update") => {
+            let tools = &event["session"]["tools"];
+            if event["session"]["type"] != "transcription" {
+                assert_eq!(functions(tools), ["srv", "cli"], "{event}");
+            } else {
+                assert!(tools.is_null(), "{event}");
+            }
+        }
+        Some("response.create") => {
+            assert!(functions(&event["response"]["tools"]).is_empty(), "{event}");
+            for item in event["response"]["input"].as_array().into_iter().flatten() {
+                assert!(item.get("call_id").is_none(), "{event}");
+            }
+        }
+        Some("conversation.item.create") => {
+            // Outputs are the relay's own (a call it routed): the fuzzer never saw a real
+            // call id, and forged call items never pass.
+            assert_ne!(event["item"]["type"], "function_call", "{event}");
+        }
+        _ => {}
+    }
 }
 
 proptest! {

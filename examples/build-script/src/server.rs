@@ -76,7 +76,12 @@ const ORDERS: &[(&str, &str, GetOrderStatusOutputStatus, Option<&str>)] = &[
         GetOrderStatusOutputStatus::Delivered,
         None,
     ),
-    ("bob", "EF-000042", GetOrderStatusOutputStatus::Cancelled, None),
+    (
+        "bob",
+        "EF-000042",
+        GetOrderStatusOutputStatus::Cancelled,
+        None,
+    ),
     (
         "bob",
         "GH-777777",

@@ -32,7 +32,9 @@ use std::time::{Duration, Instant};
 use jsonschema::Validator;
 use serde_json::{json, Value};
 
-use crate::{executor_fn_with_context, CallContext, Location, RegistryBuilder, ToolDefinition, ToolError};
+use crate::{
+    executor_fn_with_context, CallContext, Location, RegistryBuilder, ToolDefinition, ToolError,
+};
 use http::{BaseUrl, HttpError, UrlError};
 
 /// How long a discovered catalog is used before it is fetched again.

@@ -17,8 +17,8 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{CallResult, Codec, DecodeError, ToolCall};
-use crate::dispatch::{self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath};
 use crate::context::SessionScope;
+use crate::dispatch::{self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath};
 use crate::error::CallError;
 use crate::executor::panic_message;
 use crate::Registry;

@@ -6,11 +6,13 @@
 //!   exactly one `response.create` follows the last result of a finished response. Browser
 //!   results are accepted only for open calls that were routed to the browser. Server calls,
 //!   their arguments and results never reach the browser.
-//! - [`openai`]: the GA events read and written; [`browser`]: the browser protocol in both
+//! - [`guard`]: what a browser may send upstream (strict parsing, `response.create` rules);
+//!   [`openai`]: the GA events read and written; [`browser`]: the browser protocol in both
 //!   namings; [`script`]: GA server events for scripted fake models and tests.
 //! - The websocket relay that drives sessions lives in `crate::relay` (feature `relay`).
 
 pub mod browser;
+pub mod guard;
 pub mod openai;
 pub mod script;
 mod session;

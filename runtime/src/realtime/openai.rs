@@ -296,7 +296,9 @@ pub fn merge_session_update(event: &mut Value, declarations: &[Value]) -> Merge 
     let Some(session) = session.as_object_mut() else {
         return merge;
     };
+    let theirs = session.remove("tools");
     match session.get("type").and_then(Value::as_str) {
+        // A transcription session has no tools; whatever the browser listed goes nowhere.
         Some("transcription") => return merge,
         Some(_) => {}
         None => {
@@ -304,10 +306,12 @@ pub fn merge_session_update(event: &mut Value, declarations: &[Value]) -> Merge 
         }
     }
     let mut tools: Vec<Value> = declarations.to_vec();
-    if let Some(Value::Array(theirs)) = session.remove("tools") {
+    if let Some(Value::Array(theirs)) = theirs {
         for tool in theirs {
-            let is_function = tool.get("type").and_then(Value::as_str) == Some("function");
-            if !is_function {
+            // A tool without a string `type` would be read as a function by a lenient model
+            // API, so it counts as one: only the server declares functions.
+            let kind = tool.get("type").and_then(Value::as_str);
+            if !matches!(kind, None | Some("function")) {
                 tools.push(tool);
                 continue;
             }
@@ -447,6 +451,28 @@ mod tests {
         let before = tr.clone();
         merge_session_update(&mut tr, &ours);
         assert_eq!(tr, before);
+        // Tools listed in a transcription session go nowhere.
+        let mut tr = json!({"type":"session.update","session":{"type":"transcription","tools":[{"name":"x"}]}});
+        merge_session_update(&mut tr, &ours);
+        assert_eq!(tr, before);
+    }
+
+    #[test]
+    fn browser_tools_without_a_type_count_as_functions() {
+        let ours = vec![json!({"type":"function","name":"a","parameters":{}})];
+        let mut event = json!({"type":"session.update","session":{"tools":[
+            {"name":"steal","parameters":{}},
+            {"type":7,"name":"odd"},
+            "not a tool",
+            {"type":"mcp","server_label":"x"}
+        ]}});
+        let merge = merge_session_update(&mut event, &ours);
+        assert_eq!(merge.dropped_tools, vec!["steal", "odd", ""]);
+        let tools = event["session"]["tools"].as_array().unwrap();
+        assert_eq!(
+            tools,
+            &vec![ours[0].clone(), json!({"type":"mcp","server_label":"x"})]
+        );
     }
 
     #[test]

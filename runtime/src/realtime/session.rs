@@ -12,16 +12,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use super::browser::{self, BrowserResult, Malformed, Naming};
+use super::guard;
 use super::openai::{self, str_field, Head};
 use super::tracker::{Resolved, Tracker};
+use crate::context::SessionScope;
 use crate::dispatch::{
     self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath, Route, Status, ToolCall,
 };
-use crate::context::SessionScope;
 use crate::error::{CallError, CallErrorKind};
 use crate::markers::flow::{Found, MarkerFlow, MarkerFlowConfig};
 use crate::Registry;
@@ -63,8 +64,10 @@ pub enum Note {
     CallWithoutId { name: String },
     /// A function tool from the browser's `session.update` that the server does not know.
     BrowserToolDropped { name: String },
-    /// A browser event with more than one `type` member, dropped.
-    AmbiguousBrowserEvent,
+    /// A browser event the relay does not forward (unparsable, a duplicate key, a
+    /// `response.create` that would grant tools or forge calls); the browser got an `error`
+    /// event with the same code.
+    BrowserEventRefused { code: &'static str, message: String },
     /// A `function_call` item the browser tried to add to the conversation, dropped: only the
     /// model makes calls.
     BrowserCallDropped { call_id: Option<String> },
@@ -92,8 +95,8 @@ impl fmt::Display for Note {
                 f,
                 "browser session.update declared function tool `{name}`, which the server cannot route; left out"
             ),
-            Note::AmbiguousBrowserEvent => {
-                f.write_str("browser event with more than one `type` member dropped")
+            Note::BrowserEventRefused { code, message } => {
+                write!(f, "browser event refused ({code}): {message}")
             }
             Note::BrowserCallDropped { call_id } => write!(
                 f,
@@ -197,9 +200,12 @@ counters! {
     fillers,
     /// Model events dropped or rewritten so the browser does not see a server call.
     scrubbed_events,
-    /// Browser events dropped: ambiguous ones, and `function_call` items the browser tried to
-    /// add to the conversation.
+    /// Browser events dropped: `function_call` items the browser tried to add to the
+    /// conversation.
     dropped_browser_events,
+    /// Browser events refused with an `error` event to the browser: unparsable ones, duplicate
+    /// keys, events without a type, and `response.create`s that would grant tools or forge calls.
+    refused_browser_events,
 }
 
 impl Counters {
@@ -1223,14 +1229,9 @@ impl Session {
     /// `function_call` item is dropped; a `session.update` gets the declarations merged in;
     /// everything else passes.
     pub fn on_browser_event(&mut self, text: &str) -> Verdict {
-        let kind = match openai::head(text) {
-            Head::Typed(kind) => kind,
-            Head::Ambiguous => {
-                Counters::bump(&self.counters_ref().dropped_browser_events);
-                self.note(Note::AmbiguousBrowserEvent);
-                return Verdict::Drop;
-            }
-            Head::Untyped | Head::Invalid => return Verdict::Forward,
+        let kind = match guard::event_type(text) {
+            Ok(kind) => kind,
+            Err(refused) => return self.refuse_browser_event(refused),
         };
         match kind.as_ref() {
             "function_call.result" | "tool.result" => {
@@ -1264,6 +1265,21 @@ impl Session {
                     None => Verdict::Forward,
                 }
             }
+            "response.create" => {
+                let Ok(v) = serde_json::from_str::<Value>(text) else {
+                    return Verdict::Forward;
+                };
+                let declarations = &self.config.declarations;
+                let declared = |name: &str| {
+                    declarations
+                        .iter()
+                        .any(|d| d.get("name").and_then(Value::as_str) == Some(name))
+                };
+                match guard::check_response_create(&v, declared) {
+                    Ok(()) => Verdict::Forward,
+                    Err(refused) => self.refuse_browser_event(refused),
+                }
+            }
             "session.update" => {
                 let Ok(mut v) = serde_json::from_str::<Value>(text) else {
                     return Verdict::Forward;
@@ -1279,6 +1295,28 @@ impl Session {
             }
             _ => Verdict::Forward,
         }
+    }
+
+    /// A binary frame from the browser: never forwarded (the protocol is JSON text, and nothing
+    /// in a binary frame is checked).
+    pub fn on_browser_binary(&mut self) -> Verdict {
+        self.refuse_browser_event(guard::Refused::BinaryFrame)
+    }
+
+    /// Drops a browser event the model must not see, and tells the browser why.
+    fn refuse_browser_event(&mut self, refused: guard::Refused) -> Verdict {
+        Counters::bump(&self.counters_ref().refused_browser_events);
+        let message = refused.to_string();
+        let error = json!({
+            "type": "error",
+            "error": { "type": "relay_refused", "code": refused.code(), "message": message },
+        });
+        self.outputs.push_back(Output::ToBrowser(error.to_string()));
+        self.note(Note::BrowserEventRefused {
+            code: refused.code(),
+            message,
+        });
+        Verdict::Drop
     }
 
     fn reject(&self, call_id: &str, reason: RejectReason) {

@@ -621,6 +621,10 @@ where
                 Verdict::Drop => return Ok(()),
             }
         }
+        Message::Binary(_) if from == Side::Browser => {
+            session.on_browser_binary();
+            return Ok(());
+        }
         Message::Binary(b) => Message::Binary(b),
         // tungstenite answers pings itself; close frames end the batch in the caller.
         Message::Ping(_) | Message::Pong(_) | Message::Frame(_) | Message::Close(_) => {

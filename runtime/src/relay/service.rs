@@ -113,9 +113,8 @@ impl RelayService {
         };
         if let (Some(allowed), Some(origin)) = (&inner.config.allowed_origins, handshake.origin()) {
             if !origin_allowed(allowed, origin) {
-                let refusal = Refusal::forbidden(format!(
-                    "pages from {origin} may not open relay sessions"
-                ));
+                let refusal =
+                    Refusal::forbidden(format!("pages from {origin} may not open relay sessions"));
                 return refuse(&stats.refused_origin, refusal);
             }
         }
@@ -345,9 +344,7 @@ fn websocket_key(request: &Request) -> Result<String, Refusal> {
         .and_then(|v| v.to_str().ok())
         .filter(|k| !k.is_empty())
         .map(str::to_owned)
-        .ok_or_else(|| {
-            Refusal::with_status(StatusCode::BAD_REQUEST, "missing `Sec-WebSocket-Key`")
-        })
+        .ok_or_else(|| Refusal::with_status(StatusCode::BAD_REQUEST, "missing `Sec-WebSocket-Key`"))
 }
 
 /// The subprotocol to answer with: `toolc` when offered; otherwise the bearer one, because a

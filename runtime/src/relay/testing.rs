@@ -47,6 +47,8 @@ pub enum Step {
     Sleep(Duration),
     /// Close the connection.
     Close,
+    /// Close the connection with this close code and reason (as OpenAI does on a policy error).
+    CloseWith(u16, String),
 }
 
 /// A fake model's script.
@@ -100,6 +102,11 @@ impl Script {
 
     pub fn close(mut self) -> Script {
         self.steps.push(Step::Close);
+        self
+    }
+
+    pub fn close_with(mut self, code: u16, reason: &str) -> Script {
+        self.steps.push(Step::CloseWith(code, reason.to_owned()));
         self
     }
 }
@@ -361,6 +368,15 @@ async fn serve(stream: TcpStream, conn: Arc<Connection>, script: Arc<Script>) {
                 Ok(())
             }
             Step::Close => {
+                let _ = tx.close().await;
+                break;
+            }
+            Step::CloseWith(code, reason) => {
+                let frame = tokio_tungstenite::tungstenite::protocol::CloseFrame {
+                    code: (*code).into(),
+                    reason: reason.as_str().into(),
+                };
+                let _ = tx.send(Message::Close(Some(frame))).await;
                 let _ = tx.close().await;
                 break;
             }
