@@ -12,7 +12,7 @@ use clap::Parser;
 use toolc_runtime::catalog::CatalogClient;
 use toolc_runtime::markers::{MarkerFlowConfig, MarkerTag};
 use toolc_runtime::realtime::{openai, Naming, Note};
-use toolc_runtime::relay::{Relay, RelayConfig};
+use toolc_runtime::relay::{Relay, RelayConfig, StaticTokens};
 use toolc_runtime::Registry;
 
 mod tools;
@@ -56,6 +56,19 @@ struct Args {
     /// forwarded to the catalog; without it, tools that require authorization are refused.
     #[arg(long, value_name = "NAME", requires = "catalog")]
     catalog_auth_env: Option<String>,
+    /// A file of `TOKEN USER_ID` lines: a browser must present one of the tokens, as
+    /// `Authorization: Bearer TOKEN` or as the `toolc.bearer.TOKEN` subprotocol, and is that
+    /// user for every executor. Without it the relay listens only on loopback.
+    #[arg(long, value_name = "FILE")]
+    auth_tokens: Option<PathBuf>,
+    /// An origin (`https://app.example.com`) whose pages may open sessions; repeatable. Without
+    /// it any origin may.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    allow_origins: Vec<String>,
+    /// Listen on a non-loopback address without `--auth-tokens`: anyone who reaches the port
+    /// gets a model session paid for with your API key. Only behind a proxy that authenticates.
+    #[arg(long, conflicts_with = "auth_tokens")]
+    insecure_no_auth: bool,
 }
 
 fn default_manifest() -> PathBuf {
@@ -163,16 +176,35 @@ async fn run(args: Args) -> Result<(), String> {
     }
     config.session = Arc::new(session);
 
+    if let Some(path) = &args.auth_tokens {
+        let tokens = StaticTokens::from_file(path).map_err(|e| format!("--auth-tokens {e}"))?;
+        config.authorizer = Some(Arc::new(tokens));
+    }
+    if !args.allow_origins.is_empty() {
+        config.allowed_origins = Some(args.allow_origins.clone());
+    }
+
     let relay = Relay::bind(&args.listen, registry.clone(), config)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let addr = relay.local_addr().map_err(|e| e.to_string())?;
+    if args.auth_tokens.is_none() && !args.insecure_no_auth && !addr.ip().is_loopback() {
+        return Err(format!(
+            "refusing to listen on {addr} without authentication: anyone who reaches it would get \
+             a model session on your API key. Give --auth-tokens FILE (lines `TOKEN USER_ID`), \
+             listen on 127.0.0.1, or pass --insecure-no-auth behind an authenticating proxy"
+        ));
+    }
     // The first line is machine-readable: tests and scripts read the bound address from it.
     println!("listening on ws://{addr}/");
     println!("upstream {}", args.upstream);
     println!("tools: {}", registry.names().collect::<Vec<_>>().join(", "));
     if let Some(tag) = &args.markers {
         println!("markers: {tag}");
+    }
+    match &args.auth_tokens {
+        Some(path) => println!("auth: bearer tokens from {}", path.display()),
+        None => println!("auth: none (every browser that reaches the port gets a session)"),
     }
     relay.serve().await;
     Ok(())

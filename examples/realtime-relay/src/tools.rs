@@ -2,7 +2,10 @@
 //! order book.
 
 use serde_json::{json, Value};
-use toolc_runtime::{executor_fn, Registry, RegistryBuilder, ToolDefinition, ToolError};
+use toolc_runtime::{
+    executor_fn, executor_fn_with_context, CallContext, Registry, RegistryBuilder, ToolDefinition,
+    ToolError,
+};
 
 struct Article {
     id: &'static str,
@@ -44,11 +47,12 @@ const ARTICLES: &[Article] = &[
     },
 ];
 
-const ORDERS: &[(&str, &str, Option<&str>)] = &[
-    ("AB-123456", "shipped", Some("2026-12-03")),
-    ("AB-654321", "packed", Some("2026-12-05")),
-    ("CD-000001", "delivered", None),
-    ("EF-777777", "cancelled", None),
+/// `(customer, number, status, eta)`.
+const ORDERS: &[(&str, &str, &str, Option<&str>)] = &[
+    ("alice", "AB-123456", "shipped", Some("2026-12-03")),
+    ("alice", "AB-654321", "packed", Some("2026-12-05")),
+    ("bob", "CD-000001", "delivered", None),
+    ("bob", "EF-777777", "cancelled", None),
 ];
 
 fn words(text: &str) -> Vec<String> {
@@ -91,11 +95,16 @@ pub fn search(query: &str, limit: usize) -> Value {
     json!({ "articles": articles })
 }
 
-pub fn order_status(order_number: &str) -> Result<Value, ToolError> {
+/// With a signed-in customer (the relay's `--auth-tokens`), only that customer's orders are
+/// found, and someone else's order reads exactly like one that does not exist, so the tool
+/// cannot be used to probe which numbers are real. Without authentication (a relay on loopback
+/// for development) there is no caller to tell apart, and every order is found.
+pub fn order_status(customer: Option<&str>, order_number: &str) -> Result<Value, ToolError> {
     ORDERS
         .iter()
-        .find(|(n, _, _)| *n == order_number)
-        .map(|(_, status, eta)| json!({ "status": status, "eta": eta }))
+        .filter(|(owner, ..)| customer.is_none_or(|c| c == *owner))
+        .find(|(_, n, _, _)| *n == order_number)
+        .map(|(_, _, status, eta)| json!({ "status": status, "eta": eta }))
         .ok_or_else(|| {
             ToolError::new(format!("there is no order {order_number}; ask the customer to check the number on the receipt"))
                 .with_code("not_found")
@@ -118,8 +127,9 @@ pub fn builder(definitions: Vec<ToolDefinition>) -> RegistryBuilder {
         )
         .executor(
             "get_order_status",
-            executor_fn(|args: Value| async move {
-                order_status(args["order_number"].as_str().unwrap_or_default())
+            executor_fn_with_context(|ctx: CallContext, args: Value| async move {
+                let customer = ctx.principal().map(|p| p.id());
+                order_status(customer, args["order_number"].as_str().unwrap_or_default())
             }),
         )
 }
@@ -141,11 +151,30 @@ mod tests {
 
     #[test]
     fn order_status_knows_its_orders() {
-        assert_eq!(order_status("AB-123456").unwrap()["status"], "shipped");
-        assert_eq!(order_status("CD-000001").unwrap()["eta"], Value::Null);
         assert_eq!(
-            order_status("ZZ-999999").unwrap_err().code(),
+            order_status(None, "AB-123456").unwrap()["status"],
+            "shipped"
+        );
+        assert_eq!(order_status(None, "CD-000001").unwrap()["eta"], Value::Null);
+        assert_eq!(
+            order_status(None, "ZZ-999999").unwrap_err().code(),
             Some("not_found")
+        );
+    }
+
+    #[test]
+    fn a_signed_in_customer_finds_only_their_own_orders() {
+        assert_eq!(
+            order_status(Some("alice"), "AB-123456").unwrap()["status"],
+            "shipped"
+        );
+        // Bob's order reads like one that does not exist.
+        let theirs = order_status(Some("alice"), "CD-000001").unwrap_err();
+        let missing = order_status(Some("alice"), "ZZ-999999").unwrap_err();
+        assert_eq!(theirs.code(), missing.code());
+        assert_eq!(
+            order_status(Some("bob"), "CD-000001").unwrap()["status"],
+            "delivered"
         );
     }
 }

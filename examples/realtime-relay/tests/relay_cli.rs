@@ -116,3 +116,133 @@ async fn a_missing_key_variable_is_an_error() {
         "{err}"
     );
 }
+
+/// Starts the example with `args`; returns the child and the `ws://` URL it printed.
+async fn start_relay(args: &[&str]) -> (tokio::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_realtime-relay"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the example binary starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(LIMIT, lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("a first line");
+    let url = first
+        .strip_prefix("listening on ")
+        .expect(&first)
+        .to_owned();
+    (child, url)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_auth_tokens_each_customer_finds_only_their_own_orders() {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::http::HeaderValue;
+
+    let dir = std::env::temp_dir().join(format!("relay-auth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tokens = dir.join("tokens");
+    std::fs::write(
+        &tokens,
+        "# test tokens\nalice-token-0123456789 alice\nbob-token-0123456789ab bob\n",
+    )
+    .unwrap();
+    let model = FakeModel::start(
+        Script::new()
+            .wait_for("session.update", 1)
+            .send_all(script::response_with_calls(
+                "r1",
+                &[
+                    (
+                        "call_own",
+                        "get_order_status",
+                        r#"{"order_number":"AB-123456"}"#,
+                    ),
+                    (
+                        "call_bobs",
+                        "get_order_status",
+                        r#"{"order_number":"CD-000001"}"#,
+                    ),
+                ],
+            ))
+            .wait_for("response.create", 1),
+    )
+    .await
+    .unwrap();
+    let (_child, url) = start_relay(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &model.url(),
+        "--auth-tokens",
+        tokens.to_str().unwrap(),
+        "--allow-origin",
+        "https://shop.example",
+    ])
+    .await;
+
+    // No token: 401, and no model session.
+    match tokio_tungstenite::connect_async(url.as_str()).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(r)) => assert_eq!(r.status(), 401),
+        other => panic!("expected a 401, got {:?}", other.map(|_| ())),
+    }
+    // A page of another origin: 403.
+    let mut request = url.as_str().into_client_request().unwrap();
+    let headers = request.headers_mut();
+    headers.insert(
+        "sec-websocket-protocol",
+        HeaderValue::from_static("toolc, toolc.bearer.alice-token-0123456789"),
+    );
+    headers.insert("origin", HeaderValue::from_static("https://evil.example"));
+    match tokio_tungstenite::connect_async(request.clone()).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(r)) => assert_eq!(r.status(), 403),
+        other => panic!("expected a 403, got {:?}", other.map(|_| ())),
+    }
+    assert_eq!(model.connection_count(), 0);
+
+    // Alice, from the shop's page, with her token as a subprotocol (what a browser can send).
+    request
+        .headers_mut()
+        .insert("origin", HeaderValue::from_static("https://shop.example"));
+    let (ws, response) = tokio_tungstenite::connect_async(request).await.unwrap();
+    assert_eq!(
+        response.headers()["sec-websocket-protocol"],
+        "toolc",
+        "the token is never echoed back"
+    );
+    let upstream = model.connection(0, LIMIT).await.unwrap();
+    assert!(upstream.wait_for("response.create", 1, LIMIT).await);
+    let outputs = upstream.events_of("conversation.item.create");
+    let output = |id: &str| -> Value {
+        let o = outputs
+            .iter()
+            .find(|o| o["item"]["call_id"] == id)
+            .expect(id);
+        serde_json::from_str(o["item"]["output"].as_str().unwrap()).unwrap()
+    };
+    assert_eq!(output("call_own")["status"], "shipped");
+    assert_eq!(output("call_bobs")["error"]["code"], "not_found");
+    drop(ws);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn without_auth_tokens_only_loopback_is_served() {
+    let out = Command::new(env!("CARGO_BIN_EXE_realtime-relay"))
+        .args(["--listen", "0.0.0.0:0"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("without authentication"), "{err}");
+    assert!(err.contains("--auth-tokens FILE"), "{err}");
+    // An operator behind an authenticating proxy says so explicitly.
+    let (mut child, url) = start_relay(&["--listen", "0.0.0.0:0", "--insecure-no-auth"]).await;
+    assert!(url.starts_with("ws://0.0.0.0:"), "{url}");
+    let _ = child.kill().await;
+}
