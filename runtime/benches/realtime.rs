@@ -92,6 +92,26 @@ fn bench(c: &mut Criterion) {
         let (mut session, _rx) = Session::new(registry.clone(), config.clone());
         b.iter(|| session.on_model_event(&audio))
     });
+
+    // What the browser sends most: audio chunks, each read strictly before it is forwarded.
+    let append = |len: usize| {
+        json!({"type":"input_audio_buffer.append","event_id":"ev_1","audio":"QUJD".repeat(len / 4)})
+            .to_string()
+    };
+    for (name, len) in [
+        ("session/browser_300b_audio_append", 300),
+        ("session/browser_8k_audio_append", 8192),
+    ] {
+        let text = append(len);
+        c.bench_function(name, |b| {
+            let (mut session, _rx) = Session::new(registry.clone(), config.clone());
+            b.iter(|| session.on_browser_event(&text))
+        });
+        // The least any full read costs: serde_json skipping over the event.
+        c.bench_function(&name.replace("session/", "plain_json_scan/"), |b| {
+            b.iter(|| serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok())
+        });
+    }
 }
 
 criterion_group!(benches, bench);

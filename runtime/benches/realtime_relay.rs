@@ -3,7 +3,9 @@
 //!
 //! Each measurement: a browser connects, the model server sends N events of ~300 bytes to the
 //! browser while the browser sends N events to the model; the time until both sides have all of
-//! them. Runs alternate between the two proxies; the median of several runs is reported.
+//! them. Runs alternate between the two proxies; the median of several runs is reported. The
+//! relay runs as deployed: bearer-token authentication and an Origin allow-list at the
+//! handshake, every browser event read strictly before it is forwarded.
 //! `cargo bench -p toolc-runtime --features relay --bench realtime_relay`
 
 use std::net::SocketAddr;
@@ -14,8 +16,10 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::Message;
-use toolc_runtime::relay::{Relay, RelayConfig};
+use toolc_runtime::relay::{Relay, RelayConfig, StaticTokens};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
 const MANIFEST: &str = r#"
@@ -28,6 +32,9 @@ tools:
     description: A client tool (never called here).
     location: client
 "#;
+
+const TOKEN: &str = "bench-token-0123456789";
+const ORIGIN: &str = "https://app.example";
 
 fn event(kind: &str, i: usize) -> String {
     // ~300 bytes, like a small audio delta.
@@ -112,6 +119,10 @@ async fn relay_proxy(upstream: String) -> SocketAddr {
     );
     let mut config = RelayConfig::new(&registry);
     config.upstream = upstream;
+    config.authorizer = Some(Arc::new(
+        StaticTokens::parse(&format!("{TOKEN} bench-user\n")).unwrap(),
+    ));
+    config.allowed_origins = Some(vec![ORIGIN.to_owned()]);
     let relay = Relay::bind("127.0.0.1:0", registry, config).await.unwrap();
     let addr = relay.local_addr().unwrap();
     tokio::spawn(relay.serve());
@@ -120,9 +131,12 @@ async fn relay_proxy(upstream: String) -> SocketAddr {
 
 /// One run: connect a browser through `proxy`, exchange `n` events each way, return the time.
 async fn run(proxy: SocketAddr, n: usize, done: &mut mpsc::UnboundedReceiver<()>) -> Duration {
-    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{proxy}/"))
-        .await
-        .unwrap();
+    let mut request = format!("ws://{proxy}/").into_client_request().unwrap();
+    let headers = request.headers_mut();
+    let bearer = format!("Bearer {TOKEN}");
+    headers.insert("authorization", HeaderValue::from_str(&bearer).unwrap());
+    headers.insert("origin", HeaderValue::from_static(ORIGIN));
+    let (ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
     let (mut tx, mut rx) = ws.split();
     let start = Instant::now();
     let sender = tokio::spawn(async move {

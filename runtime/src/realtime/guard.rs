@@ -182,7 +182,7 @@ impl<'de> Visitor<'de> for TopVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut keys = Keys::default();
+        let mut keys = Keys::new();
         let mut kind = None;
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             let is_type = key == "type";
@@ -221,20 +221,29 @@ impl<'de> Visitor<'de> for TopVisitor {
     }
 }
 
-/// The keys of one object so far. Most objects have a handful, where a scan beats hashing.
-#[derive(Default)]
+/// The keys of one object so far. Most objects have a handful, where a scan of an inline array
+/// beats hashing and allocating; past [`FEW`] keys a set takes over.
 struct Keys<'a> {
-    few: Vec<Cow<'a, str>>,
+    few: [Option<Cow<'a, str>>; FEW],
+    len: usize,
     many: Option<HashSet<Cow<'a, str>>>,
 }
 
-const FEW: usize = 16;
+const FEW: usize = 8;
 
 impl<'a> Keys<'a> {
+    fn new() -> Keys<'a> {
+        Keys {
+            few: Default::default(),
+            len: 0,
+            many: None,
+        }
+    }
+
     fn insert<E: de::Error>(&mut self, key: Cow<'a, str>) -> Result<(), E> {
-        let duplicate = match &mut self.many {
+        let duplicate = match &self.many {
             Some(set) => set.contains(&key),
-            None => self.few.contains(&key),
+            None => self.few[..self.len].iter().flatten().any(|k| *k == key),
         };
         if duplicate {
             return Err(E::custom(format_args!("{DUPLICATE}{key:?}")));
@@ -243,9 +252,13 @@ impl<'a> Keys<'a> {
             Some(set) => {
                 set.insert(key);
             }
-            None if self.few.len() < FEW => self.few.push(key),
+            None if self.len < FEW => {
+                self.few[self.len] = Some(key);
+                self.len += 1;
+            }
             None => {
-                let mut set: HashSet<Cow<'a, str>> = self.few.drain(..).collect();
+                let mut set: HashSet<Cow<'a, str>> =
+                    self.few.iter_mut().filter_map(Option::take).collect();
                 set.insert(key);
                 self.many = Some(set);
             }
@@ -339,7 +352,7 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
-        let mut keys = Keys::default();
+        let mut keys = Keys::new();
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             keys.insert::<A::Error>(key)?;
             map.next_value::<Strict>()?;

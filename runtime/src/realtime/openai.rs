@@ -33,8 +33,16 @@ pub enum Head<'a> {
     Invalid,
 }
 
-/// Reads the `type` of an event.
+/// Reads the `type` of an event from the model.
+///
+/// The model's events are OpenAI's serialisation, which writes `type` first: an event that
+/// starts `{"type":"NAME"` with a plain name is read from that prefix alone, so the audio
+/// deltas that make up most of the traffic are not scanned to the end. Anything else is read in
+/// full. (Browser events are never read this way: see [`super::guard`].)
 pub fn head(text: &str) -> Head<'_> {
+    if let Some(kind) = leading_type(text) {
+        return Head::Typed(Cow::Borrowed(kind));
+    }
     let mut de = serde_json::Deserializer::from_str(text);
     let found = match HeadSeed.deserialize_any_value(&mut de) {
         Ok(found) => found,
@@ -48,6 +56,15 @@ pub fn head(text: &str) -> Head<'_> {
         HeadFound::None => Head::Untyped,
         HeadFound::Duplicate => Head::Ambiguous,
     }
+}
+
+/// `NAME` of an event that starts `{"type":"NAME",` (or `}`) when `NAME` has no escapes.
+fn leading_type(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix(r#"{"type":""#)?;
+    let end = memchr::memchr2(b'"', b'\\', rest.as_bytes())?;
+    let (kind, after) = rest.split_at(end);
+    let after = after.strip_prefix('"')?;
+    matches!(after.as_bytes().first(), Some(b',' | b'}')).then_some(kind)
 }
 
 enum HeadFound<'a> {
@@ -390,14 +407,33 @@ mod tests {
     }
 
     #[test]
+    fn a_leading_plain_type_is_read_from_the_prefix() {
+        assert_eq!(
+            leading_type(r#"{"type":"response.done","x":1}"#),
+            Some("response.done")
+        );
+        assert_eq!(leading_type(r#"{"type":"a"}"#), Some("a"));
+        // Escapes, another first key, spaces, or a string that does not end the value: in full.
+        assert_eq!(leading_type(r#"{"type":"a\u0062","x":1}"#), None);
+        assert_eq!(leading_type(r#"{"x":1,"type":"a"}"#), None);
+        assert_eq!(leading_type(r#"{ "type":"a"}"#), None);
+        assert_eq!(leading_type(r#"{"type":"a"x}"#), None);
+        assert_eq!(leading_type(r#"{"type":"a"#), None);
+        assert_eq!(
+            head(r#"{"type":"a\u0062","x":1}"#),
+            Head::Typed("ab".into())
+        );
+    }
+
+    #[test]
     fn head_classifies_everything_else() {
         assert_eq!(head(r#"{"type":1}"#), Head::Untyped);
         assert_eq!(head(r#"[1,2]"#), Head::Untyped);
         assert_eq!(head(r#""type""#), Head::Untyped);
         assert_eq!(head(r#"{}"#), Head::Untyped);
-        assert_eq!(head(r#"{"type":"a","type":"b"}"#), Head::Ambiguous);
+        assert_eq!(head(r#"{"x":1,"type":"a","type":"b"}"#), Head::Ambiguous);
         assert_eq!(head(r#"{"type":"a""#), Head::Invalid);
-        assert_eq!(head(r#"{"type":"a"} x"#), Head::Invalid);
+        assert_eq!(head(r#"{"x":0,"type":"a"} x"#), Head::Invalid);
         assert_eq!(head(""), Head::Invalid);
         assert_eq!(head("\u{0}\u{ffff}"), Head::Invalid);
     }

@@ -533,7 +533,14 @@ where
             }
             sink.flush().await.map(|()| closing)
         };
-        match tokio::time::timeout(write_timeout, burst).await {
+        // Most bursts complete at once (the socket is writable): only one that has to wait
+        // arms the write deadline, which saves a timer registration per burst.
+        let mut burst = std::pin::pin!(burst);
+        let written = match (&mut burst).now_or_never() {
+            Some(done) => Ok(done),
+            None => tokio::time::timeout(write_timeout, burst).await,
+        };
+        match written {
             Ok(Ok(false)) => {}
             Ok(Ok(true)) | Ok(Err(_)) | Err(_) => return,
         }
