@@ -256,8 +256,13 @@ impl HumanRenderer {
     }
 }
 
+/// `1 tool`, `2 tools`: a count with its noun (which takes an `s` in the plural).
+pub fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 pub fn summary_line(errors: usize, warnings: usize) -> String {
-    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let plural = count;
     match (errors, warnings) {
         (0, w) => plural(w, "warning"),
         (e, 0) => plural(e, "error"),

@@ -18,6 +18,8 @@ mod name_set;
 pub mod output;
 mod parallel;
 pub mod schema_check;
+mod schema_semantics;
+pub mod schema_util;
 pub mod source;
 pub mod suggest;
 #[doc(hidden)]
@@ -110,8 +112,23 @@ impl Session {
 
 /// The manifest files that `paths` name: a file as it is, a folder as its `*.tools.yaml` files
 /// (sorted, so that the order is stable). A folder without any is an error, since it is almost
-/// always the wrong folder.
+/// always the wrong folder. A file named twice (`dir dir/a.tools.yaml`, `x ./x`, a symlink) is
+/// read once, where it is first named: otherwise its tools would clash with themselves.
 pub fn manifest_paths(paths: &[std::path::PathBuf]) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut unique = Vec::new();
+    for path in expand_folders(paths)? {
+        // A path that cannot be resolved (it does not exist) is kept, for its read to fail
+        // with its own name.
+        let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        if seen.insert(key) {
+            unique.push(path);
+        }
+    }
+    Ok(unique)
+}
+
+fn expand_folders(paths: &[std::path::PathBuf]) -> std::io::Result<Vec<std::path::PathBuf>> {
     let mut out = Vec::new();
     for path in paths {
         if !path.is_dir() {

@@ -45,6 +45,15 @@ pub fn load_file(
     load_file_whole(sources, file, limits, diags)
 }
 
+fn empty_manifest(file_start: Span) -> Diagnostic {
+    Diagnostic::error(
+        "toolc::missing-field",
+        "the manifest is empty: it has no `version` and no `tools`",
+    )
+    .at(file_start, "expected `version: 1` and a `tools` list")
+    .help("start the file with `version: 1` and `tools:`")
+}
+
 /// [`load_file`] by parsing the file as one document.
 fn load_file_whole(
     sources: &SourceMap,
@@ -55,20 +64,21 @@ fn load_file_whole(
     let source = sources.get(file);
     let mut errors = Vec::new();
     let root = yaml::parse(file, &source.text, limits, &mut errors);
+    let file_start = Span::new(file, 0, 0);
+    let parsed_cleanly = errors.is_empty();
     for e in errors {
         diags.push(e);
     }
     let Some(root) = root else {
+        // No document at all (an empty or comment-only file) reads as "0 tools: ok" otherwise.
+        if parsed_cleanly {
+            diags.push(empty_manifest(file_start));
+        }
         return Vec::new();
     };
-    let file_start = Span::new(file, 0, 0);
     let Some(entries) = root.as_map() else {
         if root.value == Value::Null {
-            diags.push(
-                Diagnostic::error("toolc::missing-field", "the manifest is empty")
-                    .at(file_start, "expected `version: 1` and a `tools` list")
-                    .help("start the file with `version: 1` and `tools:`"),
-            );
+            diags.push(empty_manifest(file_start));
         } else {
             diags.push(
                 Diagnostic::error(

@@ -8,6 +8,7 @@
 use serde_json::Value as Json;
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::schema_util::{escape_segment, local_pointer, resolve_ref};
 use crate::source::{SourceMap, Span};
 use crate::suggest::{closest, did_you_mean};
 use crate::yaml::{Node, Value};
@@ -145,6 +146,7 @@ pub fn check_schema(
             (!echoed).then(|| (path, error.to_string()))
         })
     };
+    let first_unreported_is_none = first_unreported.is_none();
     if let Some((path, error)) = first_unreported {
         let (span, keyword) = span_at(node, &path);
         diags.push(
@@ -157,11 +159,13 @@ pub fn check_schema(
         );
         return json;
     }
+    let mut compiles = true;
     if reported.is_empty() && may_fail_to_compile(&json) {
         if let Err(error) = jsonschema::draft202012::options()
             .should_validate_formats(false)
             .build(&json)
         {
+            compiles = false;
             let path = error.schema_path().as_str().to_owned();
             let (span, keyword) = span_at(node, &path);
             diags.push(
@@ -173,6 +177,13 @@ pub fn check_schema(
                 .help(keyword_help(&keyword)),
             );
         }
+    }
+    // Meaning is checked in a schema the validator can build. After a reported mistake only
+    // where there are no `$ref`s: their cycles are checked only in otherwise clean schemas,
+    // and a validator must not follow one.
+    let refs_checked = reported.is_empty() || !has_refs(&json);
+    if refs_checked && compiles && first_unreported_is_none {
+        crate::schema_semantics::check(node, &json, what, field, diags);
     }
     json
 }
@@ -315,10 +326,7 @@ impl Walker<'_> {
             let Some(keyword) = key.as_str() else {
                 continue;
             };
-            let here = format!(
-                "{pointer}/{}",
-                keyword.replace('~', "~0").replace('/', "~1")
-            );
+            let here = format!("{pointer}/{}", escape_segment(keyword));
             match keyword {
                 "type" => self.check_type(value, &here),
                 "required" => self.check_required(node, value, &here),
@@ -328,10 +336,7 @@ impl Walker<'_> {
                     if let Some(map) = value.as_map() {
                         for (name, sub) in map {
                             let name = name.as_str().unwrap_or_default();
-                            self.walk(
-                                sub,
-                                &format!("{here}/{}", name.replace('~', "~0").replace('/', "~1")),
-                            );
+                            self.walk(sub, &format!("{here}/{}", escape_segment(name)));
                         }
                     }
                 }
@@ -440,6 +445,13 @@ impl Walker<'_> {
             );
             return;
         };
+        let has_properties = schema.get("properties").is_some();
+        // With `additionalProperties: false` an undeclared name can never be present: the
+        // semantic pass reports that as the stronger error.
+        let closed = schema
+            .get("additionalProperties")
+            .is_some_and(|(_, v)| matches!(v.value, Value::Bool(false)))
+            && schema.get("patternProperties").is_none();
         let declared: crate::name_set::NameSet = schema
             .get("properties")
             .and_then(|(_, p)| p.as_map())
@@ -460,7 +472,13 @@ impl Walker<'_> {
                 );
                 continue;
             };
-            if !declared.contains(name) && !constrains_its_parent(pointer) {
+            // Without `properties` a `required` list is a constraint of its own ("these keys,
+            // any values"): only a name missing from declared properties looks like a typo.
+            if has_properties
+                && !closed
+                && !declared.contains(name)
+                && !constrains_its_parent(pointer)
+            {
                 let suggestion = did_you_mean(name, declared.iter());
                 self.error(
                     format!("{pointer}/{i}"),
@@ -492,14 +510,7 @@ impl Walker<'_> {
             );
             return;
         };
-        let resolved = target.strip_prefix('#').and_then(|p| {
-            let p = percent_decode(p);
-            if p.is_empty() {
-                Some(self.root)
-            } else {
-                self.root.pointer(&p)
-            }
-        });
+        let resolved = resolve_ref(self.root, target);
         if resolved.is_none() {
             let defs: Vec<String> = ["$defs", "definitions"]
                 .iter()
@@ -541,7 +552,10 @@ impl Walker<'_> {
         let mut starts: Vec<String> = vec![String::new()];
         for key in ["$defs", "definitions"] {
             if let Some(defs) = self.root.get(key).and_then(Json::as_object) {
-                starts.extend(defs.keys().map(|name| format!("/{key}/{}", escape(name))));
+                starts.extend(
+                    defs.keys()
+                        .map(|name| format!("/{key}/{}", escape_segment(name))),
+                );
             }
         }
         // Depth-first, with the path on a stack of its own: a chain of definitions can be as
@@ -672,35 +686,8 @@ fn direct_refs(schema: &Json, at: &str, out: &mut Vec<(String, String)>) {
 
 /// The JSON pointer a same-document `$ref` leads to, when it leads somewhere.
 fn resolve_local(root: &Json, target: &str) -> Option<String> {
-    let pointer = percent_decode(target.strip_prefix('#')?);
-    if pointer.is_empty() || root.pointer(&pointer).is_some() {
-        Some(pointer)
-    } else {
-        None
-    }
-}
-
-/// A JSON-pointer segment for `name` (`~` and `/` escaped).
-fn escape(name: &str) -> String {
-    name.replace('~', "~0").replace('/', "~1")
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    resolve_ref(root, target)?;
+    local_pointer(target).map(|p| p.into_owned())
 }
 
 #[cfg(test)]

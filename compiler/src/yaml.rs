@@ -303,7 +303,7 @@ fn parse_at(
         match parser.next_event() {
             None => break,
             Some(Err(e)) => {
-                builder.errors.push(syntax_error(file, &offsets, &e));
+                builder.errors.push(syntax_error(file, text, &offsets, &e));
                 return None;
             }
             Some(Ok((event, span))) => {
@@ -320,9 +320,29 @@ fn parse_at(
     builder.root.take()
 }
 
-fn syntax_error(file: FileId, offsets: &Offsets, e: &ScanError) -> Diagnostic {
-    let at = offsets.byte(e.marker().index());
+fn syntax_error(file: FileId, text: &str, offsets: &Offsets, e: &ScanError) -> Diagnostic {
+    let mut at = offsets.byte(e.marker().index());
     let info = e.info();
+    // The scanner reports a tab or a control character where the token it was reading began
+    // (often the line before); the character itself is what the user must find.
+    let culprit = if info.contains("tab") {
+        Some('\t')
+    } else {
+        None
+    };
+    let local = at.saturating_sub(offsets.base);
+    let found = match culprit {
+        Some(c) => text.get(local..).and_then(|rest| rest.find(c)),
+        None if info.contains("control") || info.contains("special characters") => {
+            text.get(local..).and_then(|rest| {
+                rest.find(|c: char| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+            })
+        }
+        None => None,
+    };
+    if let Some(offset) = found {
+        at += offset;
+    }
     if info.contains("recursion limit") {
         // The scanner has its own limit on flow nesting (`[[[...`), below ours.
         return Diagnostic::error("toolc::too-deep", "nesting too deep for the YAML scanner")

@@ -110,10 +110,136 @@ fn emit_selects_outputs() {
     assert!(o.status.success(), "{}", stderr(&o));
     let files = files_under(&out);
     assert!(
-        files.iter().all(|(n, _)| n.starts_with("schemas/")),
+        files
+            .iter()
+            .all(|(n, _)| n.starts_with("schemas/") || n == ".toolc-outputs"),
         "{files:?}"
     );
     let _ = std::fs::remove_dir_all(out);
+}
+
+const ONE_TOOL: &str = "version: 1\ntools:\n  - name: NAME\n    description: d\n    location: server\n    parameters: { type: object, properties: { q: { type: string } } }\n    returns: { type: object }\n";
+
+#[test]
+fn build_removes_the_files_of_a_renamed_tool_and_nothing_else() {
+    let dir = temp_dir("owned");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = dir.join("a.tools.yaml");
+    let out = dir.join("out");
+    let out_arg = out.to_str().unwrap();
+    std::fs::write(&manifest, ONE_TOOL.replace("NAME", "old_name")).unwrap();
+    assert!(
+        toolc(&["build", manifest.to_str().unwrap(), "--out", out_arg])
+            .status
+            .success()
+    );
+    // The user's own file in the output folder, and one in a generated folder.
+    std::fs::write(out.join("README.md"), "mine").unwrap();
+    std::fs::write(out.join("schemas/notes.txt"), "mine too").unwrap();
+    assert!(out.join("schemas/old_name.parameters.json").exists());
+
+    std::fs::write(&manifest, ONE_TOOL.replace("NAME", "new_name")).unwrap();
+    let o = toolc(&["build", manifest.to_str().unwrap(), "--out", out_arg]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("2 files of an earlier build removed"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.join("schemas/old_name.parameters.json").exists());
+    assert!(!out.join("schemas/old_name.returns.json").exists());
+    assert!(out.join("schemas/new_name.parameters.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(out.join("README.md")).unwrap(),
+        "mine"
+    );
+    assert!(out.join("schemas/notes.txt").exists());
+
+    // Emitting only some kinds leaves the others' files alone.
+    let o = toolc(&[
+        "build",
+        manifest.to_str().unwrap(),
+        "--out",
+        out_arg,
+        "--emit",
+        "rust",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.join("schemas/new_name.parameters.json").exists());
+    assert!(out.join("tools.ts").exists());
+
+    // A record that points outside the folder removes nothing there.
+    std::fs::write(dir.join("victim.txt"), "keep").unwrap();
+    std::fs::write(
+        out.join(".toolc-outputs"),
+        "../victim.txt\n/etc/passwd\nschemas/../../victim.txt\n",
+    )
+    .unwrap();
+    assert!(
+        toolc(&["build", manifest.to_str().unwrap(), "--out", out_arg])
+            .status
+            .success()
+    );
+    assert!(dir.join("victim.txt").exists());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn check_reports_what_build_warns_about_and_deny_warnings_fails_both() {
+    let dir = temp_dir("warnings");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = dir.join("w.tools.yaml");
+    // A default of the wrong type: a warning, not an error.
+    std::fs::write(
+        &manifest,
+        "version: 1\ntools:\n  - name: t\n    description: d\n    location: server\n    parameters: { type: object, properties: { n: { type: integer, default: ten } } }\n",
+    )
+    .unwrap();
+    let m = manifest.to_str().unwrap();
+    let o = toolc(&["check", m]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("toolc::invalid-default"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("checked 1 tool: ok"), "{}", stderr(&o));
+    let o = toolc(&["check", "--deny-warnings", m]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = dir.join("out");
+    let o = toolc(&[
+        "build",
+        "--deny-warnings",
+        m,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!out.exists(), "nothing is written when warnings are denied");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_file_named_twice_is_read_once_and_an_empty_one_is_an_error() {
+    let o = toolc(&[
+        "check",
+        "manifests/",
+        "manifests/support.tools.yaml",
+        "./manifests/support.tools.yaml",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = temp_dir("empty");
+    std::fs::create_dir_all(&dir).unwrap();
+    let empty = dir.join("e.tools.yaml");
+    std::fs::write(&empty, "# nothing yet\n").unwrap();
+    let o = toolc(&["check", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("toolc::missing-field"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use toolc::diagnostic::count;
 use toolc::emit::providers::{self, Provider};
 use toolc::emit::{self, Kind};
 use toolc::output::Created;
@@ -23,6 +24,9 @@ struct Cli {
     /// How to print diagnostics.
     #[arg(long, global = true, value_enum, default_value_t = MessageFormat::Human)]
     message_format: MessageFormat,
+    /// Treat warnings as errors: exit 1, and `build` writes nothing (for CI).
+    #[arg(long, global = true)]
+    deny_warnings: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -82,11 +86,17 @@ fn main() -> ExitCode {
 fn run(cli: &Cli) -> Result<(), u8> {
     match &cli.command {
         Command::Check { files } => {
-            let (session, ir) = compile(cli, files)?;
+            let (mut session, ir) = compile(cli, files)?;
+            emit::output_warnings(&ir, &mut session.diagnostics);
             print_diagnostics(cli, &session);
-            eprintln!("checked {} tools: ok", ir.tools.len());
+            let tools = count(ir.tools.len(), "tool");
+            let outcome = denied(cli, &session);
+            match outcome {
+                Ok(()) => eprintln!("checked {tools}: ok"),
+                Err(_) => eprintln!("checked {tools}: warnings denied by --deny-warnings"),
+            }
             exit_without_freeing((session, ir));
-            Ok(())
+            outcome
         }
         Command::Build {
             files,
@@ -96,19 +106,35 @@ fn run(cli: &Cli) -> Result<(), u8> {
         } => {
             let kinds = parse_kinds(kinds)?;
             let (mut session, ir) = compile(cli, files)?;
+            if cli.deny_warnings {
+                // Nothing is written when a warning is denied, so they are found first.
+                emit::output_warnings(&ir, &mut session.diagnostics);
+                if let Err(code) = denied(cli, &session) {
+                    print_diagnostics(cli, &session);
+                    eprintln!("nothing written: warnings denied by --deny-warnings");
+                    return Err(code);
+                }
+            }
             let built = emit::emit_into(&ir, &kinds, out, &mut session.diagnostics);
             print_diagnostics(cli, &session);
             let (report, outputs) = built.map_err(|e| {
                 eprintln!("error: cannot write to {}: {e}", out.display());
                 USAGE_OR_IO
             })?;
-            eprintln!(
-                "built {} tools into {}: {} files written, {} unchanged",
-                ir.tools.len(),
+            let mut summary = format!(
+                "built {} into {}: {} written, {} unchanged",
+                count(ir.tools.len(), "tool"),
                 out.display(),
-                report.written.len(),
+                count(report.written.len(), "file"),
                 report.unchanged.len()
             );
+            if !report.removed.is_empty() {
+                summary.push_str(&format!(
+                    ", {} of an earlier build removed",
+                    count(report.removed.len(), "file")
+                ));
+            }
+            eprintln!("{summary}");
             if let Some(dir) = ts_stubs {
                 let import = toolc::output::relative_import(dir, &out.join("tools.js"));
                 write_stubs(&ir, dir, &import)?;
@@ -182,6 +208,15 @@ fn compile(cli: &Cli, files: &[PathBuf]) -> Result<(Session, Ir), u8> {
             print_diagnostics(cli, &session);
             Err(MANIFEST_ERRORS)
         }
+    }
+}
+
+/// With `--deny-warnings`, a warning fails the command like an error.
+fn denied(cli: &Cli, session: &Session) -> Result<(), u8> {
+    if cli.deny_warnings && session.diagnostics.warning_count() > 0 {
+        Err(MANIFEST_ERRORS)
+    } else {
+        Ok(())
     }
 }
 

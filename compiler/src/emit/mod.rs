@@ -8,7 +8,7 @@ pub mod typescript;
 
 use crate::diagnostic::Diagnostics;
 use crate::ir::Ir;
-use crate::output::{OutputWriter, Outputs, WriteReport};
+use crate::output::{self, OutputWriter, Outputs, WriteReport};
 
 /// What `toolc build --emit` can produce.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -32,6 +32,17 @@ impl Kind {
             Kind::Providers => "providers",
             Kind::Rust => "rust",
             Kind::TypeScript => "typescript",
+        }
+    }
+
+    /// The kind whose emitter writes the output at `path` (relative, with `/`).
+    pub fn of_output(path: &str) -> Option<Kind> {
+        match path {
+            "tools.rs" => Some(Kind::Rust),
+            "tools.ts" => Some(Kind::TypeScript),
+            p if p.starts_with("schemas/") => Some(Kind::Schemas),
+            p if p.starts_with("providers/") => Some(Kind::Providers),
+            _ => None,
         }
     }
 
@@ -105,12 +116,17 @@ pub fn emit_each<E>(
 /// `toolc build`: runs the emitters for `kinds` and writes their files under `dir`, each
 /// emitter's files as soon as it finishes (while the others still run), all put in place at
 /// once at the end ([`OutputWriter`]). Returns what was written and the outputs themselves.
+///
+/// The build owns what it wrote: the folder's record ([`output::RECORD`]) lists the files of
+/// the last build, and a file listed there that an emitter of `kinds` no longer writes (the
+/// schema of a renamed tool) is removed. Nothing the record does not list is touched.
 pub fn emit_into(
     ir: &Ir,
     kinds: &[Kind],
     dir: &std::path::Path,
     diags: &mut Diagnostics,
 ) -> std::io::Result<(WriteReport, Outputs)> {
+    let previous = output::read_record(dir);
     let mut writer = OutputWriter::begin(dir)?;
     let mut outputs = Outputs::new();
     emit_each(ir, kinds, diags, |files| {
@@ -118,7 +134,29 @@ pub fn emit_into(
         outputs.extend(files);
         Ok::<(), std::io::Error>(())
     })?;
-    Ok((writer.commit()?, outputs))
+    let emitted_now = |path: &str| Kind::of_output(path).is_some_and(|k| kinds.contains(&k));
+    let (stale, kept): (Vec<String>, Vec<String>) = previous
+        .into_iter()
+        .filter(|path| !outputs.contains_key(path))
+        .partition(|path| emitted_now(path));
+    let mut record: Vec<&str> = outputs.keys().map(String::as_str).collect();
+    record.extend(kept.iter().map(String::as_str));
+    let mut record_file = Outputs::new();
+    record_file.insert(output::RECORD.to_owned(), output::record_text(record));
+    writer.add(&record_file)?;
+    let mut report = writer.commit()?;
+    report.written.retain(|p| !p.ends_with(output::RECORD));
+    report.unchanged.retain(|p| !p.ends_with(output::RECORD));
+    report.removed = output::remove_outputs(dir, &stale);
+    Ok((report, outputs))
+}
+
+/// The warnings that `toolc build` would report for `ir` (a tool that loses strict mode, a
+/// keyword a provider drops), without writing anything: what `toolc check` adds to the loader's
+/// diagnostics. Only the provider emitters warn.
+pub fn output_warnings(ir: &Ir, diags: &mut Diagnostics) {
+    let mut discarded = Outputs::new();
+    providers::emit(ir, diags, &mut discarded);
 }
 
 fn emit_one(ir: &Ir, kind: Kind) -> (Outputs, Diagnostics) {

@@ -1,0 +1,177 @@
+//! The small pieces of JSON Schema plumbing that every pass and emitter needs, in one place:
+//! JSON-pointer segments (RFC 6901), the percent-decoding of a `$ref`'s fragment (RFC 3986), and
+//! following same-document `$ref`s with a hop limit.
+//!
+//! Everything here takes arbitrary text: a `$ref` or a property name comes from a manifest, so a
+//! `%` before a multi-byte character, a lone `~`, or a reference cycle must give an answer, not a
+//! panic or a loop.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+/// How many `$ref`s in a row are followed before giving up (a cycle with no schema in it).
+pub const MAX_REF_HOPS: usize = 32;
+
+/// One JSON-pointer segment for `name`: `~` → `~0`, `/` → `~1`.
+pub fn escape_segment(name: &str) -> Cow<'_, str> {
+    if name.contains(['~', '/']) {
+        Cow::Owned(name.replace('~', "~0").replace('/', "~1"))
+    } else {
+        Cow::Borrowed(name)
+    }
+}
+
+/// The name a JSON-pointer segment stands for: `~1` → `/`, then `~0` → `~`.
+pub fn unescape_segment(segment: &str) -> Cow<'_, str> {
+    if segment.contains('~') {
+        Cow::Owned(segment.replace("~1", "/").replace("~0", "~"))
+    } else {
+        Cow::Borrowed(segment)
+    }
+}
+
+/// Decodes `%XX` escapes (a URI fragment). A `%` not followed by two hex digits stays as it
+/// is; bytes that do not form UTF-8 become U+FFFD.
+pub fn percent_decode(text: &str) -> Cow<'_, str> {
+    if !text.contains('%') {
+        return Cow::Borrowed(text);
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3);
+            if let Some(&[hi, lo]) = hex {
+                if let (Some(hi), Some(lo)) = (hex_digit(hi), hex_digit(lo)) {
+                    out.push(hi << 4 | lo);
+                    i += 3;
+                    continue;
+                }
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    match String::from_utf8(out) {
+        Ok(s) => Cow::Owned(s),
+        Err(e) => Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    }
+}
+
+fn hex_digit(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// The JSON pointer (decoded, `""` for the root) of a same-document `$ref`: `#`, `#/$defs/A`,
+/// `#/properties/a%20b`. `None` for references to other documents and anchors (`#name`).
+pub fn local_pointer(reference: &str) -> Option<Cow<'_, str>> {
+    let fragment = reference.strip_prefix('#')?;
+    if !fragment.is_empty() && !fragment.starts_with('/') {
+        return None;
+    }
+    Some(percent_decode(fragment))
+}
+
+/// What a same-document `$ref` points at in `root`.
+pub fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    let pointer = local_pointer(reference)?;
+    if pointer.is_empty() {
+        Some(root)
+    } else {
+        root.pointer(&pointer)
+    }
+}
+
+/// Follows `$ref`s from `schema` until one without (or one that leads nowhere, or
+/// [`MAX_REF_HOPS`] of them).
+pub fn deref<'a>(root: &'a Value, mut schema: &'a Value) -> &'a Value {
+    for _ in 0..MAX_REF_HOPS {
+        match schema.get("$ref").and_then(Value::as_str) {
+            Some(r) => match resolve_ref(root, r) {
+                Some(target) => schema = target,
+                None => return schema,
+            },
+            None => return schema,
+        }
+    }
+    schema
+}
+
+/// `#/$defs/Name` or `#/definitions/Name` → (`$defs` or `definitions`, `Name` unescaped), for
+/// references to a named definition; `None` for deeper or other pointers.
+pub fn named_definition(reference: &str) -> Option<(&'static str, String)> {
+    let pointer = local_pointer(reference)?;
+    let rest = pointer.strip_prefix('/')?;
+    let (container, name) = rest.split_once('/')?;
+    let container = match container {
+        "$defs" => "$defs",
+        "definitions" => "definitions",
+        _ => return None,
+    };
+    if name.contains('/') {
+        return None;
+    }
+    Some((container, unescape_segment(name).into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn segments_round_trip() {
+        for name in ["plain", "a/b", "~", "~1", "a~0/b", "é/ü", ""] {
+            assert_eq!(unescape_segment(&escape_segment(name)), name);
+        }
+        assert_eq!(escape_segment("a/b~c"), "a~1b~0c");
+    }
+
+    #[test]
+    fn percent_decoding_never_panics_and_keeps_what_is_not_an_escape() {
+        assert_eq!(percent_decode("a%20b"), "a b");
+        assert_eq!(percent_decode("%C3%A9"), "é");
+        assert_eq!(percent_decode("%aé"), "%aé");
+        assert_eq!(percent_decode("%é"), "%é");
+        assert_eq!(percent_decode("%"), "%");
+        assert_eq!(percent_decode("%4"), "%4");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz%41"), "%zzA");
+        assert_eq!(percent_decode("%FF"), "\u{FFFD}");
+    }
+
+    #[test]
+    fn references_resolve_within_the_document() {
+        let root = json!({"$defs": {"a b": {"type": "string"}, "x/y": {"$ref": "#/$defs/a%20b"}},
+                          "properties": {"p": {"$ref": "#/$defs/x~1y"}}});
+        assert_eq!(resolve_ref(&root, "#"), Some(&root));
+        assert_eq!(
+            resolve_ref(&root, "#/$defs/a%20b"),
+            Some(&json!({"type": "string"}))
+        );
+        assert_eq!(resolve_ref(&root, "#anchor"), None);
+        assert_eq!(resolve_ref(&root, "other.json#/a"), None);
+        assert_eq!(resolve_ref(&root, "#%aé"), None);
+        let p = &root["properties"]["p"];
+        assert_eq!(deref(&root, p), &json!({"type": "string"}));
+        let cycle = json!({"$defs": {"a": {"$ref": "#/$defs/a"}}});
+        assert_eq!(deref(&cycle, &cycle["$defs"]["a"]), &cycle["$defs"]["a"]);
+        assert_eq!(
+            named_definition("#/$defs/x~1y"),
+            Some(("$defs", "x/y".to_owned()))
+        );
+        assert_eq!(
+            named_definition("#/definitions/A"),
+            Some(("definitions", "A".to_owned()))
+        );
+        assert_eq!(named_definition("#/$defs/A/properties/b"), None);
+        assert_eq!(named_definition("#/properties/a"), None);
+    }
+}
