@@ -14,6 +14,7 @@ use serde_json::{json, Map, Value};
 
 use crate::definition::Location;
 use crate::ir::{Ir, IrTool};
+use crate::schema_util::escape_segment as escape_pointer;
 use crate::source::{SourceMap, Span};
 use crate::suggest::did_you_mean;
 use crate::Session;
@@ -683,10 +684,6 @@ fn rust_ident(name: &str) -> String {
             crate::ident::snake_case(name)
         )
     }
-}
-
-fn escape_pointer(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
 }
 
 fn properties(schema: &Value) -> Option<&Map<String, Value>> {

@@ -832,6 +832,54 @@ mod tests {
     }
 
     #[test]
+    fn required_without_properties_is_a_constraint_of_its_own() {
+        // "These keys, any values" (a real tool of a public function-calling set).
+        let keys = json!({"type": "object", "properties": {"meta": {
+            "type": "object", "required": ["id", "kind"]}}});
+        assert!(codes_for(&keys).is_empty());
+        // With `additionalProperties: false` the keys can never be there: one error.
+        let closed = json!({"type": "object", "required": ["id"], "additionalProperties": false});
+        assert_eq!(codes_for(&closed), ["toolc::unsatisfiable-schema"]);
+    }
+
+    #[test]
+    fn values_a_schema_accepts_are_not_reported() {
+        let fine = [
+            json!({"type": "object", "properties": {
+                "n": {"type": "integer", "enum": [1, 2.0], "default": 2, "minimum": 1, "maximum": 2},
+                "x": {"type": ["string", "null"], "enum": ["a", null], "default": null},
+                "t": {"type": "string", "minLength": 2, "maxLength": 2, "examples": ["ab", "é€"]},
+                "m": {"type": "number", "multipleOf": 0.1, "default": 0.3},
+                "p": {"type": "string", "pattern": "^[A-Z]{2}$", "default": "AB"},
+                "o": {"type": "object", "properties": {"k": {"type": "string"}},
+                      "required": ["k"], "default": {"k": "v"}},
+                "a": {"type": "array", "items": {"enum": ["x", "y"]}, "default": ["x"]},
+                "r": {"$ref": "#/$defs/Colour", "default": "red"},
+                "c": {"const": 3, "enum": [3, 4]},
+                "e": {"exclusiveMinimum": 0, "maximum": 1}
+            }, "$defs": {"Colour": {"type": "string", "enum": ["red", "green"]}}}),
+        ];
+        for schema in &fine {
+            assert!(codes_for(schema).is_empty(), "{schema}: {:?}", codes_for(schema));
+        }
+        let wrong = [
+            (json!({"type": "object", "properties": {"p": {"type": "string", "pattern": "^[A-Z]{2}$", "default": "abc"}}}), "toolc::invalid-default"),
+            (json!({"type": "object", "properties": {"r": {"$ref": "#/$defs/C", "default": "blue"}},
+                    "$defs": {"C": {"type": "string", "enum": ["red"]}}}), "toolc::invalid-default"),
+            (json!({"type": "object", "properties": {"o": {"type": "object", "properties": {"k": {"type": "string"}},
+                    "required": ["k"], "default": {}}}}), "toolc::invalid-default"),
+            (json!({"type": "object", "properties": {"e": {"exclusiveMinimum": 1, "maximum": 1}}}), "toolc::unsatisfiable-schema"),
+            (json!({"type": "object", "properties": {"e": {"minimum": 1, "exclusiveMaximum": 1}}}), "toolc::unsatisfiable-schema"),
+            (json!({"type": "object", "properties": {"a": {"type": "array", "minItems": 3, "maxItems": 1}}}), "toolc::unsatisfiable-schema"),
+            (json!({"type": "object", "minProperties": 2, "maxProperties": 1}), "toolc::unsatisfiable-schema"),
+            (json!({"type": "object", "properties": {"c": {"type": "string", "const": 5}}}), "toolc::unsatisfiable-schema"),
+        ];
+        for (schema, code) in &wrong {
+            assert_eq!(codes_for(schema), [*code], "{schema}");
+        }
+    }
+
+    #[test]
     fn required_in_an_applicator_names_the_parents_properties() {
         let one_of_two = json!({
             "type": "object",

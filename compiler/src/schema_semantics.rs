@@ -116,6 +116,9 @@ const IGNORED_FOR_SCALARS: &[&str] = &[
     "unevaluatedItems",
 ];
 
+/// Whether two numbers leave no room between them (a bound pair), or a value breaks a bound.
+type Empty = fn(f64, f64) -> bool;
+
 struct Pass<'a> {
     node: &'a Node,
     root: &'a Json,
@@ -181,7 +184,7 @@ impl Pass<'_> {
 
     fn contradictions(&mut self, map: &Map<String, Json>, pointer: &str) {
         let num = |k: &str| map.get(k).and_then(Json::as_f64);
-        let bounds: [(&str, &str, fn(f64, f64) -> bool, &str); 4] = [
+        let bounds: [(&str, &str, Empty, &str); 4] = [
             ("minimum", "maximum", |lo, hi| lo > hi, "above"),
             (
                 "exclusiveMinimum",
@@ -526,7 +529,7 @@ fn scalar_rejects(schema: &Map<String, Json>, skip: &[&str], value: &Json) -> Op
     }
     if let Some(x) = value.as_f64() {
         let bound = |k: &str| get(k).and_then(Json::as_f64);
-        let checks: [(&str, fn(f64, f64) -> bool, &str); 4] = [
+        let checks: [(&str, Empty, &str); 4] = [
             ("minimum", |x, b| x < b, "less than"),
             ("maximum", |x, b| x > b, "greater than"),
             ("exclusiveMinimum", |x, b| x <= b, "not greater than"),

@@ -98,7 +98,7 @@ impl Node {
             return Some((None, self));
         }
         for raw in pointer.strip_prefix('/')?.split('/') {
-            let segment = raw.replace("~1", "/").replace("~0", "~");
+            let segment = crate::schema_util::unescape_segment(raw);
             match &node.value {
                 Value::Map(entries) => {
                     let (k, v) = entries.iter().find(|(k, _)| k.as_str() == Some(&segment))?;

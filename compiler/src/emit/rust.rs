@@ -1169,7 +1169,7 @@ fn local_def(reference: &str) -> Option<String> {
     if rest.contains('/') {
         return None;
     }
-    Some(rest.replace("~1", "/").replace("~0", "~"))
+    Some(crate::schema_util::unescape_segment(rest).into_owned())
 }
 
 /// The definitions that can reach themselves through `$ref`s: those in a cycle of the reference

@@ -472,57 +472,8 @@ fn type_includes(t: &Value, name: &str) -> bool {
     }
 }
 
-/// Escapes one JSON-pointer segment (RFC 6901).
-pub fn escape_pointer(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
-}
-
-/// How many `$ref`s in a row are followed before giving up (a `$ref` cycle with no schema in it).
-const MAX_REF_HOPS: usize = 32;
-
-/// Resolves a local `$ref` (`#`, `#/$defs/Name`, any `#/...` pointer) against `root`.
-pub fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
-    let pointer = reference.strip_prefix('#')?;
-    if pointer.is_empty() {
-        return Some(root);
-    }
-    root.pointer(&percent_decode(pointer))
-}
-
-/// Follows `$ref`s until a schema without one (or gives up on a cycle).
-fn deref<'a>(root: &'a Value, mut schema: &'a Value) -> &'a Value {
-    for _ in 0..MAX_REF_HOPS {
-        match schema.get("$ref").and_then(Value::as_str) {
-            Some(r) => match resolve_ref(root, r) {
-                Some(target) => schema = target,
-                None => return schema,
-            },
-            None => return schema,
-        }
-    }
-    schema
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            if let Some(b) = s
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-            {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
+use crate::schema_util::{deref, MAX_REF_HOPS};
+pub use crate::schema_util::{escape_segment as escape_pointer, resolve_ref};
 
 /// Whether `null` is a valid instance of `schema` (with `$ref`s resolved against `root`).
 /// Conservative for `not`/`if`, which it ignores.

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::ident::is_ts_identifier;
+use crate::schema_util::{local_pointer, unescape_segment};
 
 /// Inlined (non-`$defs`) references can form cycles; past this depth a type becomes `unknown`.
 const MAX_INLINE_DEPTH: usize = 32;
@@ -566,11 +567,10 @@ impl Mapper<'_> {
     }
 
     fn reference(&self, target: &str, depth: usize) -> TsType {
-        let Some(pointer) = target.strip_prefix('#') else {
+        let Some(pointer) = local_pointer(target) else {
             // The manifest check only admits references inside the same schema.
             return TsType::Unknown;
         };
-        let pointer = percent_decode(pointer);
         if pointer.is_empty() {
             return TsType::Named(self.root_name.to_owned());
         }
@@ -591,31 +591,7 @@ fn def_key(pointer: &str) -> Option<String> {
     if !matches!(container, "$defs" | "definitions") || name.contains('/') {
         return None;
     }
-    Some(format!(
-        "{container}/{}",
-        name.replace("~1", "/").replace("~0", "~")
-    ))
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 3 <= bytes.len() {
-            if let Some(byte) = std::str::from_utf8(&bytes[i + 1..i + 3])
-                .ok()
-                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
-            {
-                out.push(byte);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    Some(format!("{container}/{}", unescape_segment(name)))
 }
 
 #[cfg(test)]
@@ -717,6 +693,5 @@ mod tests {
         );
         assert_eq!(def_key("/$defs/A~1B").as_deref(), Some("$defs/A/B"));
         assert_eq!(def_key("/$defs/A/properties/x"), None);
-        assert_eq!(percent_decode("/$defs/A%20B"), "/$defs/A B");
     }
 }
