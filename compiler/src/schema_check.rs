@@ -844,8 +844,7 @@ mod tests {
 
     #[test]
     fn values_a_schema_accepts_are_not_reported() {
-        let fine = [
-            json!({"type": "object", "properties": {
+        let fine = [json!({"type": "object", "properties": {
                 "n": {"type": "integer", "enum": [1, 2.0], "default": 2, "minimum": 1, "maximum": 2},
                 "x": {"type": ["string", "null"], "enum": ["a", null], "default": null},
                 "t": {"type": "string", "minLength": 2, "maxLength": 2, "examples": ["ab", "é€"]},
@@ -857,22 +856,49 @@ mod tests {
                 "r": {"$ref": "#/$defs/Colour", "default": "red"},
                 "c": {"const": 3, "enum": [3, 4]},
                 "e": {"exclusiveMinimum": 0, "maximum": 1}
-            }, "$defs": {"Colour": {"type": "string", "enum": ["red", "green"]}}}),
-        ];
+            }, "$defs": {"Colour": {"type": "string", "enum": ["red", "green"]}}})];
         for schema in &fine {
-            assert!(codes_for(schema).is_empty(), "{schema}: {:?}", codes_for(schema));
+            assert!(
+                codes_for(schema).is_empty(),
+                "{schema}: {:?}",
+                codes_for(schema)
+            );
         }
         let wrong = [
-            (json!({"type": "object", "properties": {"p": {"type": "string", "pattern": "^[A-Z]{2}$", "default": "abc"}}}), "toolc::invalid-default"),
-            (json!({"type": "object", "properties": {"r": {"$ref": "#/$defs/C", "default": "blue"}},
-                    "$defs": {"C": {"type": "string", "enum": ["red"]}}}), "toolc::invalid-default"),
-            (json!({"type": "object", "properties": {"o": {"type": "object", "properties": {"k": {"type": "string"}},
-                    "required": ["k"], "default": {}}}}), "toolc::invalid-default"),
-            (json!({"type": "object", "properties": {"e": {"exclusiveMinimum": 1, "maximum": 1}}}), "toolc::unsatisfiable-schema"),
-            (json!({"type": "object", "properties": {"e": {"minimum": 1, "exclusiveMaximum": 1}}}), "toolc::unsatisfiable-schema"),
-            (json!({"type": "object", "properties": {"a": {"type": "array", "minItems": 3, "maxItems": 1}}}), "toolc::unsatisfiable-schema"),
-            (json!({"type": "object", "minProperties": 2, "maxProperties": 1}), "toolc::unsatisfiable-schema"),
-            (json!({"type": "object", "properties": {"c": {"type": "string", "const": 5}}}), "toolc::unsatisfiable-schema"),
+            (
+                json!({"type": "object", "properties": {"p": {"type": "string", "pattern": "^[A-Z]{2}$", "default": "abc"}}}),
+                "toolc::invalid-default",
+            ),
+            (
+                json!({"type": "object", "properties": {"r": {"$ref": "#/$defs/C", "default": "blue"}},
+                    "$defs": {"C": {"type": "string", "enum": ["red"]}}}),
+                "toolc::invalid-default",
+            ),
+            (
+                json!({"type": "object", "properties": {"o": {"type": "object", "properties": {"k": {"type": "string"}},
+                    "required": ["k"], "default": {}}}}),
+                "toolc::invalid-default",
+            ),
+            (
+                json!({"type": "object", "properties": {"e": {"exclusiveMinimum": 1, "maximum": 1}}}),
+                "toolc::unsatisfiable-schema",
+            ),
+            (
+                json!({"type": "object", "properties": {"e": {"minimum": 1, "exclusiveMaximum": 1}}}),
+                "toolc::unsatisfiable-schema",
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"type": "array", "minItems": 3, "maxItems": 1}}}),
+                "toolc::unsatisfiable-schema",
+            ),
+            (
+                json!({"type": "object", "minProperties": 2, "maxProperties": 1}),
+                "toolc::unsatisfiable-schema",
+            ),
+            (
+                json!({"type": "object", "properties": {"c": {"type": "string", "const": 5}}}),
+                "toolc::unsatisfiable-schema",
+            ),
         ];
         for (schema, code) in &wrong {
             assert_eq!(codes_for(schema), [*code], "{schema}");
