@@ -48,7 +48,7 @@ struct Args {
     /// tool catalog is declared in the session instructions.
     #[arg(long, value_name = "TAG")]
     markers: Option<String>,
-    /// A remote tool catalog (`http://HOST[:PORT][/PATH]`): its tools (`GET URL/tools`) join
+    /// A remote tool catalog (`http(s)://HOST[:PORT][/PATH]`): its tools (`GET URL/tools`) join
     /// the registry as server tools executed through it (`POST URL/execute`).
     #[arg(long, value_name = "URL")]
     catalog: Option<String>,

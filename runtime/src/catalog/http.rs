@@ -130,9 +130,9 @@ impl Transport {
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("toolc-runtime/", env!("CARGO_PKG_VERSION")));
-        if base.is_https() {
-            builder = builder.tls_backend_preconfigured(tls_config()?);
-        }
+        // Always our own rustls set-up: reqwest has no crypto provider of its own here. An
+        // `http://` catalog never uses it, so it needs no roots.
+        builder = builder.tls_backend_preconfigured(tls_config(base.is_https())?);
         let client = builder
             .build()
             .map_err(|e| UrlError(format!("{base}: cannot set up the HTTP client: {e}")))?;
@@ -195,9 +195,18 @@ fn transport_error(e: reqwest::Error) -> HttpError {
         text.push_str(&s.to_string());
         source = s.source();
     }
+    // A connection the service accepted and closed without a whole answer, or bytes that are
+    // not HTTP, is an unreadable answer (the service is there); a refused or failed connect
+    // is an unreachable service.
+    let unreadable = [
+        "closed before message completed",
+        "parse",
+        "invalid",
+        "incomplete",
+    ];
     if e.is_connect() {
         HttpError::Connect(text)
-    } else if e.is_body() || e.is_decode() || text.contains("parse") || text.contains("invalid") {
+    } else if e.is_body() || e.is_decode() || unreadable.iter().any(|u| text.contains(u)) {
         HttpError::Protocol(text)
     } else {
         HttpError::Io(text)
@@ -206,14 +215,18 @@ fn transport_error(e: reqwest::Error) -> HttpError {
 
 /// rustls with the ring provider and the system's roots (`SSL_CERT_FILE` / `SSL_CERT_DIR`
 /// when set).
-fn tls_config() -> Result<rustls::ClientConfig, UrlError> {
+fn tls_config(with_roots: bool) -> Result<rustls::ClientConfig, UrlError> {
     let mut roots = rustls::RootCertStore::empty();
-    let found = rustls_native_certs::load_native_certs();
+    let found = if with_roots {
+        rustls_native_certs::load_native_certs()
+    } else {
+        rustls_native_certs::CertificateResult::default()
+    };
     for cert in found.certs {
         // A certificate the store cannot use is skipped, as a browser would.
         let _ = roots.add(cert);
     }
-    if roots.is_empty() {
+    if with_roots && roots.is_empty() {
         let why: Vec<String> = found.errors.iter().map(ToString::to_string).collect();
         return Err(UrlError(format!(
             "no trusted root certificates found for https catalogs (set SSL_CERT_FILE to a PEM bundle){}",

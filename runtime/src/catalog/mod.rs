@@ -19,7 +19,8 @@
 //! - [`CatalogTools::merge_into`] adds the catalog's tools to a [`RegistryBuilder`] as server
 //!   tools whose executors call the service; a name that is already defined is an error.
 //!
-//! The built-in HTTP/1.1 client speaks plain `http://` only (see [`http`]).
+//! HTTP is reqwest with rustls: `http://` and `https://` catalogs, connections reused, trust
+//! roots from the system and `SSL_CERT_FILE` (see [`http`]).
 
 pub mod http;
 
@@ -35,7 +36,7 @@ use serde_json::{json, Value};
 use crate::{
     executor_fn_with_context, CallContext, Location, RegistryBuilder, ToolDefinition, ToolError,
 };
-use http::{BaseUrl, HttpError, UrlError};
+use http::{BaseUrl, HttpError, Transport, UrlError};
 
 /// How long a discovered catalog is used before it is fetched again.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
@@ -285,7 +286,7 @@ pub type CatalogObserver = Arc<dyn Fn(&CatalogError) + Send + Sync>;
 
 /// The catalog client. Share it behind an `Arc`; every method takes `&self`.
 pub struct CatalogClient {
-    base: BaseUrl,
+    transport: Transport,
     ttl: Duration,
     timeout: Duration,
     /// The current catalog. Refreshes hold the lock, so concurrent callers wait for one fetch
@@ -298,7 +299,7 @@ pub struct CatalogClient {
 impl fmt::Debug for CatalogClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CatalogClient")
-            .field("base", &self.base.to_string())
+            .field("base", &self.transport.base().to_string())
             .field("ttl", &self.ttl)
             .field("timeout", &self.timeout)
             .finish()
@@ -306,10 +307,10 @@ impl fmt::Debug for CatalogClient {
 }
 
 impl CatalogClient {
-    /// A client for the catalog at `base` (`http://HOST[:PORT][/PATH]`).
+    /// A client for the catalog at `base` (`http(s)://HOST[:PORT][/PATH]`).
     pub fn new(base: &str) -> Result<CatalogClient, UrlError> {
         Ok(CatalogClient {
-            base: BaseUrl::parse(base)?,
+            transport: Transport::new(BaseUrl::parse(base)?)?,
             ttl: DEFAULT_TTL,
             timeout: DEFAULT_TIMEOUT,
             cache: tokio::sync::Mutex::new(None),
@@ -334,7 +335,7 @@ impl CatalogClient {
     }
 
     pub fn base_url(&self) -> String {
-        self.base.to_string()
+        self.transport.base().to_string()
     }
 
     pub fn stats(&self) -> &CatalogStats {
@@ -390,7 +391,7 @@ impl CatalogClient {
         headers: &[(&str, &str)],
         body: Option<&[u8]>,
     ) -> Result<http::Response, CatalogError> {
-        let sent = http::send(&self.base, method, suffix, headers, body, MAX_BODY);
+        let sent = self.transport.send(method, suffix, headers, body, MAX_BODY);
         match tokio::time::timeout(self.timeout, sent).await {
             Ok(Ok(response)) => Ok(response),
             Ok(Err(HttpError::Connect(e))) | Ok(Err(HttpError::Io(e))) => Err(CatalogError::new(
