@@ -243,7 +243,67 @@ pub async fn route(
 
 /// [`route`] for a call already planned with [`plan`] (so a caller that needed the route first,
 /// e.g. to hide server calls from a browser, does not validate twice).
+///
+/// Each call runs in a `toolc.call` span (tool, call id, session, location, and once it is over
+/// its outcome, error kind and duration), so an executor's own events nest in it. Arguments
+/// and results are never in it; a `trace`-level event at the `toolc::payloads` target carries
+/// them for those who turn that target on.
 pub async fn run_planned(
+    registry: &Registry,
+    ctx: CallContext,
+    call: &ToolCall,
+    route: Route,
+    client: &dyn ClientPath,
+) -> CallOutcome {
+    use tracing::field::Empty;
+    use tracing::Instrument;
+    let location = match &route {
+        Route::Server { .. } => "server",
+        Route::Client { .. } => "client",
+        Route::Notify { .. } => "client_notify",
+        Route::Reject(_) => "rejected",
+    };
+    let span = tracing::info_span!(
+        "toolc.call",
+        tool = %call.name,
+        call_id = %call.call_id,
+        session = %ctx.session_id(),
+        location,
+        outcome = Empty,
+        error = Empty,
+        duration_ms = Empty,
+    );
+    tracing::trace!(target: "toolc::payloads", parent: &span, arguments = %call.arguments, "call");
+    let started = std::time::Instant::now();
+    let outcome = run_route(registry, ctx, call, route, client)
+        .instrument(span.clone())
+        .await;
+    let duration_ms = started.elapsed().as_secs_f64() * 1e3;
+    span.record("duration_ms", duration_ms);
+    match &outcome.status {
+        Status::Ok => {
+            span.record("outcome", "ok");
+        }
+        Status::Acknowledged => {
+            span.record("outcome", "acknowledged");
+        }
+        Status::Failed(error) => {
+            span.record("outcome", "error");
+            span.record("error", error.kind().as_str());
+            let _entered = span.enter();
+            match error.kind() {
+                crate::CallErrorKind::Timeout => {
+                    tracing::warn!(tool = %call.name, duration_ms, "call timed out")
+                }
+                kind => tracing::info!(tool = %call.name, error = kind.as_str(), "call failed"),
+            }
+        }
+    }
+    tracing::trace!(target: "toolc::payloads", parent: &span, output = %outcome.output, "result");
+    outcome
+}
+
+async fn run_route(
     registry: &Registry,
     ctx: CallContext,
     call: &ToolCall,

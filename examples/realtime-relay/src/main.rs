@@ -11,7 +11,7 @@ use std::time::Duration;
 use clap::Parser;
 use toolc_runtime::catalog::CatalogClient;
 use toolc_runtime::markers::{MarkerFlowConfig, MarkerTag};
-use toolc_runtime::realtime::{openai, Naming, Note};
+use toolc_runtime::realtime::{openai, Naming};
 use toolc_runtime::relay::{Relay, RelayConfig, StaticTokens};
 use toolc_runtime::Registry;
 
@@ -77,6 +77,7 @@ fn default_manifest() -> PathBuf {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -114,12 +115,12 @@ async fn run(args: Args) -> Result<(), String> {
             .with_observer(Arc::new(|e| {
                 // Code, status and raw answer are for the operator; the model only sees the
                 // message.
-                eprintln!(
-                    "relay: catalog error {} (status {:?}): {}; raw: {}",
-                    e.code(),
-                    e.status(),
-                    e.message(),
-                    e.raw().unwrap_or("-")
+                tracing::warn!(
+                    code = e.code(),
+                    status = ?e.status(),
+                    raw = e.raw().unwrap_or("-"),
+                    "catalog error: {}",
+                    e.message()
                 );
             }));
         let catalog = Arc::new(client)
@@ -127,7 +128,7 @@ async fn run(args: Args) -> Result<(), String> {
             .await
             .map_err(|e| format!("cannot read the tool catalog at {url}: {e}"))?;
         for (name, why) in catalog.catalog().skipped() {
-            eprintln!("relay: catalog tool `{name}` left out: {why}");
+            tracing::warn!(tool = %name, "catalog tool left out: {why}");
         }
         needs_auth = catalog
             .catalog()
@@ -163,12 +164,7 @@ async fn run(args: Args) -> Result<(), String> {
     session.naming = naming;
     session.filler_delay =
         (args.filler_delay_ms > 0).then(|| Duration::from_millis(args.filler_delay_ms));
-    session.observer = Some(Arc::new(|note: &Note| {
-        // The GA API reports every call in three events; that is normal, not worth a line.
-        if !matches!(note, Note::DuplicateCall { .. }) {
-            eprintln!("relay: {note}");
-        }
-    }));
+    // Notes, refusals and every call are logged through `tracing` (see `init_logging`).
     if let Some(tag) = &args.markers {
         let tag = MarkerTag::new(tag).map_err(|e| format!("--markers: {e}"))?;
         let flow = MarkerFlowConfig::for_registry(tag, &registry, |d| needs_auth.contains(&d.name));
@@ -208,4 +204,18 @@ async fn run(args: Args) -> Result<(), String> {
     }
     relay.serve().await;
     Ok(())
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (default `info`: sessions, refusals, failed and
+/// timed-out calls; `toolc_runtime=debug` adds every note, `toolc::payloads=trace` arguments and
+/// results). To export spans to OpenTelemetry instead, add a `tracing-opentelemetry` layer to
+/// this subscriber (see the README).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
 }

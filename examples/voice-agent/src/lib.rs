@@ -21,7 +21,7 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-use toolc_runtime::realtime::{Naming, Note, Session, SessionConfig};
+use toolc_runtime::realtime::{Naming, Session, SessionConfig};
 use toolc_runtime::relay::testing::FakeModel;
 use toolc_runtime::relay::{run_session, upstream_request};
 use toolc_runtime::Registry;
@@ -120,12 +120,8 @@ impl Server {
         session.trace_calls = true;
         session.filler_delay = options.filler_delay;
         session.session.extend(options.session.clone());
-        session.observer = Some(Arc::new(|note: &Note| {
-            // The GA API reports each call in two events; that is expected, not worth a line.
-            if !matches!(note, Note::DuplicateCall { .. }) {
-                eprintln!("relay: {note}");
-            }
-        }));
+        // Notes, refusals and calls are logged through `tracing` (the binary sets up
+        // `RUST_LOG` filtering).
 
         let (upstream, api_key, scripted) = match options.model {
             Model::Scripted { pace } => {

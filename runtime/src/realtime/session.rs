@@ -578,6 +578,17 @@ impl Session {
     }
 
     fn note(&self, note: Note) {
+        match &note {
+            // Calls trace themselves (`toolc.call` spans); the GA API reports each call thrice.
+            Note::CallFailed { .. } | Note::DuplicateCall { .. } => {}
+            Note::BrowserEventRefused { code, .. } => {
+                tracing::warn!(session = %self.scope.session_id(), code, "{note}")
+            }
+            Note::ResultRejected { .. } | Note::BrowserCallDropped { .. } => {
+                tracing::warn!(session = %self.scope.session_id(), "{note}")
+            }
+            _ => tracing::debug!(session = %self.scope.session_id(), "{note}"),
+        }
         if let Some(observer) = &self.config.observer {
             observer(&note);
         }
@@ -1026,10 +1037,16 @@ impl Session {
             tool: call.name.clone(),
             sent: false,
         };
-        tokio::spawn(async move {
+        // The call's span nests in whatever span drives the session (the relay's
+        // `toolc.session`): a spawned task does not inherit it by itself.
+        let task = async move {
             let outcome = dispatch::run_planned(&registry, ctx, &call, route, &path).await;
             guard.send(outcome);
-        });
+        };
+        tokio::spawn(tracing::Instrument::instrument(
+            task,
+            tracing::Span::current(),
+        ));
     }
 
     fn schedule_filler(&mut self, call_id: &str, name: &str) {

@@ -428,6 +428,7 @@ where
             }
             _ = tokio::time::sleep_until(idle_at), if idle.is_some() => {
                 options.count(|s| &s.idle_browsers);
+                tracing::info!("browser idle: disconnected");
                 let _ = to_browser.send(Message::Close(Some(CloseFrame {
                     code: CloseCode::Policy,
                     reason: "idle".into(),
@@ -437,6 +438,7 @@ where
             _ = &mut writer => {
                 // The writer gave up: the browser stopped reading or its connection failed.
                 options.count(|s| &s.stalled_browsers);
+                tracing::warn!("browser stopped reading: disconnected");
                 break Ended::Browser;
             }
         }
@@ -481,6 +483,7 @@ fn refuse_browser_error(error: &WsError, to_browser: &mut BrowserOut, options: &
         return;
     }
     options.count(|s| &s.browser_protocol_errors);
+    tracing::warn!(error = %error, "browser broke the websocket protocol or the limits");
     let code = if matches!(error, WsError::Capacity(_)) {
         CloseCode::Size
     } else {

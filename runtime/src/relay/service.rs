@@ -94,9 +94,19 @@ impl RelayService {
     pub async fn handle(&self, mut request: Request) -> Response {
         let inner = &self.inner;
         let stats = &inner.stats;
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0);
         let refuse = |counter: &std::sync::atomic::AtomicU64, refusal: Refusal| {
             RelayStats::bump(&stats.handshakes_refused);
             RelayStats::bump(counter);
+            tracing::warn!(
+                status = refusal.status().as_u16(),
+                peer = ?peer,
+                reason = refusal.message(),
+                "relay handshake refused"
+            );
             refusal_response(&refusal)
         };
         let key = match websocket_key(&request) {
@@ -223,6 +233,7 @@ impl RelayService {
             Ok(ws) => ws,
             Err(e) => {
                 RelayStats::bump(&inner.stats.upstream_failures);
+                tracing::warn!(error = %e, "the relay could not reach the model");
                 // The error names the URL's problem, never the key.
                 let _ = browser
                     .send(relay_error(&format!(
@@ -239,9 +250,29 @@ impl RelayService {
         RelayStats::bump(&inner.stats.sessions_opened);
         let (mut session, events) = Session::new(inner.registry.clone(), config.session.clone());
         session.set_naming(naming);
-        session.set_scope(SessionScope::new().with_principal(principal));
+        let scope = SessionScope::new().with_principal(principal);
+        // The session's span: every call span and event of the session nests in it.
+        let span = tracing::info_span!(
+            "toolc.session",
+            session = %scope.session_id(),
+            principal = scope.principal().map(|p| p.id()),
+            ended_by = tracing::field::Empty,
+        );
+        session.set_scope(scope);
         let options = DriveOptions::from_config(config, Some(inner.stats.clone()));
-        run_session_with(session, events, browser, upstream, &options).await;
+        let ended = {
+            use tracing::Instrument;
+            run_session_with(session, events, browser, upstream, &options)
+                .instrument(span.clone())
+                .await
+        };
+        span.record(
+            "ended_by",
+            match ended {
+                super::Ended::Browser => "browser",
+                super::Ended::Model => "model",
+            },
+        );
     }
 
     /// Counts a session against the limits, or refuses it.
