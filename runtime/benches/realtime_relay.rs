@@ -108,30 +108,60 @@ async fn bare_proxy(upstream: String) -> SocketAddr {
     addr
 }
 
-async fn relay_proxy(upstream: String) -> SocketAddr {
+/// The same relay mounted in an axum application (`axum::serve`, `nest_service("/voice")`,
+/// next to a route of the application's own).
+async fn axum_proxy(upstream: String) -> SocketAddr {
+    let service = toolc_runtime::relay::RelayService::new(registry(), config(upstream));
+    let app = axum::Router::new()
+        .route("/health", axum::routing::get(|| async { "ok" }))
+        .nest_service("/voice", service.router());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let app = app.into_make_service_with_connect_info::<SocketAddr>();
+        use axum::serve::ListenerExt;
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, app).await.unwrap();
+    });
+    addr
+}
+
+fn registry() -> Arc<Registry> {
     let defs = definitions_from_str("bench.tools.yaml", MANIFEST).unwrap();
-    let registry = Arc::new(
+    Arc::new(
         Registry::builder()
             .definitions(defs)
             .executor("lookup", executor_fn(|_| async { Ok(json!({})) }))
             .build()
             .unwrap(),
-    );
+    )
+}
+
+fn config(upstream: String) -> RelayConfig {
+    let registry = registry();
     let mut config = RelayConfig::new(&registry);
     config.upstream = upstream;
     config.authorizer = Some(Arc::new(
         StaticTokens::parse(&format!("{TOKEN} bench-user\n")).unwrap(),
     ));
     config.allowed_origins = Some(vec![ORIGIN.to_owned()]);
-    let relay = Relay::bind("127.0.0.1:0", registry, config).await.unwrap();
+    config
+}
+
+async fn relay_proxy(upstream: String) -> SocketAddr {
+    let relay = Relay::bind("127.0.0.1:0", registry(), config(upstream))
+        .await
+        .unwrap();
     let addr = relay.local_addr().unwrap();
     tokio::spawn(relay.serve());
     addr
 }
 
 /// One run: connect a browser through `proxy`, exchange `n` events each way, return the time.
-async fn run(proxy: SocketAddr, n: usize, done: &mut mpsc::UnboundedReceiver<()>) -> Duration {
-    let mut request = format!("ws://{proxy}/").into_client_request().unwrap();
+async fn run(proxy: &str, n: usize, done: &mut mpsc::UnboundedReceiver<()>) -> Duration {
+    let mut request = proxy.into_client_request().unwrap();
     let headers = request.headers_mut();
     let bearer = format!("Bearer {TOKEN}");
     headers.insert("authorization", HeaderValue::from_str(&bearer).unwrap());
@@ -174,36 +204,42 @@ fn main() {
     rt.block_on(async move {
         let (model, mut done) = model_server(n).await;
         let upstream = format!("ws://{model}/v1/realtime");
-        let bare = bare_proxy(upstream.clone()).await;
-        let relay = relay_proxy(upstream).await;
+        let bare = format!("ws://{}/", bare_proxy(upstream.clone()).await);
+        let relay = format!("ws://{}/", relay_proxy(upstream.clone()).await);
+        let mounted = format!("ws://{}/voice", axum_proxy(upstream).await);
         // Warm-up.
-        run(bare, n, &mut done).await;
-        run(relay, n, &mut done).await;
-        let mut bare_times = Vec::new();
-        let mut relay_times = Vec::new();
-        for _ in 0..rounds {
-            bare_times.push(run(bare, n, &mut done).await);
-            relay_times.push(run(relay, n, &mut done).await);
+        for proxy in [&bare, &relay, &mounted] {
+            run(proxy, n, &mut done).await;
         }
-        bare_times.sort();
-        relay_times.sort();
+        let mut times: [Vec<Duration>; 3] = Default::default();
+        for _ in 0..rounds {
+            for (i, proxy) in [&bare, &relay, &mounted].into_iter().enumerate() {
+                times[i].push(run(proxy, n, &mut done).await);
+            }
+        }
+        for t in &mut times {
+            t.sort();
+        }
         let median = |v: &[Duration]| v[v.len() / 2];
         let rate = |d: Duration| (2 * n) as f64 / d.as_secs_f64();
-        let (b, r) = (median(&bare_times), median(&relay_times));
+        let (b, r, m) = (median(&times[0]), median(&times[1]), median(&times[2]));
         println!("realtime_relay: {n} events each way (~300 B), median of {rounds} runs");
         println!(
-            "  bare tokio-tungstenite forward loop: {:?} ({:.0} events/s)",
-            b,
+            "  bare tokio-tungstenite forward loop: {b:?} ({:.0} events/s)",
             rate(b)
         );
         println!(
-            "  toolc relay:                        {:?} ({:.0} events/s)",
-            r,
+            "  toolc relay (Relay::serve):         {r:?} ({:.0} events/s)",
             rate(r)
         );
         println!(
-            "  relay / bare throughput: {:.2}x (target >= 0.80x)",
-            rate(r) / rate(b)
+            "  relay mounted in an axum app:       {m:?} ({:.0} events/s)",
+            rate(m)
+        );
+        println!(
+            "  relay / bare throughput: {:.2}x, axum-mounted / bare: {:.2}x (target >= 0.80x)",
+            rate(r) / rate(b),
+            rate(m) / rate(b)
         );
     });
 }

@@ -420,3 +420,32 @@ async fn events_the_model_must_not_see_are_answered_with_an_error_and_never_rela
     assert_eq!(seen, ["session.update", "input_audio_buffer.commit"]);
     assert!(conn.binary().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_from_the_model_waits_for_a_slow_browser_instead_of_dropping_it() {
+    // 2,000 audio deltas at once into a browser queue of 16 frames, read by a browser that
+    // takes its time: every frame arrives, in order, and nobody is disconnected.
+    let model = FakeModel::start(
+        Script::new()
+            .wait_for("session.update", 1)
+            .send_all((0..2000).map(|i| {
+                json!({"type": "response.output_audio.delta", "delta": "QUJD", "event_id": format!("e{i}")})
+            }))
+            .wait_for("never", 1),
+    )
+    .await
+    .unwrap();
+    let (url, stats) = relay(&model, |c| c.limits.browser_queue = 16).await;
+    let auth = format!("Bearer {ALICE}");
+    let mut browser = connect(&url, &[("authorization", &auth)]).await.unwrap();
+    for i in 0..2000 {
+        if i % 200 == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let event = next_event(&mut browser, LIMIT)
+            .await
+            .unwrap_or_else(|| panic!("disconnected after {i} frames"));
+        assert_eq!(event["event_id"], format!("e{i}"));
+    }
+    assert_eq!(stats.stalled_browsers.load(Ordering::Relaxed), 0);
+}

@@ -3,6 +3,7 @@
 //! browser. See the README.
 
 use std::collections::BTreeSet;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -192,16 +193,23 @@ async fn run(args: Args) -> Result<(), String> {
         ));
     }
     // The first line is machine-readable: tests and scripts read the bound address from it.
-    println!("listening on ws://{addr}/");
-    println!("upstream {}", args.upstream);
-    println!("tools: {}", registry.names().collect::<Vec<_>>().join(", "));
+    let mut banner = format!(
+        "listening on ws://{addr}/\nupstream {}\ntools: {}\n",
+        args.upstream,
+        registry.names().collect::<Vec<_>>().join(", ")
+    );
     if let Some(tag) = &args.markers {
-        println!("markers: {tag}");
+        banner.push_str(&format!("markers: {tag}\n"));
     }
-    match &args.auth_tokens {
-        Some(path) => println!("auth: bearer tokens from {}", path.display()),
-        None => println!("auth: none (every browser that reaches the port gets a session)"),
-    }
+    banner.push_str(&match &args.auth_tokens {
+        Some(path) => format!("auth: bearer tokens from {}\n", path.display()),
+        None => "auth: none (every browser that reaches the port gets a session)\n".to_owned(),
+    });
+    // A server keeps serving when whoever started it stopped reading its output.
+    let mut stdout = std::io::stdout();
+    let _ = stdout
+        .write_all(banner.as_bytes())
+        .and_then(|()| stdout.flush());
     relay.serve().await;
     Ok(())
 }

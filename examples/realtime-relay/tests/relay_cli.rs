@@ -135,6 +135,8 @@ async fn start_relay(args: &[&str]) -> (tokio::process::Child, String) {
         .strip_prefix("listening on ")
         .expect(&first)
         .to_owned();
+    // Keep reading what it prints, as a terminal would.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     (child, url)
 }
 

@@ -373,7 +373,12 @@ where
     let (browser_sink, mut from_browser) = browser.split();
     let (tx, rx) = mpsc::channel(options.browser_queue.max(1));
     let mut writer = tokio::spawn(write_browser(browser_sink, rx, options.write_timeout));
-    let mut to_browser = BrowserOut { tx: Some(tx) };
+    let queue = options.browser_queue.max(1);
+    let mut to_browser = BrowserOut {
+        tx: Some(tx),
+        // A batch of model frames, plus as many again for what the session adds meanwhile.
+        headroom: (2 * BATCH).min(queue),
+    };
     let (mut to_model, mut from_model) = model.split();
     if to_model
         .send(Message::text(session.session_update()))
@@ -393,7 +398,7 @@ where
     let ended = loop {
         let idle_at = last_heard + idle.unwrap_or(far);
         tokio::select! {
-            msg = from_model.next() => {
+            msg = from_model.next(), if to_browser.has_room() => {
                 let (side, source) = (Side::Model, &mut from_model);
                 let batch = relay_batch(&mut session, side, msg, source, &mut to_browser, &mut to_model);
                 if let Err(who) = batch.await {
@@ -411,6 +416,7 @@ where
                     break who;
                 }
             }
+            () = to_browser.room(), if !to_browser.has_room() => {}
             Some(event) = events.recv() => {
                 session.on_event(event);
                 while let Some(event) = events.try_recv() {
@@ -496,12 +502,31 @@ fn refuse_browser_error(error: &WsError, to_browser: &mut BrowserOut, options: &
 }
 
 /// Frames for the browser, queued for its writer task. Sending never waits: a full queue means
-/// the browser stopped reading.
+/// the browser stopped reading. The model's frames are read only while the queue has room for
+/// a batch ([`BrowserOut::has_room`]), so a burst from the model (audio arrives faster than
+/// real time) waits for a slow but live browser instead of overflowing its queue, while the
+/// session's own work (deadlines, results, the browser's events) goes on.
 struct BrowserOut {
     tx: Option<mpsc::Sender<Message>>,
+    /// Free places the queue must have before another batch from the model is read.
+    headroom: usize,
 }
 
 impl BrowserOut {
+    fn has_room(&self) -> bool {
+        self.tx
+            .as_ref()
+            .is_none_or(|tx| tx.capacity() >= self.headroom)
+    }
+
+    /// Resolves once the queue has room for a batch again.
+    async fn room(&self) {
+        if let Some(tx) = &self.tx {
+            // The permits are given back at once: this only waits for the writer to catch up.
+            let _ = tx.reserve_many(self.headroom).await;
+        }
+    }
+
     fn send(&mut self, msg: Message) -> Result<(), Ended> {
         match &self.tx {
             Some(tx) => tx.try_send(msg).map_err(|_| Ended::Browser),
@@ -596,7 +621,8 @@ where
             Some(Ok(m)) => relay_frame(session, from, m, to_browser, to_model).await?,
         }
         relayed += 1;
-        if relayed == BATCH {
+        // The model's frames wait in their socket while the browser's queue is short of room.
+        if relayed == BATCH || (from == Side::Model && !to_browser.has_room()) {
             break;
         }
         match source.next().now_or_never() {
