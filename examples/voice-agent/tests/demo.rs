@@ -50,7 +50,7 @@ async fn request(addr: &str, head: &str) -> (u16, String) {
 async fn get(addr: &str, path: &str) -> (u16, String) {
     request(
         addr,
-        &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n"),
+        &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
     )
     .await
 }
@@ -84,14 +84,13 @@ async fn the_page_and_its_settings_are_served_and_nothing_else() {
     }
     let (status, _) = request(
         &addr,
-        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
     )
     .await;
     assert_eq!(status, 405);
     assert_eq!(request(&addr, "NONSENSE\r\n\r\n").await.0, 400);
-    // No terminator, and no more bytes than the server reads before it gives up, so that it
-    // closes with nothing unread (which would reset the connection under the response).
-    let huge = format!("GET / HTTP/1.1\r\nX: {}", "a".repeat(16_500));
+    // A head larger than hyper reads (about 400 KiB), without a terminator.
+    let huge = format!("GET / HTTP/1.1\r\nX: {}", "a".repeat(420_000));
     assert_eq!(request(&addr, &huge).await.0, 431);
 }
 
@@ -105,7 +104,10 @@ async fn another_sites_page_cannot_open_the_relay() {
              Origin: {origin}\r\n\r\n"
         )
     };
-    let (status, body) = request(&addr, &handshake("https://elsewhere.example")).await;
+    // A refusal is an ordinary response on a kept-alive connection: ask for it to be closed.
+    let refused = handshake("https://elsewhere.example")
+        .replace("Connection: Upgrade", "Connection: Upgrade, close");
+    let (status, body) = request(&addr, &refused).await;
     assert_eq!(status, 403, "{body}");
 
     // The page's own origin is let in (101), and the model connection is opened.
@@ -121,7 +123,9 @@ async fn another_sites_page_cannot_open_the_relay() {
         .unwrap();
     let head = String::from_utf8_lossy(&buf[..n]);
     assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
-    assert!(head.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
+    assert!(head
+        .to_ascii_lowercase()
+        .contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo="));
 }
 
 /// Plays the page: reads events until every tool in `names` has been called, answering the
