@@ -1,4 +1,4 @@
-//! A scripted model behind a local HTTP server, speaking just enough of the OpenAI Chat
+//! A scripted model behind a local axum server, speaking just enough of the OpenAI Chat
 //! Completions (`POST /v1/chat/completions`) and Anthropic Messages (`POST /v1/messages`) APIs,
 //! with and without streaming.
 //!
@@ -11,11 +11,15 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-
-use crate::http;
 
 /// The calls of turn 1: (tool, arguments JSON).
 pub const SCRIPT: [(&str, &str); 4] = [
@@ -56,19 +60,25 @@ impl FakeProvider {
         let addr = listener.local_addr()?;
         let requests = Arc::new(Mutex::new(Vec::new()));
         let log = requests.clone();
+        let app = Router::new()
+            .route(
+                "/v1/chat/completions",
+                post(|log: State<Log>, body: Bytes| endpoint(log, Endpoint::Chat, body)),
+            )
+            .route(
+                "/v1/messages",
+                post(|log: State<Log>, body: Bytes| endpoint(log, Endpoint::Messages, body)),
+            )
+            .fallback(|| async {
+                reply(
+                    404,
+                    "application/json",
+                    error_body("no such route; POST /v1/chat/completions or /v1/messages"),
+                )
+            })
+            .with_state(log);
         let task = tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                let log = log.clone();
-                tokio::spawn(async move {
-                    let (status, content_type, body) = match http::read_request(&mut stream).await {
-                        Ok(request) => respond(&request, &log),
-                        Err(e) => (400, "application/json", error_body(&e)),
-                    };
-                    let _ =
-                        http::write_response(&mut stream, status, content_type, body.as_bytes())
-                            .await;
-                });
-            }
+            let _ = axum::serve(listener, app).await;
         });
         Ok(FakeProvider {
             addr,
@@ -82,11 +92,30 @@ fn error_body(message: &str) -> String {
     json!({ "error": { "type": "invalid_request_error", "message": message } }).to_string()
 }
 
-fn respond(request: &http::Request, log: &Mutex<Vec<Value>>) -> (u16, &'static str, String) {
-    if request.method != "POST" {
-        return (404, "application/json", error_body("only POST is served"));
-    }
-    let body: Value = match serde_json::from_slice(&request.body) {
+fn reply(status: u16, content_type: &'static str, body: String) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+type Log = Arc<Mutex<Vec<Value>>>;
+
+#[derive(Clone, Copy)]
+enum Endpoint {
+    Chat,
+    Messages,
+}
+
+async fn endpoint(State(log): State<Log>, endpoint: Endpoint, body: Bytes) -> Response {
+    let (status, content_type, text) = respond(endpoint, &body, &log);
+    reply(status, content_type, text)
+}
+
+fn respond(
+    endpoint: Endpoint,
+    body: &[u8],
+    log: &Mutex<Vec<Value>>,
+) -> (u16, &'static str, String) {
+    let body: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(e) => {
             return (
@@ -100,16 +129,9 @@ fn respond(request: &http::Request, log: &Mutex<Vec<Value>>) -> (u16, &'static s
         log.push(body.clone());
     }
     let stream = body["stream"] == json!(true);
-    let outcome = match request.path.as_str() {
-        "/v1/chat/completions" => chat(&body, stream),
-        "/v1/messages" => anthropic(&body, stream),
-        other => {
-            return (
-                404,
-                "application/json",
-                error_body(&format!("no route {other}")),
-            )
-        }
+    let outcome = match endpoint {
+        Endpoint::Chat => chat(&body, stream),
+        Endpoint::Messages => anthropic(&body, stream),
     };
     match outcome {
         Ok((true, text)) => (200, "text/event-stream", text),

@@ -9,7 +9,6 @@
 //!   answers without calling tools.
 
 pub mod fake_provider;
-pub mod http;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -144,7 +143,22 @@ enum ModelTurn {
     Text(String),
 }
 
-fn read_turn(api: Api, response: &http::Response) -> Result<ModelTurn, String> {
+/// A provider's answer, read whole.
+struct Answer {
+    status: u16,
+    content_type: String,
+    body: String,
+}
+
+/// The `data:` payloads of a `text/event-stream` body, in order (the SSE fields the chat APIs
+/// use; `event:` names repeat the payload's own `type`).
+fn sse_data(body: &str) -> impl Iterator<Item = &str> {
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+}
+
+fn read_turn(api: Api, response: &Answer) -> Result<ModelTurn, String> {
     if response.status != 200 {
         return Err(format!(
             "the provider answered HTTP {}: {}",
@@ -166,7 +180,7 @@ fn read_turn(api: Api, response: &http::Response) -> Result<ModelTurn, String> {
         }
         (Api::Chat, true) => {
             let mut stream = ChatCompletionsStream::new();
-            for data in http::sse_data(&response.body) {
+            for data in sse_data(&response.body) {
                 stream.push_str(data).map_err(|e| e.to_string())?;
             }
             let calls = stream.calls().map_err(|e| e.to_string())?;
@@ -188,7 +202,7 @@ fn read_turn(api: Api, response: &http::Response) -> Result<ModelTurn, String> {
         }
         (Api::Anthropic, true) => {
             let mut stream = AnthropicStream::new();
-            for data in http::sse_data(&response.body) {
+            for data in sse_data(&response.body) {
                 stream.push_str(data).map_err(|e| e.to_string())?;
             }
             let calls = stream.calls();
@@ -240,6 +254,8 @@ pub async fn converse(
         ),
     };
     let mut results = Vec::new();
+    // One client for the whole conversation: its connection is reused request after request.
+    let client = reqwest::Client::new();
     for sent in 1..=max_requests {
         let request = match api {
             Api::Chat => json!({ "model": "fake-model", "messages": messages,
@@ -255,7 +271,30 @@ pub async fn converse(
                 ("anthropic-version", "2023-06-01"),
             ],
         };
-        let response = http::post(addr, path, headers, &request.to_string()).await?;
+        let mut post = client
+            .post(format!("http://{addr}{path}"))
+            .header("content-type", "application/json")
+            .body(request.to_string());
+        for (name, value) in headers {
+            post = post.header(*name, *value);
+        }
+        let response = post
+            .send()
+            .await
+            .map_err(|e| format!("POST http://{addr}{path}: {e}"))?;
+        let response = Answer {
+            status: response.status().as_u16(),
+            content_type: response
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned(),
+            body: response
+                .text()
+                .await
+                .map_err(|e| format!("reading the answer of {path}: {e}"))?,
+        };
         match read_turn(api, &response)? {
             ModelTurn::Text(answer) => {
                 return Ok(Conversation {
