@@ -22,6 +22,7 @@
 use serde_json::{Map, Value as Json};
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::schema_check::{SUBSCHEMA as ONE, SUBSCHEMA_LIST as LIST, SUBSCHEMA_MAP as MAP};
 use crate::schema_util::{escape_segment, resolve_ref};
 use crate::source::Span;
 use crate::yaml::Node;
@@ -37,29 +38,6 @@ pub fn check(node: &Node, root: &Json, what: &str, field: &str, diags: &mut Diag
     };
     pass.walk(root, &mut String::new());
 }
-
-/// Keywords whose value is one subschema, a map of subschemas, or a list of them.
-const ONE: &[&str] = &[
-    "additionalProperties",
-    "items",
-    "contains",
-    "not",
-    "if",
-    "then",
-    "else",
-    "propertyNames",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "contentSchema",
-];
-const MAP: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-];
-const LIST: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
 
 /// Keywords a scalar value is checked against here; a schema with any keyword outside these
 /// and [`IGNORED_FOR_SCALARS`] goes to the full validator.

@@ -17,7 +17,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::openai::FILLER_METADATA_KEY;
+use super::openai::{MaybeBorrowed as Key, FILLER_METADATA_KEY};
 
 /// Why a browser event was refused. Each kind has a stable [`code`](Refused::code), sent to the
 /// browser in an `error` event.
@@ -264,28 +264,6 @@ impl<'a> Keys<'a> {
             }
         }
         Ok(())
-    }
-}
-
-/// An object key, borrowed from the input when it has no escapes.
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> de::Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-        }
-        d.deserialize_str(V)
     }
 }
 
