@@ -187,7 +187,8 @@ impl HumanRenderer {
         let _ = writeln!(
             out,
             "{c}{word}[{}]{reset}{bold}: {}{reset}",
-            d.code, d.message
+            d.code,
+            shown(&d.message)
         );
         // One gutter width for all labels, so that the `|` columns line up.
         let gutter = d
@@ -212,7 +213,11 @@ impl HumanRenderer {
         }
         if let Some(help) = &d.help {
             let pad = " ".repeat(gutter);
-            let _ = writeln!(out, "{pad} {blue}={reset} {bold}help{reset}: {help}");
+            let _ = writeln!(
+                out,
+                "{pad} {blue}={reset} {bold}help{reset}: {}",
+                shown(help)
+            );
         }
     }
 
@@ -233,6 +238,7 @@ impl HumanRenderer {
         let pad = " ".repeat(gutter);
         let _ = writeln!(out, "{pad}{blue}-->{reset} {}:{line}:{col}", file.name);
         let (text, col) = window(file.line_text(line), col);
+        let text = shown(&text);
         let _ = writeln!(out, "{pad} {blue}|{reset}");
         let _ = writeln!(out, "{blue}{line:>gutter$}{reset} {blue}|{reset} {text}");
         // Underline to the end of the span, or of the line when the span covers several lines.
@@ -251,8 +257,23 @@ impl HumanRenderer {
         let _ = writeln!(
             out,
             "{pad} {blue}|{reset} {indent}{colour}{underline} {}{reset}",
-            label.message
+            shown(&label.message)
         );
+    }
+}
+
+/// Text from a manifest as it may be printed to a terminal: a control character (an escape
+/// sequence's ESC, a bell) becomes U+FFFD, one column wide like the character it replaces.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && !matches!(c, '\t' | '\n');
+    if text.contains(unsafe_char) {
+        std::borrow::Cow::Owned(
+            text.chars()
+                .map(|c| if unsafe_char(c) { '\u{fffd}' } else { c })
+                .collect(),
+        )
+    } else {
+        std::borrow::Cow::Borrowed(text)
     }
 }
 

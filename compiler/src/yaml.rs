@@ -286,6 +286,7 @@ fn parse_at(
         );
         return None;
     }
+    report_unprintable(file, text, base, errors);
     let offsets = Offsets::new(text, base);
     let mut builder = Builder {
         file,
@@ -318,6 +319,57 @@ fn parse_at(
         }
     }
     builder.root.take()
+}
+
+/// How many unprintable characters are reported one by one before the rest are summed up.
+const UNPRINTABLE_REPORTED: usize = 20;
+
+/// YAML 1.2 streams hold printable characters only (tab, line breaks, and no C0 or C1 control
+/// character but NEL, no DEL, no U+FFFE/U+FFFF). The scanner lets some through, so they are
+/// reported here, each where it is, and parsing goes on so that other errors are found too.
+fn report_unprintable(file: FileId, text: &str, base: usize, errors: &mut Vec<Diagnostic>) {
+    let printable = |c: char| {
+        matches!(c, '\t' | '\n' | '\r' | '\u{85}')
+            || (' '..='~').contains(&c)
+            || ('\u{a0}'..='\u{d7ff}').contains(&c)
+            || ('\u{e000}'..='\u{fffd}').contains(&c)
+            || c >= '\u{10000}'
+    };
+    if text
+        .bytes()
+        .all(|b| (b' '..=b'~').contains(&b) || matches!(b, b'\t' | b'\n' | b'\r'))
+    {
+        return; // the usual file: plain ASCII text
+    }
+    let mut found = text.char_indices().filter(|&(_, c)| !printable(c));
+    for (at, c) in found.by_ref().take(UNPRINTABLE_REPORTED) {
+        let at = base + at;
+        errors.push(
+            Diagnostic::error(
+                "toolc::yaml-syntax",
+                format!(
+                    "invalid YAML: the control character U+{:04X} is not allowed in a YAML file",
+                    c as u32
+                ),
+            )
+            .at(Span::new(file, at, at + c.len_utf8()), "this character")
+            .help(format!(
+                "remove it, or write it as an escape inside a double-quoted string (\"\\u{:04X}\")",
+                c as u32
+            )),
+        );
+    }
+    let more = found.count();
+    if more > 0 {
+        errors.push(
+            Diagnostic::error(
+                "toolc::yaml-syntax",
+                format!("invalid YAML: {more} more control characters after these"),
+            )
+            .at(Span::new(file, base, base), "file starts here")
+            .help("the file may not be text: check its encoding"),
+        );
+    }
 }
 
 fn syntax_error(file: FileId, text: &str, offsets: &Offsets, e: &ScanError) -> Diagnostic {
