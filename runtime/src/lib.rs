@@ -14,6 +14,7 @@ pub mod context;
 pub mod dispatch;
 pub mod error;
 pub mod executor;
+pub mod live;
 #[doc(hidden)]
 pub mod macro_support;
 pub mod markers;

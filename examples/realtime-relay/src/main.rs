@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use toolc_runtime::catalog::CatalogClient;
+use toolc_runtime::catalog::{CatalogClient, LiveCatalog};
 use toolc_runtime::markers::{MarkerFlowConfig, MarkerTag};
 use toolc_runtime::realtime::{openai, Naming};
 use toolc_runtime::relay::{Relay, RelayConfig, StaticTokens};
@@ -103,6 +103,7 @@ async fn run(args: Args) -> Result<(), String> {
         .map_err(|e| format!("cannot load {}:\n{e}", args.manifest.display()))?;
     let mut builder = tools::builder(definitions.clone());
     let mut needs_auth = BTreeSet::new();
+    let mut live_catalog = None;
     if let Some(url) = &args.catalog {
         let authorization = match &args.catalog_auth_env {
             None => None,
@@ -138,6 +139,11 @@ async fn run(args: Args) -> Result<(), String> {
             .filter(|t| t.requires_auth)
             .map(|t| t.name.clone())
             .collect();
+        // Sessions follow the catalog while they run: tools that join it later are called
+        // and declared, tools that leave answer with an error (refreshed every TTL).
+        let live = LiveCatalog::new(&catalog, authorization.clone());
+        live.spawn_refresher();
+        live_catalog = Some(live);
         builder = catalog
             .merge_into(builder, &definitions, authorization)
             .map_err(|e| e.to_string())?;
@@ -170,6 +176,9 @@ async fn run(args: Args) -> Result<(), String> {
         let tag = MarkerTag::new(tag).map_err(|e| format!("--markers: {e}"))?;
         let flow = MarkerFlowConfig::for_registry(tag, &registry, |d| needs_auth.contains(&d.name));
         session.markers = Some(Arc::new(flow));
+    }
+    if let Some(live) = live_catalog {
+        session.live_tools = Some(live);
     }
     config.session = Arc::new(session);
 

@@ -731,14 +731,7 @@ impl CatalogTools {
                 executor_fn_with_context(move |ctx: CallContext, arguments: Value| {
                     let client = client.clone();
                     let name = name.clone();
-                    let authorization = match ctx.principal() {
-                        // A credential that could break out of its header line is not sent.
-                        Some(principal) => principal
-                            .credential()
-                            .filter(|c| !c.is_empty() && !c.chars().any(char::is_control))
-                            .map(|c| Arc::<str>::from(format!("Bearer {c}"))),
-                        None => authorization.clone(),
-                    };
+                    let authorization = authorization_for(&ctx, authorization.as_ref());
                     async move {
                         client
                             .execute(&name, &arguments, authorization.as_deref())
@@ -749,5 +742,130 @@ impl CatalogTools {
             );
         }
         Ok(builder)
+    }
+}
+
+/// The `Authorization` value a catalog call sends: the session principal's credential
+/// (`Bearer CREDENTIAL`) when the call has a principal, so that one user's session never
+/// borrows another's rights; otherwise `fallback` (a process acting for itself).
+fn authorization_for(ctx: &CallContext, fallback: Option<&Arc<str>>) -> Option<Arc<str>> {
+    match ctx.principal() {
+        // A credential that could break out of its header line is not sent.
+        Some(principal) => principal
+            .credential()
+            .filter(|c| !c.is_empty() && !c.chars().any(char::is_control))
+            .map(|c| Arc::<str>::from(format!("Bearer {c}"))),
+        None => fallback.cloned(),
+    }
+}
+
+/// A catalog that sessions follow while they run (`SessionConfig::live_tools`): a call of a
+/// tool that joined the catalog after the session started runs (the client refreshes once on
+/// a miss), a tool that left answers with the catalog's "no tool named" error, and every
+/// [`CatalogClient`] TTL the catalog is fetched again ([`LiveCatalog::spawn_refresher`]) so that
+/// sessions declare the new set to the model at their next safe point.
+pub struct LiveCatalog {
+    client: Arc<CatalogClient>,
+    authorization: Option<Arc<str>>,
+    state: Arc<std::sync::Mutex<LiveState>>,
+}
+
+struct LiveState {
+    generation: u64,
+    declarations: Arc<Vec<Value>>,
+    /// Every name the catalog has had: their declarations are the catalog's to replace.
+    names: BTreeSet<String>,
+}
+
+impl fmt::Debug for LiveCatalog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        f.debug_struct("LiveCatalog")
+            .field("client", &self.client)
+            .field("generation", &state.generation)
+            .field("tools", &state.declarations.len())
+            .finish()
+    }
+}
+
+impl LiveCatalog {
+    /// Follows `tools` (discovered with [`CatalogClient::server_tools`]); `authorization` is
+    /// sent for calls without a principal, as in [`CatalogTools::merge_into`].
+    pub fn new(tools: &CatalogTools, authorization: Option<String>) -> Arc<LiveCatalog> {
+        let live = LiveCatalog {
+            client: tools.client.clone(),
+            authorization: authorization.map(Arc::from),
+            state: Arc::new(std::sync::Mutex::new(LiveState {
+                generation: 0,
+                declarations: Arc::new(Vec::new()),
+                names: BTreeSet::new(),
+            })),
+        };
+        observe(&live.state, &tools.catalog);
+        Arc::new(live)
+    }
+
+    /// Fetches the catalog again every TTL, until the last `Arc` of this catalog is dropped.
+    /// A failed fetch keeps the tools as they were.
+    pub fn spawn_refresher(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let weak = Arc::downgrade(self);
+        let ttl = self.client.ttl.max(Duration::from_millis(10));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(ttl).await;
+                let Some(live) = weak.upgrade() else {
+                    return;
+                };
+                if let Ok(catalog) = live.client.refresh().await {
+                    observe(&live.state, &catalog);
+                }
+            }
+        })
+    }
+}
+
+/// Takes in a fetched catalog: a new generation when its declarations differ.
+fn observe(state: &std::sync::Mutex<LiveState>, catalog: &Catalog) {
+    let declarations: Vec<Value> = catalog
+        .tools
+        .iter()
+        .map(|t| crate::realtime::openai::declaration(&t.definition()))
+        .collect();
+    let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
+    state
+        .names
+        .extend(catalog.tools.iter().map(|t| t.name.clone()));
+    if *state.declarations != declarations {
+        state.declarations = Arc::new(declarations);
+        state.generation += 1;
+    }
+}
+
+impl crate::live::LiveTools for LiveCatalog {
+    fn declarations(&self) -> (u64, Arc<Vec<Value>>) {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        (state.generation, state.declarations.clone())
+    }
+
+    fn is_live(&self, name: &str) -> bool {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.names.contains(name)
+    }
+
+    fn call(&self, ctx: CallContext, name: &str, arguments: Value) -> crate::ToolFuture {
+        let authorization = authorization_for(&ctx, self.authorization.as_ref());
+        let client = self.client.clone();
+        let name = name.to_owned();
+        let state = self.state.clone();
+        Box::pin(async move {
+            let result = client
+                .execute(&name, &arguments, authorization.as_deref())
+                .await;
+            // A miss refreshed the client's catalog: take in what it found.
+            if let Ok(catalog) = client.catalog().await {
+                observe(&state, &catalog);
+            }
+            result.map_err(|e| e.to_tool_error())
+        })
     }
 }

@@ -24,6 +24,7 @@ use crate::dispatch::{
     self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath, Route, Status, ToolCall,
 };
 use crate::error::{CallError, CallErrorKind};
+use crate::live::LiveTools;
 use crate::markers::flow::{Found, MarkerFlow, MarkerFlowConfig};
 use crate::Registry;
 
@@ -238,6 +239,11 @@ pub struct SessionConfig {
     /// `<<<TAG:NAME=...>>>` markers instead of native calls. `None` (the default) leaves text
     /// untouched.
     pub markers: Option<Arc<MarkerFlowConfig>>,
+    /// Tools beyond the registry's that may change while the session runs (a live remote
+    /// catalog, [`crate::catalog::LiveCatalog`]): calls of names the registry does not know go
+    /// to them, and their current declarations replace theirs in `declarations` at the next
+    /// safe point. `None` by default.
+    pub live_tools: Option<Arc<dyn LiveTools>>,
 }
 
 impl fmt::Debug for SessionConfig {
@@ -250,6 +256,7 @@ impl fmt::Debug for SessionConfig {
             .field("observer", &self.observer.is_some())
             .field("trace_calls", &self.trace_calls)
             .field("markers", &self.markers)
+            .field("live_tools", &self.live_tools.is_some())
             .finish()
     }
 }
@@ -270,8 +277,27 @@ impl SessionConfig {
             observer: None,
             trace_calls: false,
             markers: None,
+            live_tools: None,
         }
     }
+}
+
+/// The declarations a session starts with or changes to: the config's, with the live tools'
+/// current ones in place of theirs; and the live tools' generation.
+fn declared_now(config: &SessionConfig) -> (Vec<Value>, Option<u64>) {
+    let Some(live) = &config.live_tools else {
+        return (config.declarations.clone(), None);
+    };
+    let (generation, theirs) = live.declarations();
+    let name = |d: &Value| d.get("name").and_then(Value::as_str).map(str::to_owned);
+    let mut declarations: Vec<Value> = config
+        .declarations
+        .iter()
+        .filter(|d| !name(d).is_some_and(|n| live.is_live(&n)))
+        .cloned()
+        .collect();
+    declarations.extend(theirs.iter().cloned());
+    (declarations, Some(generation))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -484,6 +510,11 @@ pub struct Session {
     /// The session's id and principal, which every executor sees; cancelled when the browser
     /// leaves.
     scope: SessionScope,
+    /// The function tools declared to the model now: the config's, with the live tools'
+    /// current ones in place of theirs.
+    declarations: Vec<Value>,
+    /// The generation of the live tools' declarations in `declarations`.
+    live_generation: Option<u64>,
 }
 
 impl fmt::Debug for Session {
@@ -510,6 +541,7 @@ impl Session {
             tx,
         };
         let markers = config.markers.clone().map(MarkerFlow::new);
+        let (declarations, live_generation) = declared_now(&config);
         let session = Session {
             registry,
             config,
@@ -526,6 +558,8 @@ impl Session {
             filler_turn: 0,
             markers,
             scope: SessionScope::new(),
+            declarations,
+            live_generation,
         };
         (session, SessionEvents { rx })
     }
@@ -548,10 +582,7 @@ impl Session {
     /// The first event to send upstream: `session.update` with the declarations.
     pub fn session_update(&self) -> String {
         let mut session = self.config.session.clone();
-        session.insert(
-            "tools".into(),
-            Value::Array(self.config.declarations.clone()),
-        );
+        session.insert("tools".into(), Value::Array(self.declarations.clone()));
         if let Some(markers) = &self.config.markers {
             markers.merge_into_session(&mut session);
         }
@@ -908,6 +939,11 @@ impl Session {
         if self.current_response.as_deref() == Some(response_id.as_str()) {
             self.current_response = None;
         }
+        // Between responses, before any continuation: the model learns of tools that came
+        // or went since it was last told.
+        if self.current_response.is_none() {
+            self.redeclare_if_changed();
+        }
         if self.tracker.response_done(&response_id) {
             self.continuation();
         } else {
@@ -952,7 +988,11 @@ impl Session {
         Counters::bump(&self.counters_ref().calls);
         let call = ToolCall::new(call_id, name, arguments);
         let route = dispatch::plan(&self.registry, &call);
+        // A name the registry does not know may be one of the live tools now.
+        let live = self.config.live_tools.is_some()
+            && matches!(&route, Route::Reject(e) if e.kind() == CallErrorKind::UnknownTool);
         let kind = match &route {
+            _ if live => CallKind::Server,
             Route::Server { .. } => CallKind::Server,
             Route::Client { .. } => CallKind::Client,
             Route::Notify { .. } => CallKind::Notify,
@@ -981,6 +1021,7 @@ impl Session {
             self.schedule_filler(call_id, name);
         }
         match route {
+            Route::Reject(_) if live => self.spawn_live_call(call),
             Route::Reject(error) => {
                 let outcome = CallOutcome::failed(call_id, error);
                 self.finish(call_id, outcome);
@@ -1047,6 +1088,64 @@ impl Session {
             task,
             tracing::Span::current(),
         ));
+    }
+
+    /// A call of a name the registry does not know, for the live tools (which may have gained
+    /// it since the session started). It runs like a server call: hidden from the browser.
+    fn spawn_live_call(&mut self, call: ToolCall) {
+        let Some(live) = self.config.live_tools.clone() else {
+            return;
+        };
+        let ctx = self.scope.call(&call.name, &call.call_id);
+        let guard = DoneGuard {
+            tx: self.browser.tx.clone(),
+            call_id: call.call_id.clone(),
+            tool: call.name.clone(),
+            sent: false,
+        };
+        let task = async move {
+            let outcome = match serde_json::from_str::<Value>(&call.arguments) {
+                Err(e) => {
+                    CallOutcome::failed(&call.call_id, CallError::invalid_json(&call.name, &e))
+                }
+                Ok(arguments) => match live.call(ctx, &call.name, arguments).await {
+                    Ok(value) => CallOutcome::ok(&call.call_id, value.to_string()),
+                    Err(e) => {
+                        CallOutcome::failed(&call.call_id, CallError::tool_failed(&call.name, e))
+                    }
+                },
+            };
+            guard.send(outcome);
+        };
+        tokio::spawn(tracing::Instrument::instrument(
+            task,
+            tracing::Span::current(),
+        ));
+    }
+
+    /// Sends a `session.update` with the current declarations when the live tools changed
+    /// since the model was last told.
+    fn redeclare_if_changed(&mut self) {
+        let Some(live) = &self.config.live_tools else {
+            return;
+        };
+        let (generation, _) = live.declarations();
+        if self.live_generation == Some(generation) {
+            return;
+        }
+        let (declarations, generation) = declared_now(&self.config);
+        self.declarations = declarations;
+        self.live_generation = generation;
+        let mut session = Map::new();
+        session.insert("type".into(), Value::String("realtime".into()));
+        session.insert("tools".into(), Value::Array(self.declarations.clone()));
+        tracing::info!(
+            session = %self.scope.session_id(),
+            tools = self.declarations.len(),
+            "tools changed: declared again"
+        );
+        self.outputs
+            .push_back(Output::ToModel(openai::session_update(session)));
     }
 
     fn schedule_filler(&mut self, call_id: &str, name: &str) {
@@ -1286,7 +1385,7 @@ impl Session {
                 let Ok(v) = serde_json::from_str::<Value>(text) else {
                     return Verdict::Forward;
                 };
-                let declarations = &self.config.declarations;
+                let declarations = &self.declarations;
                 let declared = |name: &str| {
                     declarations
                         .iter()
@@ -1301,7 +1400,7 @@ impl Session {
                 let Ok(mut v) = serde_json::from_str::<Value>(text) else {
                     return Verdict::Forward;
                 };
-                let merge = openai::merge_session_update(&mut v, &self.config.declarations);
+                let merge = openai::merge_session_update(&mut v, &self.declarations);
                 if let Some(markers) = &self.config.markers {
                     markers.merge_into_session_update(&mut v);
                 }

@@ -1,0 +1,156 @@
+//! A live catalog in a realtime session: a tool that joins the catalog after the session
+//! started runs when the model calls it, the model is told of the new set with a
+//! `session.update` between responses (before the continuation), and a tool that left answers
+//! with the catalog's error.
+#![cfg(all(feature = "catalog", feature = "testing"))]
+
+mod session_common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use session_common::Wire;
+use toolc_runtime::catalog::{CatalogClient, LiveCatalog};
+use toolc_runtime::realtime::{script, Session, SessionConfig};
+use toolc_runtime::{definitions_from_str, Registry};
+
+type Tools = Arc<Mutex<Vec<Value>>>;
+
+fn tool(name: &str) -> Value {
+    json!({"name": name, "description": format!("The {name} tool."),
+           "parameters": {"type": "object", "properties": {}}, "requires_auth": false})
+}
+
+/// A catalog service whose tool list the test changes while it runs.
+async fn catalog(tools: Tools) -> String {
+    async fn list(State(tools): State<Tools>) -> Json<Value> {
+        let tools = tools.lock().unwrap().clone();
+        Json(
+            json!({"success": true, "data": {"tools": tools, "count": tools.len(), "include_unauthorized": true}}),
+        )
+    }
+    async fn execute(State(tools): State<Tools>, Json(request): Json<Value>) -> Json<Value> {
+        let known = tools
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == request["name"]);
+        Json(if known {
+            json!({"success": true, "data": {"ran": request["name"]}})
+        } else {
+            json!({"success": false, "error": {"message": "no such tool", "code": "unknown", "status_code": 404}})
+        })
+    }
+    let app = Router::new()
+        .route("/tools", get(list))
+        .route("/execute", post(execute))
+        .with_state(tools);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+fn declared(event: &Value) -> Vec<String> {
+    let mut names: Vec<String> = event["session"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_that_join_or_leave_the_catalog_reach_running_sessions() {
+    let tools: Tools = Arc::new(Mutex::new(vec![tool("get_weather")]));
+    let base = catalog(tools.clone()).await;
+    let client = Arc::new(
+        CatalogClient::new(&base)
+            .unwrap()
+            .with_ttl(Duration::from_millis(150)),
+    );
+    let discovered = client.server_tools().await.unwrap();
+    let local = definitions_from_str(
+        "l.tools.yaml",
+        "version: 1\ntools:\n  - name: highlight\n    description: Highlight.\n    location: client\n",
+    )
+    .unwrap();
+    let builder = Registry::builder().definitions(local.clone());
+    let registry = Arc::new(
+        discovered
+            .merge_into(builder, &local, None)
+            .unwrap()
+            .build()
+            .unwrap(),
+    );
+    let live = LiveCatalog::new(&discovered, None);
+    let _refresher = live.spawn_refresher();
+    let mut config = SessionConfig::new(&registry);
+    config.filler_delay = None;
+    config.live_tools = Some(live.clone());
+    let mut wire = Wire::new(Session::new(registry, Arc::new(config)));
+    let first: Value = serde_json::from_str(&wire.session.session_update()).unwrap();
+    assert_eq!(declared(&first), ["get_weather", "highlight"]);
+
+    // A tool joins the catalog; the model calls it before anyone refreshed.
+    tools.lock().unwrap().push(tool("get_time"));
+    wire.model_all(&script::response_with_calls(
+        "r1",
+        &[("c1", "get_time", "{}")],
+    ));
+    wire.settle(|w| !w.model_events_of("response.create").is_empty())
+        .await;
+    let outputs = wire.model_events_of("conversation.item.create");
+    assert_eq!(outputs.len(), 1);
+    let output: Value =
+        serde_json::from_str(outputs[0]["item"]["output"].as_str().unwrap()).unwrap();
+    assert_eq!(output, json!({"ran": "get_time"}));
+    // The browser never saw the call of this server tool.
+    assert!(
+        wire.to_browser
+            .iter()
+            .all(|e| !e.to_string().contains("c1")),
+        "{:?}",
+        wire.to_browser
+    );
+
+    // The new set is declared between responses: the update comes before the continuation.
+    let kinds: Vec<&str> = wire
+        .to_model
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    let update = kinds.iter().position(|k| *k == "session.update");
+    let create = kinds.iter().position(|k| *k == "response.create");
+    assert!(update.is_some() && update < create, "{kinds:?}");
+    assert_eq!(
+        declared(&wire.model_events_of("session.update")[0].clone()),
+        ["get_time", "get_weather", "highlight"]
+    );
+
+    // A tool leaves; the refresher notices within its TTL; the next response's end declares it
+    // gone, and a call of it gets the catalog's answer.
+    tools.lock().unwrap().retain(|t| t["name"] != "get_weather");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    wire.model_all(&script::response_with_calls(
+        "r2",
+        &[("c2", "get_weather", "{}")],
+    ));
+    wire.settle(|w| w.model_events_of("response.create").len() == 2)
+        .await;
+    let updates = wire.model_events_of("session.update");
+    assert_eq!(updates.len(), 2, "{updates:?}");
+    assert_eq!(declared(&updates[1].clone()), ["get_time", "highlight"]);
+    let outputs = wire.model_events_of("conversation.item.create");
+    let gone = outputs[1]["item"]["output"].as_str().unwrap();
+    assert!(
+        gone.contains("get_weather") && gone.contains("error"),
+        "{gone}"
+    );
+}
