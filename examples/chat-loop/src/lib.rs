@@ -254,8 +254,13 @@ pub async fn converse(
         ),
     };
     let mut results = Vec::new();
+    // reqwest's rustls has no crypto provider of its own here: use ring for the process (an
+    // application that installed another keeps it).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     // One client for the whole conversation: its connection is reused request after request.
-    let client = reqwest::Client::new();
+    let client = reqwest::Client::builder()
+        .build()
+        .map_err(|e| format!("cannot set up the HTTP client: {e}"))?;
     for sent in 1..=max_requests {
         let request = match api {
             Api::Chat => json!({ "model": "fake-model", "messages": messages,

@@ -1096,6 +1096,10 @@ impl Session {
         let Some(live) = self.config.live_tools.clone() else {
             return;
         };
+        if tokio::runtime::Handle::try_current().is_err() {
+            let outcome = CallOutcome::failed(&call.call_id, CallError::no_runtime(&call.name));
+            return self.finish(&call.call_id.clone(), outcome);
+        }
         let ctx = self.scope.call(&call.name, &call.call_id);
         let guard = DoneGuard {
             tx: self.browser.tx.clone(),
@@ -1177,6 +1181,9 @@ impl Session {
             return;
         }
         self.continuation_waiting = false;
+        // A call may have taught the live tools something (a miss refreshes the catalog): the
+        // model answers with the set as it is now.
+        self.redeclare_if_changed();
         Counters::bump(&self.counters_ref().continuations);
         self.outputs
             .push_back(Output::ToModel(openai::response_create()));
