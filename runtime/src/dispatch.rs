@@ -255,19 +255,32 @@ pub async fn run_planned(
     route: Route,
     client: &dyn ClientPath,
 ) -> CallOutcome {
-    use tracing::field::Empty;
-    use tracing::Instrument;
     let location = match &route {
         Route::Server { .. } => "server",
         Route::Client { .. } => "client",
         Route::Notify { .. } => "client_notify",
         Route::Reject(_) => "rejected",
     };
+    let session = ctx.session_id().to_owned();
+    let run = run_route(registry, ctx, call, route, client);
+    traced(call, &session, location, run).await
+}
+
+/// Runs `run` (one call, routed to `location`) inside its `toolc.call` span, and records the
+/// outcome, error kind and duration on the span once it is over (see [`run_planned`]).
+pub(crate) async fn traced(
+    call: &ToolCall,
+    session: &str,
+    location: &'static str,
+    run: impl std::future::Future<Output = CallOutcome>,
+) -> CallOutcome {
+    use tracing::field::Empty;
+    use tracing::Instrument;
     let span = tracing::info_span!(
         "toolc.call",
         tool = %call.name,
         call_id = %call.call_id,
-        session = %ctx.session_id(),
+        session = %session,
         location,
         outcome = Empty,
         error = Empty,
@@ -275,9 +288,7 @@ pub async fn run_planned(
     );
     tracing::trace!(target: "toolc::payloads", parent: &span, arguments = %call.arguments, "call");
     let started = std::time::Instant::now();
-    let outcome = run_route(registry, ctx, call, route, client)
-        .instrument(span.clone())
-        .await;
+    let outcome = run.instrument(span.clone()).await;
     let duration_ms = started.elapsed().as_secs_f64() * 1e3;
     span.record("duration_ms", duration_ms);
     match &outcome.status {

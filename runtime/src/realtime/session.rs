@@ -1107,19 +1107,23 @@ impl Session {
             tool: call.name.clone(),
             sent: false,
         };
+        let session = self.scope.session_id().to_owned();
         let task = async move {
-            let outcome = match serde_json::from_str::<Value>(&call.arguments) {
-                Err(e) => {
-                    CallOutcome::failed(&call.call_id, CallError::invalid_json(&call.name, &e))
-                }
-                Ok(arguments) => match live.call(ctx, &call.name, arguments).await {
-                    Ok(value) => CallOutcome::ok(&call.call_id, value.to_string()),
+            let run = async {
+                match serde_json::from_str::<Value>(&call.arguments) {
                     Err(e) => {
-                        CallOutcome::failed(&call.call_id, CallError::tool_failed(&call.name, e))
+                        CallOutcome::failed(&call.call_id, CallError::invalid_json(&call.name, &e))
                     }
-                },
+                    Ok(arguments) => match live.call(ctx, &call.name, arguments).await {
+                        Ok(value) => CallOutcome::ok(&call.call_id, value.to_string()),
+                        Err(e) => CallOutcome::failed(
+                            &call.call_id,
+                            CallError::tool_failed(&call.name, e),
+                        ),
+                    },
+                }
             };
-            guard.send(outcome);
+            guard.send(dispatch::traced(&call, &session, "server_live", run).await);
         };
         tokio::spawn(tracing::Instrument::instrument(
             task,
