@@ -301,8 +301,9 @@ impl Pass<'_> {
             }
         }
         if let Some(Json::Array(examples)) = map.get("examples") {
-            for (i, example) in examples.iter().enumerate() {
-                if let Some(why) = self.rejects(map, &["default", "examples"], example) {
+            let verdicts = self.rejects_each(map, &["default", "examples"], examples);
+            for (i, (example, why)) in examples.iter().zip(verdicts).enumerate() {
+                if let Some(why) = why {
                     let at = format!("{pointer}/examples/{i}");
                     let span = match self.node.pointer(&at) {
                         Some((_, node)) => node.span,
@@ -343,7 +344,8 @@ impl Pass<'_> {
         let rejected: Vec<(usize, String)> = values
             .iter()
             .enumerate()
-            .filter_map(|(i, v)| self.rejects(map, &skip, v).map(|why| (i, why)))
+            .zip(self.rejects_each(map, &skip, values))
+            .filter_map(|((i, _), why)| why.map(|why| (i, why)))
             .collect();
         let all = rejected.len() == values.len();
         for (i, why) in rejected {
@@ -405,46 +407,67 @@ impl Pass<'_> {
     /// (or when it cannot be told: a `$ref` outside the definitions, a schema the validator
     /// cannot build; other passes report those).
     fn rejects(&self, schema: &Map<String, Json>, skip: &[&str], value: &Json) -> Option<String> {
-        let scalar = !matches!(value, Json::Array(_) | Json::Object(_));
+        self.rejects_each(schema, skip, std::slice::from_ref(value))
+            .pop()
+            .flatten()
+    }
+
+    /// [`Pass::rejects`] for several values of one schema (an `enum`, `examples`): the validator,
+    /// when one is needed, is built once for all of them, not once per value.
+    fn rejects_each(
+        &self,
+        schema: &Map<String, Json>,
+        skip: &[&str],
+        values: &[Json],
+    ) -> Vec<Option<String>> {
         let simple = schema.keys().all(|k| {
             skip.contains(&k.as_str())
                 || SCALAR_KEYWORDS.contains(&k.as_str())
                 || IGNORED_FOR_SCALARS.contains(&k.as_str())
                 || k.starts_with("x-")
         });
-        if scalar && simple {
-            return scalar_rejects(schema, skip, value);
-        }
-        self.validator_rejects(schema, skip, value)
+        let mut validator: Option<Option<jsonschema::Validator>> = None;
+        values
+            .iter()
+            .map(|value| {
+                if simple && !matches!(value, Json::Array(_) | Json::Object(_)) {
+                    return scalar_rejects(schema, skip, value);
+                }
+                let validator = validator.get_or_insert_with(|| self.validator(schema, skip));
+                let error = validator.as_ref()?.iter_errors(value).next()?;
+                Some(error.to_string())
+            })
+            .collect()
     }
 
-    fn validator_rejects(
+    /// The validator of `schema` without the `skip` keywords, with the root's definitions.
+    fn validator(
         &self,
         schema: &Map<String, Json>,
         skip: &[&str],
-        value: &Json,
-    ) -> Option<String> {
+    ) -> Option<jsonschema::Validator> {
         let mut reduced: Map<String, Json> = schema
             .iter()
             .filter(|(k, _)| !skip.contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let reduced_json = Json::Object(reduced.clone());
-        if !refs_resolve_in_definitions(&reduced_json, self.root) {
-            return None;
-        }
-        // The definitions come along, so that `#/$defs/...` resolves as it does in the root.
-        for key in ["$defs", "definitions"] {
-            if let Some(defs) = self.root.get(key) {
-                reduced.entry(key).or_insert_with(|| defs.clone());
+        let reduced = {
+            let resolvable = refs_resolve_in_definitions_map(&reduced, self.root);
+            if !resolvable {
+                return None;
             }
-        }
-        let validator = jsonschema::draft202012::options()
+            // The definitions come along, so that `#/$defs/...` resolves as in the root.
+            for key in ["$defs", "definitions"] {
+                if let Some(defs) = self.root.get(key) {
+                    reduced.entry(key).or_insert_with(|| defs.clone());
+                }
+            }
+            Json::Object(reduced)
+        };
+        jsonschema::draft202012::options()
             .should_validate_formats(false)
-            .build(&Json::Object(reduced))
-            .ok()?;
-        let error = validator.iter_errors(value).next()?;
-        Some(error.to_string())
+            .build(&reduced)
+            .ok()
     }
 }
 
@@ -459,21 +482,29 @@ fn push(pointer: &mut String, segment: &str) {
     pointer.push_str(&escape_segment(segment));
 }
 
+fn refs_resolve_in_definitions_map(schema: &Map<String, Json>, root: &Json) -> bool {
+    schema.iter().all(|(k, v)| ref_entry_resolves(k, v, root))
+}
+
 /// Whether every `$ref` in `schema` names a definition of `root` (so that a copy of `schema`
 /// with `root`'s definitions resolves them the same way).
 fn refs_resolve_in_definitions(schema: &Json, root: &Json) -> bool {
     match schema {
-        Json::Object(map) => map.iter().all(|(k, v)| match (k.as_str(), v) {
-            ("$ref", Json::String(r)) => {
-                (r.starts_with("#/$defs/") || r.starts_with("#/definitions/"))
-                    && resolve_ref(root, r).is_some()
-            }
-            ("$ref" | "$dynamicRef", _) => false,
-            ("enum" | "const" | "default" | "examples", _) => true,
-            _ => refs_resolve_in_definitions(v, root),
-        }),
+        Json::Object(map) => refs_resolve_in_definitions_map(map, root),
         Json::Array(items) => items.iter().all(|v| refs_resolve_in_definitions(v, root)),
         _ => true,
+    }
+}
+
+fn ref_entry_resolves(key: &str, value: &Json, root: &Json) -> bool {
+    match (key, value) {
+        ("$ref", Json::String(r)) => {
+            (r.starts_with("#/$defs/") || r.starts_with("#/definitions/"))
+                && resolve_ref(root, r).is_some()
+        }
+        ("$ref" | "$dynamicRef", _) => false,
+        ("enum" | "const" | "default" | "examples", _) => true,
+        _ => refs_resolve_in_definitions(value, root),
     }
 }
 
