@@ -63,10 +63,19 @@ fn is_inside(relative: &str) -> bool {
 /// removing them left empty; returns the files removed, in order.
 pub fn remove_outputs(dir: &Path, relative: &[String]) -> Vec<PathBuf> {
     let mut removed = Vec::new();
+    let Ok(root) = std::fs::canonicalize(dir) else {
+        return removed;
+    };
     for path in relative.iter().filter(|p| is_inside(p)) {
         let target = dir.join(path);
+        // A folder on the way may be a link out of the output folder: follow the path and
+        // remove only what really lies inside it.
+        let inside = target
+            .parent()
+            .and_then(|p| std::fs::canonicalize(p).ok())
+            .is_some_and(|p| p.starts_with(&root));
         let is_file = std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_file());
-        if is_file && std::fs::remove_file(&target).is_ok() {
+        if inside && is_file && std::fs::remove_file(&target).is_ok() {
             removed.push(target.clone());
             let mut folder = target.parent();
             while let Some(f) = folder.filter(|f| *f != dir && f.starts_with(dir)) {

@@ -181,6 +181,18 @@ fn build_removes_the_files_of_a_renamed_tool_and_nothing_else() {
             .success()
     );
     assert!(dir.join("victim.txt").exists());
+    // Nor does one that reaches outside through a folder that is a link.
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("keep.json"), "{}").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, out.join("providers/linked")).unwrap();
+    std::fs::write(out.join(".toolc-outputs"), "providers/linked/keep.json\n").unwrap();
+    assert!(
+        toolc(&["build", manifest.to_str().unwrap(), "--out", out_arg])
+            .status
+            .success()
+    );
+    assert!(elsewhere.join("keep.json").exists());
     let _ = std::fs::remove_dir_all(dir);
 }
 
