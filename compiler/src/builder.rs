@@ -28,6 +28,8 @@ pub struct Builder {
     out_dir: Option<PathBuf>,
     runtime_path: String,
     cargo_directives: bool,
+    baseline: Option<String>,
+    deny_breaking: bool,
 }
 
 impl Default for Builder {
@@ -37,6 +39,8 @@ impl Default for Builder {
             out_dir: None,
             runtime_path: RustOptions::default().runtime_path,
             cargo_directives: true,
+            baseline: None,
+            deny_breaking: false,
         }
     }
 }
@@ -109,6 +113,21 @@ impl Builder {
         self
     }
 
+    /// Compares each manifest with itself as it was at a git revision (a branch, tag or
+    /// commit; see `toolc diff --against-git`) and reports the changes that break the model or
+    /// code as warnings, or as errors with [`Builder::deny_breaking_changes`]. A manifest that
+    /// did not exist at the revision is all new, which breaks nothing.
+    pub fn baseline_git(mut self, revision: impl Into<String>) -> Builder {
+        self.baseline = Some(revision.into());
+        self
+    }
+
+    /// With a baseline, a breaking change fails the build instead of warning.
+    pub fn deny_breaking_changes(mut self, deny: bool) -> Builder {
+        self.deny_breaking = deny;
+        self
+    }
+
     /// Compiles every manifest. Each is checked on its own (each becomes its own module), and
     /// all problems of all manifests are reported before failing.
     pub fn compile(self) -> Result<(), BuildError> {
@@ -172,6 +191,26 @@ impl Builder {
                             println!("cargo::warning={line}");
                         }
                     }
+                    if let Some(revision) = &self.baseline {
+                        match self.breaking_changes(manifest, revision) {
+                            Ok(report) if report.is_empty() => {}
+                            Ok(report) if self.deny_breaking => {
+                                rendered.push_str(&report);
+                                continue;
+                            }
+                            Ok(report) => {
+                                if self.cargo_directives {
+                                    for line in report.lines() {
+                                        println!("cargo::warning={line}");
+                                    }
+                                }
+                            }
+                            Err(e) => {
+                                rendered.push_str(&format!("error: {e}\n"));
+                                continue;
+                            }
+                        }
+                    }
                     let options = RustOptions {
                         runtime_path: self.runtime_path.clone(),
                         server_trait: server_trait_for(&module),
@@ -198,6 +237,34 @@ impl Builder {
         } else {
             Err(self.fail(rendered))
         }
+    }
+
+    /// The breaking changes of `manifest` since `revision`, rendered; empty when there are none.
+    fn breaking_changes(&self, manifest: &Path, revision: &str) -> Result<String, String> {
+        let old = crate::diff::files_at_revision(&[manifest.to_path_buf()], revision)
+            .map_err(|e| format!("cannot read the baseline of `{}`: {e}", manifest.display()))?;
+        let new = crate::diff::read_paths(&[manifest.to_path_buf()]).map_err(|e| e.to_string())?;
+        let comparison = crate::diff::compare_sources(old, new);
+        let Some(changes) = comparison.changes else {
+            return Err(format!(
+                "the baseline of `{}` at `{revision}` has errors:\n{}",
+                manifest.display(),
+                comparison.session.render(false)
+            ));
+        };
+        let breaking: Vec<_> = changes
+            .into_iter()
+            .filter(|c| c.is_breaking(None))
+            .collect();
+        if breaking.is_empty() {
+            return Ok(String::new());
+        }
+        Ok(crate::diff::render_human(
+            &comparison.session.sources,
+            &breaking,
+            None,
+            false,
+        ))
     }
 
     fn fail(&self, rendered: String) -> BuildError {

@@ -179,6 +179,20 @@ impl HumanRenderer {
             Severity::Error => ("error", "\x1b[1;31m"),
             Severity::Warning => ("warning", "\x1b[1;33m"),
         };
+        self.render_headed(out, sources, d, word, colour, &[]);
+    }
+
+    /// Renders `d` under another heading than its severity (`toolc diff` prints `breaking`,
+    /// `compatible` and `info`), with `notes` as `= note:` lines before the help.
+    pub fn render_headed(
+        &self,
+        out: &mut String,
+        sources: &SourceMap,
+        d: &Diagnostic,
+        word: &str,
+        colour: &str,
+        notes: &[String],
+    ) {
         let (c, bold, blue, reset) = if self.colour {
             (colour, "\x1b[1m", "\x1b[1;34m", "\x1b[0m")
         } else {
@@ -210,6 +224,14 @@ impl HumanRenderer {
         }
         for label in &d.secondary {
             self.render_label(out, sources, label, gutter, '-', blue, blue, reset);
+        }
+        for note in notes {
+            let pad = " ".repeat(gutter);
+            let _ = writeln!(
+                out,
+                "{pad} {blue}={reset} {bold}note{reset}: {}",
+                shown(note)
+            );
         }
         if let Some(help) = &d.help {
             let pad = " ".repeat(gutter);
@@ -291,16 +313,30 @@ pub fn summary_line(errors: usize, warnings: usize) -> String {
     }
 }
 
+/// A label as JSON: where it starts and ends, and its message.
+#[derive(Debug, Serialize)]
+pub struct JsonLabel {
+    #[serde(flatten)]
+    position: Position,
+    end_line: usize,
+    end_column: usize,
+    message: String,
+}
+
+impl JsonLabel {
+    pub fn new(sources: &SourceMap, label: &Label) -> JsonLabel {
+        let (end_line, end_column) = sources.get(label.span.file).line_col(label.span.end);
+        JsonLabel {
+            position: position(sources, label.span),
+            end_line,
+            end_column,
+            message: label.message.clone(),
+        }
+    }
+}
+
 /// Diagnostics as JSON, one object per diagnostic, for editors and CI.
 pub fn render_json(sources: &SourceMap, diagnostics: &Diagnostics) -> String {
-    #[derive(Serialize)]
-    struct JsonLabel {
-        #[serde(flatten)]
-        position: Position,
-        end_line: usize,
-        end_column: usize,
-        message: String,
-    }
     #[derive(Serialize)]
     struct JsonDiagnostic<'a> {
         severity: Severity,
@@ -312,15 +348,7 @@ pub fn render_json(sources: &SourceMap, diagnostics: &Diagnostics) -> String {
         #[serde(skip_serializing_if = "Option::is_none")]
         help: Option<&'a str>,
     }
-    let label = |l: &Label| {
-        let (end_line, end_column) = sources.get(l.span.file).line_col(l.span.end);
-        JsonLabel {
-            position: position(sources, l.span),
-            end_line,
-            end_column,
-            message: l.message.clone(),
-        }
-    };
+    let label = |l: &Label| JsonLabel::new(sources, l);
     let mut out = String::new();
     for d in diagnostics.sorted() {
         let json = JsonDiagnostic {

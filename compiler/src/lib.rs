@@ -8,6 +8,7 @@ pub mod builder;
 pub mod checks;
 pub mod definition;
 pub mod diagnostic;
+pub mod diff;
 pub mod emit;
 pub mod fn_tools;
 pub mod ident;
@@ -83,8 +84,19 @@ impl Session {
     /// Loads and checks every manifest added. Returns the IR when there are no errors; warnings
     /// stay in [`Session::diagnostics`] either way.
     pub fn check(&mut self) -> Option<Ir> {
+        let files = self.manifests.clone();
+        let ir = self.check_files(&files);
+        // A file that could not be added (not UTF-8) fails the compilation too.
+        ir.filter(|_| !self.diagnostics.has_errors())
+    }
+
+    /// Loads and checks only `files` (each added before), as one set of tools: how `toolc diff`
+    /// holds two versions in one session, so that diagnostics and changes can quote both.
+    /// Returns the IR when these files have no errors.
+    pub fn check_files(&mut self, files: &[FileId]) -> Option<Ir> {
+        let errors_before = self.diagnostics.error_count();
         let mut tools = Vec::new();
-        for &file in &self.manifests {
+        for &file in files {
             tools.extend(manifest::load_file(
                 &self.sources,
                 file,
@@ -93,7 +105,7 @@ impl Session {
             ));
         }
         checks::check_tools(&tools, &mut self.diagnostics);
-        if self.diagnostics.has_errors() {
+        if self.diagnostics.error_count() > errors_before {
             None
         } else {
             Some(Ir { tools })

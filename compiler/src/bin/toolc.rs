@@ -69,6 +69,39 @@ enum Command {
     },
     /// Print the JSON Schema of the manifest format (the content of `toolc.schema.json`).
     ManifestSchema,
+    /// Compare two versions of the tools and report every change, and whom it breaks.
+    ///
+    /// `toolc diff OLD... --against NEW...` compares files or folders; `toolc diff FILES...
+    /// --against-git REF` compares the files as they were at REF (old) with the working tree
+    /// (new). Exits 1 when a change breaks the audiences looked at, 0 otherwise, 2 when the
+    /// versions cannot be read or checked.
+    #[command(verbatim_doc_comment)]
+    Diff {
+        /// The old version (with `--against-git`: the files in the working tree, the new version).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The new version: manifest files or folders.
+        #[arg(
+            long,
+            num_args = 1..,
+            conflicts_with = "against_git",
+            required_unless_present = "against_git"
+        )]
+        against: Vec<PathBuf>,
+        /// Compare with FILES as they were at this git revision (a branch, tag or commit).
+        #[arg(long, value_name = "REF")]
+        against_git: Option<String>,
+        /// Judge changes for one audience only: `model` (the arguments it writes) or `code`
+        /// (executors, handlers, readers of results, generated names).
+        #[arg(long, value_enum)]
+        only: Option<OnlyAudience>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum OnlyAudience {
+    Model,
+    Code,
 }
 
 /// Exit statuses: 0 success, 1 a manifest has errors, 2 usage or I/O error.
@@ -142,6 +175,12 @@ fn run(cli: &Cli) -> Result<(), u8> {
             exit_without_freeing((session, ir, outputs));
             Ok(())
         }
+        Command::Diff {
+            files,
+            against,
+            against_git,
+            only,
+        } => diff(cli, files, against, against_git.as_deref(), *only),
         Command::ManifestSchema => {
             let text = toolc::manifest_schema::manifest_json_schema_text();
             std::io::stdout()
@@ -166,6 +205,59 @@ fn run(cli: &Cli) -> Result<(), u8> {
                 .map_err(|_| USAGE_OR_IO)?;
             Ok(())
         }
+    }
+}
+
+/// Exit status of `toolc diff` when a change breaks the audiences looked at.
+const BREAKING_CHANGES: u8 = 1;
+
+fn diff(
+    cli: &Cli,
+    files: &[PathBuf],
+    against: &[PathBuf],
+    against_git: Option<&str>,
+    only: Option<OnlyAudience>,
+) -> Result<(), u8> {
+    use toolc::diff::{self, Audience};
+    let io_error = |e: &dyn std::fmt::Display| {
+        eprintln!("error: {e}");
+        USAGE_OR_IO
+    };
+    let (old, new) = match against_git {
+        Some(revision) => (
+            diff::files_at_revision(files, revision).map_err(|e| io_error(&e))?,
+            diff::read_paths(files).map_err(|e| io_error(&e))?,
+        ),
+        None => (
+            diff::read_paths(files).map_err(|e| io_error(&e))?,
+            diff::read_paths(against).map_err(|e| io_error(&e))?,
+        ),
+    };
+    let only = only.map(|o| match o {
+        OnlyAudience::Model => Audience::Model,
+        OnlyAudience::Code => Audience::Code,
+    });
+    let comparison = diff::compare_sources(old, new);
+    let session = &comparison.session;
+    let Some(changes) = &comparison.changes else {
+        print_diagnostics(cli, session);
+        eprintln!("cannot compare: a version has errors");
+        return Err(USAGE_OR_IO);
+    };
+    // Warnings of either version are `toolc check`'s business: stdout holds only the changes.
+    let summary = diff::Summary::of(changes, only);
+    match cli.message_format {
+        MessageFormat::Human => {
+            let colour = std::io::stdout().is_terminal();
+            let text = diff::render_human(&session.sources, changes, only, colour);
+            print!("{text}");
+        }
+        MessageFormat::Json => print!("{}", diff::render_json(&session.sources, changes, only)),
+    }
+    if summary.breaking > 0 {
+        Err(BREAKING_CHANGES)
+    } else {
+        Ok(())
     }
 }
 

@@ -59,6 +59,36 @@ impl Default for RustOptions {
     }
 }
 
+/// The names the generated module gives each tool's types and its server trait method, in tool
+/// order: what code that uses the module depends on. (Fields and variants are named after
+/// properties and enum values, which a schema comparison reports on its own.)
+pub(crate) fn public_names(ir: &Ir) -> Vec<Vec<String>> {
+    let plan = Gen::new(ir, "Server").plan();
+    plan.names
+        .iter()
+        .zip(&plan.items)
+        .zip(&ir.tools)
+        .map(|((names, items), tool)| {
+            let mut out = vec![format!("type `{}`", names.marker)];
+            for item in items {
+                match item {
+                    Item::Struct { name, .. }
+                    | Item::Enum { name, .. }
+                    | Item::Alias { name, .. } => out.push(format!("type `{name}`")),
+                    Item::DefaultFn { .. } => {}
+                }
+            }
+            if tool.def.location == Location::Server {
+                out.push(format!(
+                    "trait method `{}`",
+                    field_ident_text(&tool.def.name)
+                ));
+            }
+            out
+        })
+        .collect()
+}
+
 /// The server trait's name for a manifest: `support.tools.yaml` → `SupportServer`.
 pub fn server_trait_for(manifest_stem: &str) -> String {
     format!("{}Server", type_ident_text(manifest_stem))

@@ -121,6 +121,33 @@ pub fn stubs_importing(ir: &Ir, import_path: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The names `tools.ts` and the stubs give each tool (its argument, result and `$defs` types;
+/// a client tool's handler function), in tool order: what code that imports them depends on.
+pub(crate) fn public_names(ir: &Ir) -> Vec<Vec<String>> {
+    allocate_names(ir)
+        .into_iter()
+        .zip(&ir.tools)
+        .map(|(names, tool)| {
+            let mut out = vec![format!("type `{}`", names.args)];
+            out.push(format!("type `{}`", names.result));
+            for name in names
+                .parameter_defs
+                .values()
+                .chain(names.return_defs.values())
+            {
+                out.push(format!("type `{name}`"));
+            }
+            if tool.def.location == Location::Client {
+                out.push(format!(
+                    "stub function `{}`",
+                    handler_function_name(&tool.def.name)
+                ));
+            }
+            out
+        })
+        .collect()
+}
+
 /// The exported name of a tool's handler function in its stub.
 pub fn handler_function_name(tool: &str) -> String {
     format!("handle{}", pascal_case(tool))
