@@ -21,6 +21,13 @@ pub trait LiveTools: Send + Sync + 'static {
     /// replace or remove.
     fn is_live(&self, name: &str) -> bool;
 
+    /// Whether the live tool `name` runs only for a signed-in user; the text-marker catalog
+    /// says so to the model. The default: none does.
+    fn requires_auth(&self, name: &str) -> bool {
+        let _ = name;
+        false
+    }
+
     /// Runs a call of a tool the registry does not know, with arguments that are JSON but not
     /// yet checked (the source validates them against its own schema). A tool it does not have
     /// either fails with a readable error.

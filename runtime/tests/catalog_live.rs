@@ -154,3 +154,85 @@ async fn tools_that_join_or_leave_the_catalog_reach_running_sessions() {
         "{gone}"
     );
 }
+
+/// With the text-marker flow the tools are declared in the instructions: those follow the live
+/// catalog too, and keep the instructions the application and then the browser set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn marker_instructions_follow_the_live_catalog_and_keep_the_browsers_own() {
+    use toolc_runtime::markers::{MarkerFlowConfig, MarkerTag};
+
+    let mut needs_sign_in = tool("get_balance");
+    needs_sign_in["requires_auth"] = json!(true);
+    let tools: Tools = Arc::new(Mutex::new(vec![tool("get_weather")]));
+    let base = catalog(tools.clone()).await;
+    let client = Arc::new(
+        CatalogClient::new(&base)
+            .unwrap()
+            .with_ttl(Duration::from_millis(100)),
+    );
+    let discovered = client.server_tools().await.unwrap();
+    let local = definitions_from_str(
+        "l.tools.yaml",
+        "version: 1\ntools:\n  - name: highlight\n    description: Highlight.\n    location: client\n",
+    )
+    .unwrap();
+    let builder = Registry::builder().definitions(local.clone());
+    let registry = Arc::new(
+        discovered
+            .merge_into(builder, &local, None)
+            .unwrap()
+            .build()
+            .unwrap(),
+    );
+    let live = LiveCatalog::new(&discovered, None);
+    let _refresher = live.spawn_refresher();
+    let tag = MarkerTag::new("CALL").unwrap();
+    let mut config = SessionConfig::new(&registry);
+    config.filler_delay = None;
+    config.live_tools = Some(live.clone());
+    config.markers = Some(Arc::new(MarkerFlowConfig::for_registry(
+        tag,
+        &registry,
+        |_| false,
+    )));
+    config
+        .session
+        .insert("instructions".into(), json!("You are a helpful agent."));
+    let mut wire = Wire::new(Session::new(registry, Arc::new(config)));
+    let first: Value = serde_json::from_str(&wire.session.session_update()).unwrap();
+    let text = first["session"]["instructions"].as_str().unwrap();
+    assert!(
+        text.starts_with("You are a helpful agent.\n\n# Tools"),
+        "{text}"
+    );
+    assert!(text.contains("\n## get_weather\n") && text.contains("\n## highlight\n"));
+
+    // The browser sets its own instructions: the catalog stays after them.
+    wire.browser(&json!({"type": "session.update", "session": {"type": "realtime", "instructions": "Answer in French."}}));
+    let forwarded = wire.model_events_of("session.update");
+    let text = forwarded[0]["session"]["instructions"].as_str().unwrap();
+    assert!(text.starts_with("Answer in French.\n\n# Tools"), "{text}");
+    assert!(!text.contains("helpful agent"), "{text}");
+
+    // Tools join and leave the catalog; the refresher sees it; the next response's end declares
+    // the new catalog in the instructions, after the browser's.
+    {
+        let mut tools = tools.lock().unwrap();
+        tools.retain(|t| t["name"] != "get_weather");
+        tools.push(needs_sign_in);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    wire.model(&script::response_created("r1"));
+    wire.model(&script::response_done("r1", Vec::new()));
+    let updates = wire.model_events_of("session.update");
+    assert_eq!(updates.len(), 2, "{updates:?}");
+    let text = updates[1]["session"]["instructions"].as_str().unwrap();
+    assert!(text.starts_with("Answer in French.\n\n# Tools"), "{text}");
+    assert!(text.contains("\n## get_balance\n"), "{text}");
+    assert!(!text.contains("get_weather"), "{text}");
+    assert!(text.contains("\n## highlight\n"), "{text}");
+    // The catalog's `requires_auth` reaches the model's text.
+    let balance = &text[text.find("## get_balance").unwrap()..];
+    assert!(balance.contains("Requires authorization: yes"), "{balance}");
+    assert_eq!(declared(&updates[1].clone()), ["get_balance", "highlight"]);
+}

@@ -775,6 +775,8 @@ struct LiveState {
     declarations: Arc<Vec<Value>>,
     /// Every name the catalog has had: their declarations are the catalog's to replace.
     names: BTreeSet<String>,
+    /// The tools that require authorization now.
+    requires_auth: BTreeSet<String>,
 }
 
 impl fmt::Debug for LiveCatalog {
@@ -799,6 +801,7 @@ impl LiveCatalog {
                 generation: 0,
                 declarations: Arc::new(Vec::new()),
                 names: BTreeSet::new(),
+                requires_auth: BTreeSet::new(),
             })),
         };
         observe(&live.state, &tools.catalog);
@@ -835,6 +838,12 @@ fn observe(state: &std::sync::Mutex<LiveState>, catalog: &Catalog) {
     state
         .names
         .extend(catalog.tools.iter().map(|t| t.name.clone()));
+    state.requires_auth = catalog
+        .tools
+        .iter()
+        .filter(|t| t.requires_auth)
+        .map(|t| t.name.clone())
+        .collect();
     if *state.declarations != declarations {
         state.declarations = Arc::new(declarations);
         state.generation += 1;
@@ -850,6 +859,11 @@ impl crate::live::LiveTools for LiveCatalog {
     fn is_live(&self, name: &str) -> bool {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.names.contains(name)
+    }
+
+    fn requires_auth(&self, name: &str) -> bool {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.requires_auth.contains(name)
     }
 
     fn call(&self, ctx: CallContext, name: &str, arguments: Value) -> crate::ToolFuture {

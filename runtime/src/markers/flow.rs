@@ -43,6 +43,7 @@ use super::{
 };
 use crate::dispatch::{CallOutcome, Status};
 use crate::error::{CallError, CallErrorKind};
+use crate::live::LiveTools;
 use crate::realtime::openai::{self, str_field, Head};
 use crate::realtime::Verdict;
 use crate::{Registry, ToolDefinition};
@@ -108,7 +109,16 @@ pub struct MarkerFlowConfig {
     tag: MarkerTag,
     max_marker_len: usize,
     instructions: String,
+    /// What the catalog text was made of, to make it again with the live tools of a session
+    /// ([`crate::live::LiveTools`]); `None` for a flow made from text.
+    source: Option<CatalogSource>,
     counters: Arc<MarkerCounters>,
+}
+
+/// The registry's definitions and which of them require authorization.
+struct CatalogSource {
+    definitions: Vec<ToolDefinition>,
+    requires_auth: HashSet<String>,
 }
 
 impl fmt::Debug for MarkerFlowConfig {
@@ -129,6 +139,7 @@ impl MarkerFlowConfig {
             tag,
             max_marker_len: DEFAULT_MAX_MARKER_LEN,
             instructions: instructions.into(),
+            source: None,
             counters: Arc::new(MarkerCounters::default()),
         }
     }
@@ -140,8 +151,42 @@ impl MarkerFlowConfig {
         registry: &Registry,
         requires_auth: impl Fn(&ToolDefinition) -> bool,
     ) -> MarkerFlowConfig {
-        let instructions = catalog_instructions(registry.definitions(), &tag, requires_auth);
-        MarkerFlowConfig::new(tag, instructions)
+        let definitions: Vec<ToolDefinition> = registry.definitions().cloned().collect();
+        let requires_auth: HashSet<String> = definitions
+            .iter()
+            .filter(|d| requires_auth(d))
+            .map(|d| d.name.clone())
+            .collect();
+        let instructions =
+            catalog_instructions(&definitions, &tag, |d| requires_auth.contains(&d.name));
+        let mut config = MarkerFlowConfig::new(tag, instructions);
+        config.source = Some(CatalogSource {
+            definitions,
+            requires_auth,
+        });
+        config
+    }
+
+    /// The catalog text for a session whose tools include `live` ones (a live remote catalog):
+    /// the registry's tools that are not live, then the live tools as they are now, so that the
+    /// text follows the catalog like the native declarations do. Without live tools, or for a
+    /// flow made from text ([`MarkerFlowConfig::new`]), the text is the one given.
+    pub fn instructions_with(&self, live: Option<&dyn LiveTools>) -> std::borrow::Cow<'_, str> {
+        let (Some(live), Some(source)) = (live, &self.source) else {
+            return std::borrow::Cow::Borrowed(&self.instructions);
+        };
+        let (_, declarations) = live.declarations();
+        let mut tools: Vec<ToolDefinition> = source
+            .definitions
+            .iter()
+            .filter(|d| !live.is_live(&d.name))
+            .cloned()
+            .collect();
+        tools.extend(declarations.iter().filter_map(live_definition));
+        let text = catalog_instructions(&tools, &self.tag, |d| {
+            source.requires_auth.contains(&d.name) || live.requires_auth(&d.name)
+        });
+        std::borrow::Cow::Owned(text)
     }
 
     /// The largest marker accepted (see [`MarkerScanner::with_max_marker_len`]).
@@ -171,10 +216,7 @@ impl MarkerFlowConfig {
 
     /// `theirs` followed by the catalog, or the catalog alone.
     pub fn merged_instructions(&self, theirs: Option<&str>) -> String {
-        match theirs.map(str::trim_end) {
-            Some(t) if !t.is_empty() => format!("{t}\n\n{}", self.instructions),
-            _ => self.instructions.clone(),
-        }
+        merge(theirs, &self.instructions)
     }
 
     /// Adds the catalog to the `session` object of the relay's first `session.update`.
@@ -187,16 +229,30 @@ impl MarkerFlowConfig {
     /// would otherwise replace the catalog); one without instructions keeps the catalog already
     /// declared. A transcription session is left alone.
     pub fn merge_into_session_update(&self, event: &mut Value) {
-        let Some(session) = event.get_mut("session").and_then(Value::as_object_mut) else {
-            return;
-        };
+        self.merge_catalog_into_session_update(event, &self.instructions);
+    }
+
+    /// [`MarkerFlowConfig::merge_into_session_update`] with the catalog text `catalog`; returns
+    /// the browser's own instructions when it set some, for the session to keep them when it
+    /// declares the catalog again.
+    pub(crate) fn merge_catalog_into_session_update(
+        &self,
+        event: &mut Value,
+        catalog: &str,
+    ) -> Option<String> {
+        let session = event.get_mut("session").and_then(Value::as_object_mut)?;
         if session.get("type").and_then(Value::as_str) == Some("transcription") {
-            return;
+            return None;
         }
-        if let Some(Value::String(theirs)) = session.get("instructions") {
-            let merged = self.merged_instructions(Some(theirs));
-            session.insert("instructions".into(), Value::String(merged));
-        }
+        let Some(Value::String(theirs)) = session.get("instructions") else {
+            return None;
+        };
+        let theirs = theirs.clone();
+        session.insert(
+            "instructions".into(),
+            Value::String(merge(Some(&theirs), catalog)),
+        );
+        Some(theirs)
     }
 
     /// `text` with every marker removed, or `None` when it has none (nothing to rewrite).
@@ -214,6 +270,35 @@ impl MarkerFlowConfig {
         scanner.finish(&mut sink);
         (visible != text).then_some(visible)
     }
+}
+
+/// `theirs` followed by `catalog`, or `catalog` alone.
+pub(crate) fn merge(theirs: Option<&str>, catalog: &str) -> String {
+    match theirs.map(str::trim_end) {
+        Some(t) if !t.is_empty() => format!("{t}\n\n{catalog}"),
+        _ => catalog.to_owned(),
+    }
+}
+
+/// A live tool's realtime declaration as the definition the catalog text is made from.
+fn live_definition(declaration: &Value) -> Option<ToolDefinition> {
+    Some(ToolDefinition {
+        name: declaration.get("name")?.as_str()?.to_owned(),
+        description: declaration
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        location: crate::Location::Server,
+        parameters: declaration
+            .get("parameters")
+            .cloned()
+            .unwrap_or_else(ToolDefinition::empty_parameters),
+        returns: None,
+        timeout: None,
+        wait_for_response: true,
+        filler: Vec::new(),
+    })
 }
 
 /// What the scanner found in a model event, for the session to run.

@@ -515,6 +515,9 @@ pub struct Session {
     declarations: Vec<Value>,
     /// The generation of the live tools' declarations in `declarations`.
     live_generation: Option<u64>,
+    /// The instructions the application or the browser set last, without the marker catalog:
+    /// kept so that a catalog declared again (live tools changed) does not replace them.
+    their_instructions: Option<String>,
 }
 
 impl fmt::Debug for Session {
@@ -542,6 +545,11 @@ impl Session {
         };
         let markers = config.markers.clone().map(MarkerFlow::new);
         let (declarations, live_generation) = declared_now(&config);
+        let their_instructions = config
+            .session
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let session = Session {
             registry,
             config,
@@ -560,6 +568,7 @@ impl Session {
             scope: SessionScope::new(),
             declarations,
             live_generation,
+            their_instructions,
         };
         (session, SessionEvents { rx })
     }
@@ -583,10 +592,21 @@ impl Session {
     pub fn session_update(&self) -> String {
         let mut session = self.config.session.clone();
         session.insert("tools".into(), Value::Array(self.declarations.clone()));
-        if let Some(markers) = &self.config.markers {
-            markers.merge_into_session(&mut session);
+        if let Some(instructions) = self.marker_instructions() {
+            session.insert("instructions".into(), Value::String(instructions));
         }
         openai::session_update(session)
+    }
+
+    /// With the marker flow: the application's or browser's instructions followed by the
+    /// catalog of the tools as they are now (live ones included).
+    fn marker_instructions(&self) -> Option<String> {
+        let markers = self.config.markers.as_ref()?;
+        let catalog = markers.instructions_with(self.config.live_tools.as_deref());
+        Some(crate::markers::flow::merge(
+            self.their_instructions.as_deref(),
+            &catalog,
+        ))
     }
 
     pub fn counters(&self) -> &Arc<Counters> {
@@ -1147,6 +1167,11 @@ impl Session {
         let mut session = Map::new();
         session.insert("type".into(), Value::String("realtime".into()));
         session.insert("tools".into(), Value::Array(self.declarations.clone()));
+        // Marker tools are declared in the instructions: those follow the tools too, with
+        // what the application or browser set first.
+        if let Some(instructions) = self.marker_instructions() {
+            session.insert("instructions".into(), Value::String(instructions));
+        }
         tracing::info!(
             session = %self.scope.session_id(),
             tools = self.declarations.len(),
@@ -1412,8 +1437,13 @@ impl Session {
                     return Verdict::Forward;
                 };
                 let merge = openai::merge_session_update(&mut v, &self.declarations);
-                if let Some(markers) = &self.config.markers {
-                    markers.merge_into_session_update(&mut v);
+                if let Some(markers) = self.config.markers.clone() {
+                    let catalog = markers.instructions_with(self.config.live_tools.as_deref());
+                    if let Some(theirs) =
+                        markers.merge_catalog_into_session_update(&mut v, &catalog)
+                    {
+                        self.their_instructions = Some(theirs);
+                    }
                 }
                 for name in merge.dropped_tools {
                     self.note(Note::BrowserToolDropped { name });
