@@ -634,31 +634,30 @@ fn parse_timeout_field(v: &Node, what: &str, diags: &mut Diagnostics) -> Option<
             return None;
         }
         _ => {
-            diags.push(type_error(
-                "timeout",
-                "a duration such as `250ms`, `5s` or `2m`",
-                v,
-            ));
+            diags.push(type_error("timeout", TIMEOUT_GRAMMAR, v));
             return None;
         }
     };
-    match parse_duration(&text) {
-        Err(why) => {
+    match parse_timeout(&text) {
+        Err(TimeoutError::Invalid(why)) => {
             diags.push(
                 Diagnostic::error(
                     "toolc::invalid-timeout",
                     format!("invalid timeout `{text}` for {what}: {why}"),
                 )
-                .at(v.span, "expected a number followed by `ms`, `s` or `m`")
-                .help("write e.g. `250ms`, `5s` or `2m`"),
+                .at(
+                    v.span,
+                    "expected a number followed by `ms`, `s`, `m` or `h`",
+                )
+                .help(format!("write {TIMEOUT_GRAMMAR}")),
             );
             None
         }
-        Ok(d) if d.is_zero() || d > MAX_TIMEOUT => {
+        Err(TimeoutError::OutOfRange) => {
             diags.push(
                 Diagnostic::error("toolc::timeout-out-of-range", format!("timeout `{text}` of {what} is out of range"))
                     .at(v.span, "must be more than 0 and at most 1h")
-                    .help("pick a deadline between `1ms` and `60m`; a tool that needs longer should start a job and return at once"),
+                    .help("pick a deadline between `1ms` and `1h`; a tool that needs longer should start a job and return at once"),
             );
             None
         }
@@ -666,26 +665,56 @@ fn parse_timeout_field(v: &Node, what: &str, diags: &mut Diagnostics) -> Option<
     }
 }
 
-/// Parses `250ms`, `5s`, `1.5s`, `2m`, `1h`.
+/// The one timeout grammar, for manifests, `#[tool(timeout = "...")]` and `toolc.schema.json`:
+/// a number (a fraction is allowed) right before its unit, `ms`, `s`, `m` or `h`, with nothing
+/// around them. The value must be whole milliseconds, more than 0 and at most 1h.
+pub const TIMEOUT_PATTERN: &str = "^[0-9]+(\\.[0-9]+)?(ms|s|m|h)$";
+
+/// The grammar in words, for diagnostics and the editor schema.
+pub const TIMEOUT_GRAMMAR: &str =
+    "a number followed by `ms`, `s`, `m` or `h`, such as `250ms`, `1.5s`, `2m` or `1h`";
+
+/// Parses a duration of [`TIMEOUT_PATTERN`]: `250ms`, `5s`, `1.5s`, `2m`, `1h`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     if number.is_empty() {
-        return Err("it does not start with a number".into());
+        return Err(if text.trim_start() != text {
+            "it starts with a space".into()
+        } else {
+            "it does not start with a number".into()
+        });
     }
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("`{number}` is not a number"))?;
-    let millis = match unit.trim() {
+    let well_formed = match number.split_once('.') {
+        None => true,
+        Some((whole, fraction)) => {
+            !whole.is_empty() && !fraction.is_empty() && !fraction.contains('.')
+        }
+    };
+    let value: f64 = match number.parse() {
+        Ok(v) if well_formed => v,
+        _ => return Err(format!("`{number}` is not a number")),
+    };
+    let millis = match unit {
         "ms" => value,
         "s" => value * 1e3,
-        "m" | "min" => value * 60e3,
+        "m" => value * 60e3,
         "h" => value * 3600e3,
         "" => return Err("it has no unit".into()),
-        other => return Err(format!("unknown unit `{other}`")),
+        other if matches!(other.trim(), "ms" | "s" | "m" | "h") => {
+            return Err(format!(
+                "no space may come between the number and the unit: write `{number}{}`",
+                other.trim()
+            ))
+        }
+        other => {
+            return Err(format!(
+                "unknown unit `{}` (the units are `ms`, `s`, `m` and `h`)",
+                other.trim()
+            ))
+        }
     };
     if !millis.is_finite() || millis > 1e12 {
         return Err("the number is too large".into());
@@ -694,6 +723,24 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err("durations are whole milliseconds".into());
     }
     Ok(Duration::from_millis(millis as u64))
+}
+
+/// A timeout: a duration of the grammar, more than 0 and at most [`MAX_TIMEOUT`].
+pub fn parse_timeout(text: &str) -> Result<Duration, TimeoutError> {
+    let d = parse_duration(text).map_err(TimeoutError::Invalid)?;
+    if d.is_zero() || d > MAX_TIMEOUT {
+        return Err(TimeoutError::OutOfRange);
+    }
+    Ok(d)
+}
+
+/// Why a timeout was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TimeoutError {
+    /// Not of the grammar; says why.
+    Invalid(String),
+    /// 0, or more than 1h.
+    OutOfRange,
 }
 
 #[cfg(test)]
@@ -706,9 +753,58 @@ mod tests {
         assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("5").is_err());
-        assert!(parse_duration("5 parsecs").is_err());
-        assert!(parse_duration("s").is_err());
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        for refused in [
+            "5",
+            "5 parsecs",
+            "s",
+            "5 s",
+            " 5s",
+            "5s ",
+            ".5s",
+            "5.s",
+            "1.2.3s",
+            "5min",
+            "5S",
+            "1.5ms",
+            "5sec",
+        ] {
+            assert!(parse_duration(refused).is_err(), "{refused}");
+        }
+        assert_eq!(parse_timeout("0s"), Err(TimeoutError::OutOfRange));
+        assert_eq!(parse_timeout("61m"), Err(TimeoutError::OutOfRange));
+        assert_eq!(parse_timeout("60m"), Ok(Duration::from_secs(3600)));
+    }
+
+    /// The parser and the editor schema's pattern are one grammar: whatever the pattern
+    /// accepts parses (unless it is a fraction of a millisecond or absurdly large), and whatever
+    /// parses matches the pattern.
+    #[test]
+    fn the_parser_and_the_schema_pattern_agree() {
+        let pattern =
+            jsonschema::validator_for(&serde_json::json!({"pattern": TIMEOUT_PATTERN})).unwrap();
+        let schema = crate::manifest_schema::manifest_json_schema();
+        let timeout = &schema["$defs"]["Tool"]["properties"]["timeout"];
+        assert_eq!(timeout["pattern"], TIMEOUT_PATTERN, "{timeout}");
+        let alphabet = ['0', '1', '5', '.', 'm', 's', 'h', 'i', 'n', ' '];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let len = 1 + (seed % 6) as usize;
+            let text: String = (0..len)
+                .map(|i| alphabet[((seed >> (i * 5)) % alphabet.len() as u64) as usize])
+                .collect();
+            let matches = pattern.is_valid(&serde_json::Value::String(text.clone()));
+            match parse_duration(&text) {
+                Ok(_) => assert!(matches, "`{text}` parses but the pattern refuses it"),
+                Err(why) => assert!(
+                    !matches || why.contains("whole milliseconds") || why.contains("too large"),
+                    "`{text}` matches the pattern but does not parse: {why}"
+                ),
+            }
+        }
     }
 
     /// Tools, spans and diagnostics from the file parsed in parts are those of the file parsed

@@ -32,9 +32,12 @@ fn tool_field(name: &str) -> Value {
             "$ref": "https://json-schema.org/draft/2020-12/schema"
         }),
         "timeout" => json!({
-            "description": "Deadline: for server tools the executor's, for client tools the browser's reply (default 10s). A whole number followed by `ms`, `s`, `m` or `h`, at most 1h.",
+            "description": format!(
+                "Deadline: for server tools the executor's, for client tools the browser's reply (default 10s). Written as {}: whole milliseconds, more than 0 and at most 1h.",
+                crate::manifest::TIMEOUT_GRAMMAR
+            ),
             "type": "string",
-            "pattern": "^[0-9]+(\\.[0-9]+)?(ms|s|m|min|h)$"
+            "pattern": crate::manifest::TIMEOUT_PATTERN
         }),
         "wait_for_response" => json!({
             "description": "Client tools only. `false` makes the tool fire-and-forget: the model is answered at once.",

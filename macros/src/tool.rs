@@ -48,12 +48,24 @@ fn parse_options(attr: TokenStream, errors: &mut Errors) -> Options {
             "wait_for_response" => o.wait_for_response = Some(meta.value()?.parse()?),
             "timeout" => {
                 let lit: syn::LitStr = meta.value()?.parse()?;
-                match toolc::manifest::parse_duration(&lit.value()) {
+                // The manifests' grammar and range, so a timeout means the same in both.
+                match toolc::manifest::parse_timeout(&lit.value()) {
                     Ok(d) => o.timeout = Some((lit, d.as_millis() as u64)),
                     // Reported without stopping, so the other options are still checked.
-                    Err(why) => late.push(syn::Error::new(
+                    Err(toolc::manifest::TimeoutError::Invalid(why)) => late.push(syn::Error::new(
                         lit.span(),
-                        format!("invalid timeout `{}`: {why}; write e.g. \"5s\" or \"500ms\"", lit.value()),
+                        format!(
+                            "invalid timeout `{}`: {why}; write {}",
+                            lit.value(),
+                            toolc::manifest::TIMEOUT_GRAMMAR
+                        ),
+                    )),
+                    Err(toolc::manifest::TimeoutError::OutOfRange) => late.push(syn::Error::new(
+                        lit.span(),
+                        format!(
+                            "timeout `{}` is out of range: it must be more than 0 and at most 1h",
+                            lit.value()
+                        ),
                     )),
                 }
             }

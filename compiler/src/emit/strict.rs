@@ -257,10 +257,10 @@ impl Strict<'_> {
                 // Constraints strict mode cannot decode by, but that lose nothing when stated in
                 // the description: the runtime validates every call against the original schema
                 // before an executor or the browser sees it, and the model reads the description.
-                "minLength" => notes.push(format!("At least {} characters.", compact(value))),
-                "maxLength" => notes.push(format!("At most {} characters.", compact(value))),
-                "minProperties" => notes.push(format!("At least {} entries.", compact(value))),
-                "maxProperties" => notes.push(format!("At most {} entries.", compact(value))),
+                "minLength" => notes.push(format!("At least {}.", counted(value, "character"))),
+                "maxLength" => notes.push(format!("At most {}.", counted(value, "character"))),
+                "minProperties" => notes.push(format!("At least {}.", counted(value, "entry"))),
+                "maxProperties" => notes.push(format!("At most {}.", counted(value, "entry"))),
                 "uniqueItems" if value == &Value::Bool(true) => {
                     notes.push("Items must be unique.".to_owned());
                 }
@@ -433,6 +433,20 @@ fn append_description(map: &mut Map<String, Value>, note: &str) {
         _ => note.to_owned(),
     };
     map.insert("description".into(), Value::String(text));
+}
+
+/// `1 character`, `2 characters`, `1 entry`, `3 entries`: a bound with its noun.
+fn counted(value: &Value, noun: &str) -> String {
+    let plural = match noun.strip_suffix('y') {
+        Some(stem) => format!("{stem}ies"),
+        None => format!("{noun}s"),
+    };
+    let word = if value.as_f64() == Some(1.0) {
+        noun
+    } else {
+        &plural
+    };
+    format!("{} {word}", compact(value))
 }
 
 fn compact(value: &Value) -> String {

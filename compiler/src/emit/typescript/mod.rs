@@ -99,7 +99,8 @@ pub fn generate(ir: &Ir) -> String {
     out
 }
 
-/// One handler skeleton per client tool, `<tool>.ts`, importing from `./tools.js`.
+/// One handler skeleton per client tool, `<tool>.ts`, importing from `./tools.js` (the CLI's
+/// `--ts-stubs` computes the path from the stubs' folder to `--out` instead).
 pub fn stubs(ir: &Ir) -> Vec<(String, String)> {
     stubs_importing(ir, DEFAULT_STUB_IMPORT)
 }
@@ -541,10 +542,16 @@ fn stub(def: &ToolDefinition, names: &ToolNames, import_path: &str) -> String {
         doc.push_str("\n\nFire-and-forget: the model does not wait for this result.");
     }
     doc_comment(&doc, 0, &mut out);
+    // Where a thrown error goes depends on whether anyone waits for the result.
+    let thrown = if def.wait_for_response {
+        "A thrown error reaches the model as {\"error\": \"...\"}, so it can tell the user."
+    } else {
+        "Nobody waits for this result: a thrown error goes to the dispatcher's `onError`."
+    };
     let _ = writeln!(
         out,
         "export async function {function}(\n  args: {args},\n  call: ToolCallInfo,\n): Promise<{result}> {{\n  \
-         // A thrown error reaches the model as {{\"error\": \"...\"}}, so it can tell the user.\n  \
+         // {thrown}\n  \
          throw new Error(\n    `{name} is not implemented yet (call ${{call.callId}}, arguments ${{JSON.stringify(args)}})`,\n  );\n}}",
         args = names.args,
         result = names.result,
