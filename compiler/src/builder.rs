@@ -183,6 +183,9 @@ impl Builder {
                 continue;
             }
             let ir = session.check();
+            if let Some(ir) = &ir {
+                crate::emit::rust::untyped_warnings(ir, &mut session.diagnostics);
+            }
             let text = session.render(false);
             match ir {
                 Some(ir) => {

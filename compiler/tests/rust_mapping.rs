@@ -129,8 +129,9 @@ fn what_is_outside_the_typed_subset_is_a_documented_value() {
     assert!(
         code.contains("Untyped (`serde_json::Value`): outside the typed subset (`anyOf`/`oneOf`)")
     );
+    // Values of one typed schema under any key: a typed map, as TypeScript's index signature.
     assert!(code.contains(
-        "pub bag: ::std::option::Option< ::toolc_runtime::__private::serde_json::Map< ::std::string::String, ::toolc_runtime::__private::serde_json::Value, >, >"
+        "pub bag: ::std::option::Option< ::std::collections::BTreeMap<::std::string::String, i64>, >"
     ), "{code}");
     assert!(code.contains("pub grid: ::std::option::Option<::std::vec::Vec<::std::vec::Vec<i64>>>"));
 }
@@ -178,4 +179,93 @@ tools:
     assert!(code
         .contains("pub trait ToolServer: ::std::marker::Send + ::std::marker::Sync + 'static {}"));
     assert!(code.contains("let _ = server;"), "no unused Arc");
+}
+
+/// `additionalProperties` with one schema is a typed map, like TypeScript's index signature.
+#[test]
+fn an_object_of_any_keys_with_typed_values_is_a_btreemap() {
+    let code = flat(&rust(
+        r#"version: 1
+tools:
+  - name: tag
+    description: Tag.
+    location: server
+    parameters:
+      type: object
+      properties:
+        labels: { type: object, additionalProperties: { type: string } }
+        counts: { type: object, additionalProperties: { type: integer, minimum: 0 } }
+        owners:
+          type: object
+          additionalProperties:
+            type: object
+            properties: { name: { type: string } }
+            required: [name]
+        loose: { type: object }
+      required: [labels]
+"#,
+    ));
+    // Line breaks and spaces are prettyplease's; the types are what count.
+    let bare: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    for field in [
+        "publabels:::std::collections::BTreeMap<::std::string::String,::std::string::String,>",
+        "pubcounts:::std::option::Option<::std::collections::BTreeMap<::std::string::String,i64>,>",
+        "pubowners:::std::option::Option<::std::collections::BTreeMap<::std::string::String,TagArgsOwnersValue>,>",
+        "pubstructTagArgsOwnersValue{pubname:::std::string::String,}",
+        // No schema for the values: still the JSON map.
+        "publoose:::std::option::Option<::toolc_runtime::__private::serde_json::Map<",
+    ] {
+        assert!(bare.contains(field), "{field} in {code}");
+    }
+}
+
+/// An `anyOf` that only says which declared properties must be present keeps the object typed.
+#[test]
+fn an_any_of_of_required_lists_keeps_the_object_typed() {
+    let code = flat(&rust(
+        r#"version: 1
+tools:
+  - name: contact
+    description: Contact by email or phone.
+    location: server
+    parameters:
+      type: object
+      properties:
+        email: { type: string }
+        phone: { type: string }
+        text: { type: string }
+      required: [text]
+      anyOf:
+        - required: [email]
+        - required: [phone]
+      additionalProperties: false
+"#,
+    ));
+    assert!(code.contains("pub struct ContactArgs"), "{code}");
+    assert!(code.contains("pub text: ::std::string::String"), "{code}");
+    assert!(
+        code.contains("pub email: ::std::option::Option<::std::string::String>"),
+        "{code}"
+    );
+    // A branch that constrains more than presence stays untyped.
+    let code = flat(&rust(
+        r#"version: 1
+tools:
+  - name: contact
+    description: Contact.
+    location: server
+    parameters:
+      type: object
+      properties:
+        email: { type: string }
+      anyOf:
+        - required: [email]
+        - properties: { email: { maxLength: 3 } }
+"#,
+    ));
+    assert!(!code.contains("pub struct ContactArgs"), "{code}");
+    assert!(
+        code.contains("pub type ContactArgs = ::toolc_runtime::__private::serde_json::Value"),
+        "{code}"
+    );
 }

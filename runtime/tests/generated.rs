@@ -212,6 +212,43 @@ impl edge::EdgeServer for Edge {
     ) -> Result<edge::NoParamsOutput, ToolError> {
         Ok(json!("anything"))
     }
+
+    async fn contact(
+        &self,
+        _ctx: &toolc_runtime::CallContext,
+        args: edge::ContactArgs,
+    ) -> Result<edge::ContactOutput, ToolError> {
+        // `anyOf` of `required` lists: the object stays typed, its alternatives optional.
+        let to: Option<&String> = args.email.as_ref().or(args.phone.as_ref());
+        // `additionalProperties: {type: string}`: a typed map.
+        let headers: std::collections::BTreeMap<String, String> = args.headers.unwrap_or_default();
+        Ok(json!({ "to": to, "text": args.text, "headers": headers.len() }))
+    }
+}
+
+#[tokio::test]
+async fn a_presence_only_any_of_and_a_string_map_are_typed_and_still_validated() {
+    let r = edge::registry(Edge).unwrap();
+    let out = r
+        .call(
+            "contact",
+            r#"{"phone":"+4930","text":"hi","headers":{"x-a":"1","x-b":"2"}}"#,
+        )
+        .await
+        .unwrap();
+    assert_eq!(out, r#"{"to":"+4930","text":"hi","headers":2}"#);
+    // Neither email nor phone: the schema's `anyOf` refuses it before the executor runs.
+    let refused = r.call("contact", r#"{"text":"hi"}"#).await.unwrap_err();
+    assert_eq!(refused.kind().as_str(), "invalid_arguments", "{refused:?}");
+    // A header that is not a string: refused by the schema too.
+    let refused = r
+        .call(
+            "contact",
+            r#"{"email":"a@b","text":"hi","headers":{"x":1}}"#,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.kind().as_str(), "invalid_arguments", "{refused:?}");
 }
 
 #[tokio::test]

@@ -157,6 +157,7 @@ pub fn emit_into(
 pub fn output_warnings(ir: &Ir, diags: &mut Diagnostics) {
     let mut discarded = Outputs::new();
     providers::emit(ir, diags, &mut discarded);
+    rust::untyped_warnings(ir, diags);
 }
 
 fn emit_one(ir: &Ir, kind: Kind) -> (Outputs, Diagnostics) {
@@ -166,6 +167,7 @@ fn emit_one(ir: &Ir, kind: Kind) -> (Outputs, Diagnostics) {
         Kind::Schemas => schemas::emit(ir, &mut outputs),
         Kind::Providers => providers::emit(ir, &mut diags, &mut outputs),
         Kind::Rust => {
+            rust::untyped_warnings(ir, &mut diags);
             outputs.insert(
                 "tools.rs".into(),
                 rust::generate(ir, &rust::RustOptions::default()),

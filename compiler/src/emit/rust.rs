@@ -36,6 +36,7 @@ use quote::quote;
 use serde_json::Value;
 
 use crate::definition::Location;
+use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ident::{pascal_case, rust_field, snake_case};
 use crate::ir::{Ir, IrTool};
 
@@ -87,6 +88,58 @@ pub(crate) fn public_names(ir: &Ir) -> Vec<Vec<String>> {
             out
         })
         .collect()
+}
+
+/// Warns, per tool, of every generated type or field that is `serde_json::Value` because its
+/// schema is outside the typed subset (TypeScript types more of them): the user should know
+/// where the compiler cannot help. A tool without `returns` is untyped on purpose and not
+/// reported.
+pub fn untyped_warnings(ir: &Ir, diags: &mut Diagnostics) {
+    let plan = Gen::new(ir, "Server").plan();
+    for (tool, items) in ir.tools.iter().zip(&plan.items) {
+        let mut places: Vec<(String, &'static str)> = Vec::new();
+        for item in items {
+            match item {
+                Item::Struct { name, fields, .. } => {
+                    for field in fields {
+                        if let Some(reason) = field.ty.untyped_reason() {
+                            places.push((format!("field `{name}::{}`", field.rust), reason));
+                        }
+                    }
+                }
+                Item::Alias { name, ty, .. } => match ty.untyped_reason() {
+                    Some("no `returns` schema") | None => {}
+                    Some(reason) => places.push((format!("type `{name}`"), reason)),
+                },
+                Item::Enum { .. } | Item::DefaultFn { .. } => {}
+            }
+        }
+        if places.is_empty() {
+            continue;
+        }
+        let list: Vec<String> = places
+            .iter()
+            .map(|(place, reason)| format!("{place} ({reason})"))
+            .collect();
+        let mut warning = Diagnostic::warning(
+            "toolc::untyped-rust",
+            format!(
+                "`{}` has {} the generated Rust leaves as `serde_json::Value`: {}",
+                tool.def.name,
+                crate::diagnostic::count(places.len(), "place"),
+                list.join(", ")
+            ),
+        )
+        .help(
+            "the registry still validates these values against the schema; to type them, use \
+             one `type` per value, `$ref`s into `#/$defs`, and an `anyOf` only of `null` and one \
+             schema (or of `required` lists over declared properties)",
+        );
+        if let Some(span) = tool.origin.name {
+            warning = warning.at(span, "this tool");
+        }
+        diags.push(warning);
+    }
 }
 
 /// The server trait's name for a manifest: `support.tools.yaml` → `SupportServer`.
@@ -187,6 +240,8 @@ enum Ty {
     /// `serde_json::Value`, with the reason it is not typed.
     Value(&'static str),
     Map,
+    /// `BTreeMap<String, T>`: an object of any keys whose values have one typed schema.
+    MapOf(Box<Ty>),
     Vec(Box<Ty>),
     Option(Box<Ty>),
     Boxed(Box<Ty>),
@@ -201,7 +256,7 @@ impl Ty {
     fn untyped_reason(&self) -> Option<&'static str> {
         match self {
             Ty::Value(reason) => Some(reason),
-            Ty::Vec(t) | Ty::Option(t) | Ty::Boxed(t) => t.untyped_reason(),
+            Ty::Vec(t) | Ty::Option(t) | Ty::Boxed(t) | Ty::MapOf(t) => t.untyped_reason(),
             _ => None,
         }
     }
@@ -494,6 +549,12 @@ impl<'a> Gen<'a> {
         }
         for key in ["anyOf", "oneOf"] {
             if let Some(branches) = member(obj, key).and_then(Value::as_array) {
+                // `anyOf: [{required: [a]}, {required: [b]}]` over declared properties says
+                // which of them must be present, not what they are: the object keeps its type
+                // (with those fields optional), and the registry's validation enforces the rule.
+                if presence_only(obj, branches) {
+                    continue;
+                }
                 let (nulls, others): (Vec<&Value>, Vec<&Value>) =
                     branches.iter().partition(|b| is_null_schema(b));
                 if nulls.len() == 1 && others.len() == 1 && obj.len() <= 2 {
@@ -601,6 +662,14 @@ impl<'a> Gen<'a> {
                     let docs = own_docs.unwrap_or_else(|| docs_of(obj));
                     self.struct_item(&name, docs, obj, properties, defs);
                     Ty::Named(name)
+                }
+                // Any keys, one schema for the values: a map of that type, as in TypeScript.
+                None if additional_is_schema(obj) => {
+                    let values = member(obj, "additionalProperties").unwrap_or(&Value::Null);
+                    match self.map(values, &format!("{hint}Value"), defs, None) {
+                        Ty::Value(_) => Ty::Map,
+                        value => Ty::MapOf(Box::new(box_recursive(value, defs))),
+                    }
                 }
                 _ => Ty::Map,
             },
@@ -833,6 +902,10 @@ impl<'a> Tokens<'a> {
                 ::std::string::String,
                 #rt::__private::serde_json::Value
             >),
+            Ty::MapOf(t) => {
+                let t = self.ty(t);
+                quote!(::std::collections::BTreeMap<::std::string::String, #t>)
+            }
             Ty::Vec(t) => {
                 let t = self.ty(t);
                 quote!(::std::vec::Vec<#t>)
@@ -1185,6 +1258,29 @@ fn keyword<'a>(schema: &'a Value, key: &str) -> Option<&'a Value> {
 
 fn is_null_schema(schema: &Value) -> bool {
     keyword(schema, "type").and_then(Value::as_str) == Some("null")
+}
+
+/// Whether every branch of an `anyOf`/`oneOf` only lists `required` properties that `obj`
+/// declares.
+fn presence_only(obj: &serde_json::Map<String, Value>, branches: &[Value]) -> bool {
+    let Some(properties) = member(obj, "properties").and_then(Value::as_object) else {
+        return false;
+    };
+    !branches.is_empty()
+        && branches.iter().all(|branch| {
+            let Some(branch) = branch.as_object() else {
+                return false;
+            };
+            branch.len() == 1
+                && branch
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .is_some_and(|names| {
+                        names
+                            .iter()
+                            .all(|n| n.as_str().is_some_and(|n| properties.contains_key(n)))
+                    })
+        })
 }
 
 fn additional_is_schema(obj: &serde_json::Map<String, Value>) -> bool {
@@ -1564,6 +1660,10 @@ impl<'a> Text<'a> {
             Ty::Bool => "bool".into(),
             Ty::Value(_) => "::toolc_runtime::__private::serde_json::Value".into(),
             Ty::Map => "::toolc_runtime::__private::serde_json::Map<::std::string::String, ::toolc_runtime::__private::serde_json::Value>".into(),
+            Ty::MapOf(t) => format!(
+                "::std::collections::BTreeMap<::std::string::String, {}>",
+                self.ty(t)
+            ),
             Ty::Vec(t) => format!("::std::vec::Vec<{}>", self.ty(t)),
             Ty::Option(t) => format!("::std::option::Option<{}>", self.ty(t)),
             Ty::Boxed(t) => format!("::std::boxed::Box<{}>", self.ty(t)),

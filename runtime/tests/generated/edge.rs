@@ -61,10 +61,7 @@ pub struct EdgeServerArgs {
     pub grid: ::std::option::Option<::std::vec::Vec<::std::vec::Vec<i64>>>,
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
     pub bag: ::std::option::Option<
-        ::toolc_runtime::__private::serde_json::Map<
-            ::std::string::String,
-            ::toolc_runtime::__private::serde_json::Value,
-        >,
+        ::std::collections::BTreeMap<::std::string::String, i64>,
     >,
     /// Untyped (`serde_json::Value`): outside the typed subset (no `type`). The registry still validates it against the schema.
     #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
@@ -330,15 +327,73 @@ impl ::toolc_runtime::Tool for EdgeServerArgs2 {
         }
     }
 }
+/// Arguments of the server tool `contact`.
+///
+/// Contact by email or phone (at least one); headers are strings by name.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    ::toolc_runtime::__private::serde::Serialize,
+    ::toolc_runtime::__private::serde::Deserialize
+)]
+#[serde(crate = "::toolc_runtime::__private::serde")]
+#[allow(dead_code)]
+pub struct ContactArgs {
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub email: ::std::option::Option<::std::string::String>,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub phone: ::std::option::Option<::std::string::String>,
+    pub text: ::std::string::String,
+    #[serde(default, skip_serializing_if = "::std::option::Option::is_none")]
+    pub headers: ::std::option::Option<
+        ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
+    >,
+}
+/// Result of the server tool `contact`.
+///
+/// The manifest declares no `returns` schema, so any JSON value is accepted.
+#[allow(dead_code)]
+pub type ContactOutput = ::toolc_runtime::__private::serde_json::Value;
+/// The server tool `contact`.
+///
+/// Contact by email or phone (at least one); headers are strings by name.
+///
+/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 66.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[allow(dead_code)]
+pub struct Contact;
+impl ::toolc_runtime::Tool for Contact {
+    const NAME: &'static str = "contact";
+    const LOCATION: ::toolc_runtime::Location = ::toolc_runtime::Location::Server;
+    type Args = ContactArgs;
+    type Output = ContactOutput;
+    fn definition() -> ::toolc_runtime::ToolDefinition {
+        ::toolc_runtime::ToolDefinition {
+            name: ::std::string::String::from("contact"),
+            description: ::std::string::String::from(
+                "Contact by email or phone (at least one); headers are strings by name.",
+            ),
+            location: ::toolc_runtime::Location::Server,
+            parameters: ::toolc_runtime::__private::schema(
+                r#"{"type":"object","properties":{"email":{"type":"string"},"phone":{"type":"string"},"text":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}}},"required":["text"],"anyOf":[{"required":["email"]},{"required":["phone"]}],"additionalProperties":false}"#,
+            ),
+            returns: ::std::option::Option::None,
+            timeout: ::std::option::Option::None,
+            wait_for_response: true,
+            filler: ::std::vec::Vec::new(),
+        }
+    }
+}
 /// The executors of the server tools: one method per server tool, none with a default body,
 /// so a server tool without an executor does not compile. Client tools are not here: they run
 /// in the browser and may not have an executor.
 ///
-/// Server tools: `edge_server`, `no_params`.
+/// Server tools: `edge_server`, `no_params`, `contact`.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not the executor of this manifest's server tools (`edge_server`, `no_params`)",
+    message = "`{Self}` is not the executor of this manifest's server tools (`edge_server`, `no_params`, `contact`)",
     label = "`{Self}` does not implement `EdgeServer`",
-    note = "add `impl EdgeServer for {Self}` with one `async fn` per server tool: `edge_server`, `no_params`"
+    note = "add `impl EdgeServer for {Self}` with one `async fn` per server tool: `edge_server`, `no_params`, `contact`"
 )]
 pub trait EdgeServer: ::std::marker::Send + ::std::marker::Sync + 'static {
     /// Executor of the server tool `edge_server`.
@@ -362,6 +417,16 @@ pub trait EdgeServer: ::std::marker::Send + ::std::marker::Sync + 'static {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<NoParamsOutput, ::toolc_runtime::ToolError>,
     > + ::std::marker::Send;
+    /// Executor of the server tool `contact`.
+    ///
+    /// Contact by email or phone (at least one); headers are strings by name.
+    fn contact(
+        &self,
+        ctx: &::toolc_runtime::CallContext,
+        args: ContactArgs,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<ContactOutput, ::toolc_runtime::ToolError>,
+    > + ::std::marker::Send;
 }
 /// The definitions of every tool of this manifest, in declaration order.
 #[allow(dead_code)]
@@ -370,6 +435,7 @@ pub fn definitions() -> ::std::vec::Vec<::toolc_runtime::ToolDefinition> {
         <EdgeServer2 as ::toolc_runtime::Tool>::definition(),
         <NoParams as ::toolc_runtime::Tool>::definition(),
         <EdgeServerArgs2 as ::toolc_runtime::Tool>::definition(),
+        <Contact as ::toolc_runtime::Tool>::definition(),
     ])
 }
 /// The runtime registry of this manifest, with `server` as the executor of every server
@@ -398,6 +464,16 @@ pub fn registry<S: EdgeServer>(
                 move |ctx, args: NoParamsArgs| {
                     let server = ::std::sync::Arc::clone(&server);
                     async move { server.no_params(&ctx, args).await }
+                }
+            }),
+        )
+        .executor(
+            "contact",
+            ::toolc_runtime::__private::typed_executor_with_context({
+                let server = ::std::sync::Arc::clone(&server);
+                move |ctx, args: ContactArgs| {
+                    let server = ::std::sync::Arc::clone(&server);
+                    async move { server.contact(&ctx, args).await }
                 }
             }),
         )
