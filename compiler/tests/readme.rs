@@ -1,0 +1,139 @@
+//! The README cannot drift from what runs: its quick start is what CI runs, and its "Use it in
+//! your crate" section is the crate in `tests/external/` (dependency lines, `build.rs`,
+//! `src/main.rs`) that `scripts/test` builds and runs with the command the README shows.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(repo().join(path)).unwrap()
+}
+
+/// The text of the `## title` section, up to the next `## `.
+fn section<'a>(readme: &'a str, title: &str) -> &'a str {
+    let start = readme
+        .find(&format!("\n## {title}\n"))
+        .unwrap_or_else(|| panic!("the README has no section `{title}`"));
+    let rest = &readme[start + 1..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |e| e + 4);
+    &rest[..end]
+}
+
+/// The fenced code blocks of `text` with their info string.
+fn blocks(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some(info) = line.strip_prefix("```") {
+            let mut body = String::new();
+            for inner in lines.by_ref() {
+                if inner.starts_with("```") {
+                    break;
+                }
+                body.push_str(inner);
+                body.push('\n');
+            }
+            out.push((info.trim().to_owned(), body));
+        }
+    }
+    out
+}
+
+fn meaningful_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn use_it_in_your_crate_is_the_external_crate() {
+    let readme = read("README.md");
+    let text = section(&readme, "Use it in your crate");
+    let blocks = blocks(text);
+
+    // The dependency lines, with the README's `../toolc/` clone standing for the repository.
+    let (_, toml) = blocks.iter().find(|(info, _)| info == "toml").expect("a toml block");
+    let shown: Vec<String> = meaningful_lines(toml)
+        .into_iter()
+        .map(|l| l.replace("../toolc/", "../../"))
+        .collect();
+    let cargo_toml = read("tests/external/Cargo.toml");
+    let actual: Vec<String> = meaningful_lines(&cargo_toml)
+        .into_iter()
+        .skip_while(|l| l != "[dependencies]")
+        .take_while(|l| l != "[workspace]")
+        .collect();
+    assert_eq!(shown, actual, "README dependency lines vs tests/external/Cargo.toml");
+
+    // `build.rs` and `src/main.rs`, whole.
+    for file in ["build.rs", "src/main.rs"] {
+        let code = read(&format!("tests/external/{file}"));
+        let shown = blocks
+            .iter()
+            .find(|(info, body)| info == "rust" && body.starts_with(&format!("// {file}")))
+            .unwrap_or_else(|| panic!("no rust block starting with `// {file}`"));
+        assert_eq!(shown.1, code, "README vs tests/external/{file}");
+    }
+
+    // The command CI runs is the one shown.
+    let (_, sh) = blocks.iter().find(|(info, _)| info == "sh").expect("a sh block");
+    let script = read("scripts/test");
+    for command in meaningful_lines(sh) {
+        assert!(
+            script.contains(&command),
+            "scripts/test does not run `{command}`"
+        );
+    }
+}
+
+#[test]
+fn the_quick_start_is_what_ci_runs() {
+    let readme = read("README.md");
+    let text = section(&readme, "Quick start");
+    let (_, sh) = blocks(text)
+        .into_iter()
+        .find(|(info, _)| info == "sh")
+        .expect("a sh block");
+    let commands = meaningful_lines(&sh);
+    assert_eq!(commands.len(), 2, "two set-up commands: {commands:?}");
+    // The second runs every test, exactly as CI: `.ci/run` sets up and runs it.
+    assert_eq!(commands[1], "scripts/test");
+    let ci = read(".ci/run");
+    assert!(ci.contains("scripts/test"), "{ci}");
+
+    // The first builds the bundled manifests; run it (into a temporary folder).
+    let words: Vec<&str> = commands[0].split_whitespace().collect();
+    assert_eq!(
+        &words[..4],
+        ["cargo", "run", "-p", "toolc"],
+        "{}",
+        commands[0]
+    );
+    assert_eq!(&words[4..], ["--", "build", "manifests/", "--out", "out"]);
+    let out = std::env::temp_dir().join(format!("toolc-readme-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let status = Command::new(env!("CARGO_BIN_EXE_toolc"))
+        .args(["build", "manifests/", "--out"])
+        .arg(&out)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    for file in ["tools.rs", "tools.ts", "providers/openai-realtime.json"] {
+        assert!(out.join(file).is_file(), "{file}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
