@@ -61,7 +61,10 @@ fn use_it_in_your_crate_is_the_external_crate() {
     let blocks = blocks(text);
 
     // The dependency lines, with the README's `../toolc/` clone standing for the repository.
-    let (_, toml) = blocks.iter().find(|(info, _)| info == "toml").expect("a toml block");
+    let (_, toml) = blocks
+        .iter()
+        .find(|(info, _)| info == "toml")
+        .expect("a toml block");
     let shown: Vec<String> = meaningful_lines(toml)
         .into_iter()
         .map(|l| l.replace("../toolc/", "../../"))
@@ -72,7 +75,10 @@ fn use_it_in_your_crate_is_the_external_crate() {
         .skip_while(|l| l != "[dependencies]")
         .take_while(|l| l != "[workspace]")
         .collect();
-    assert_eq!(shown, actual, "README dependency lines vs tests/external/Cargo.toml");
+    assert_eq!(
+        shown, actual,
+        "README dependency lines vs tests/external/Cargo.toml"
+    );
 
     // `build.rs` and `src/main.rs`, whole.
     for file in ["build.rs", "src/main.rs"] {
@@ -84,8 +90,18 @@ fn use_it_in_your_crate_is_the_external_crate() {
         assert_eq!(shown.1, code, "README vs tests/external/{file}");
     }
 
+    // The relay program for your own tools, whole.
+    let relay = read("examples/realtime-relay/examples/own_tools.rs");
+    assert!(
+        blocks.iter().any(|(info, body)| info == "rust" && *body == relay),
+        "README vs examples/realtime-relay/examples/own_tools.rs"
+    );
+
     // The command CI runs is the one shown.
-    let (_, sh) = blocks.iter().find(|(info, _)| info == "sh").expect("a sh block");
+    let (_, sh) = blocks
+        .iter()
+        .find(|(info, _)| info == "sh")
+        .expect("a sh block");
     let script = read("scripts/test");
     for command in meaningful_lines(sh) {
         assert!(

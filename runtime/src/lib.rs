@@ -62,13 +62,17 @@ impl std::fmt::Display for LoadError {
 impl std::error::Error for LoadError {}
 
 /// Loads and checks manifests at run time (the same checks as the build), returning the tool
-/// definitions in declaration order.
+/// definitions in declaration order. A folder stands for its `*.tools.yaml` files, as for the
+/// CLI.
 pub fn load_definitions<P: AsRef<Path>>(
     paths: impl IntoIterator<Item = P>,
 ) -> Result<Vec<ToolDefinition>, LoadError> {
     let mut session = toolc::Session::new();
-    for path in paths {
-        let path = path.as_ref();
+    let given: Vec<std::path::PathBuf> = paths.into_iter().map(|p| p.as_ref().to_owned()).collect();
+    let files = toolc::manifest_paths(&given).map_err(|e| LoadError {
+        rendered: format!("error: {e}\n"),
+    })?;
+    for path in &files {
         if let Err(e) = session.add_path(path) {
             return Err(LoadError {
                 rendered: format!("error: cannot read {}: {e}\n", path.display()),

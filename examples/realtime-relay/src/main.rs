@@ -1,6 +1,6 @@
-//! A realtime relay for `manifests/support.tools.yaml`: browsers connect at `ws://LISTEN/`, each
-//! gets its own connection to the model, the server tools run here, the client tools go to the
-//! browser. See the README.
+//! A realtime relay: browsers connect at `ws://LISTEN/`, each gets its own connection to the
+//! model, the server tools run here (the support desk's, and a remote catalog's), the client tools
+//! of any manifest go to the browser. See the README.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -34,9 +34,13 @@ struct Args {
     /// `Authorization: Bearer KEY`, never to a browser).
     #[arg(long, value_name = "NAME")]
     api_key_env: Option<String>,
-    /// The tool manifest. Its server tools must be ones this example implements.
-    #[arg(long, default_value_os_t = default_manifest())]
-    manifest: PathBuf,
+    /// Tool manifests (files or folders of `*.tools.yaml`); repeatable. Their client tools go to
+    /// the browser and the `--catalog`'s tools run through it; the only server tools this
+    /// binary executes itself are the support desk's (`search_help_articles`,
+    /// `get_order_status`). For server tools of your own, write the relay program of the
+    /// README's "A relay for your own tools" (ten lines around your registry).
+    #[arg(long, num_args = 1.., default_values_os_t = [default_manifest()])]
+    manifest: Vec<PathBuf>,
     /// Message names towards the browser: `function_call` or `tool.call`.
     #[arg(long, default_value = "function_call")]
     naming: String,
@@ -99,8 +103,14 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), String> {
-    let definitions = toolc_runtime::load_definitions([&args.manifest])
-        .map_err(|e| format!("cannot load {}:\n{e}", args.manifest.display()))?;
+    let definitions = toolc_runtime::load_definitions(&args.manifest).map_err(|e| {
+        let names: Vec<String> = args
+            .manifest
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        format!("cannot load {}:\n{e}", names.join(", "))
+    })?;
     let mut builder = tools::builder(definitions.clone());
     let mut needs_auth = BTreeSet::new();
     let mut live_catalog = None;
@@ -148,7 +158,13 @@ async fn run(args: Args) -> Result<(), String> {
             .merge_into(builder, &definitions, authorization)
             .map_err(|e| e.to_string())?;
     }
-    let registry: Registry = builder.build().map_err(|e| e.to_string())?;
+    let registry: Registry = builder.build().map_err(|e| {
+        format!(
+            "{e}\nthis relay executes the client tools of any manifest and the --catalog's \
+             tools; a server tool of your own needs your executor: see \"A relay for your own \
+             tools\" in the README"
+        )
+    })?;
     let registry = Arc::new(registry);
     let naming = Naming::parse(&args.naming).ok_or_else(|| {
         format!(

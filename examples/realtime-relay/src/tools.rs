@@ -3,8 +3,8 @@
 
 use serde_json::{json, Value};
 use toolc_runtime::{
-    executor_fn, executor_fn_with_context, CallContext, Registry, RegistryBuilder, ToolDefinition,
-    ToolError,
+    executor_fn, executor_fn_with_context, CallContext, Location, Registry, RegistryBuilder,
+    ToolDefinition, ToolError,
 };
 
 struct Article {
@@ -111,27 +111,41 @@ pub fn order_status(customer: Option<&str>, order_number: &str) -> Result<Value,
         })
 }
 
-/// The registry before it is built: the manifest's definitions plus these executors, so that
-/// more tools (a remote catalog's) can join. The location rule is checked when it is built, so
-/// a manifest with a server tool this example does not implement is refused.
+/// The registry before it is built: the manifests' definitions plus the executors of those of
+/// this example's tools that they declare as server tools, so that more tools (a remote
+/// catalog's) can join. The location rule is checked when it is built, so a manifest with a
+/// server tool nobody executes is refused.
 pub fn builder(definitions: Vec<ToolDefinition>) -> RegistryBuilder {
-    Registry::builder()
-        .definitions(definitions)
-        .executor(
+    let declared = |name: &str| {
+        definitions
+            .iter()
+            .any(|d| d.name == name && d.location == Location::Server)
+    };
+    let (search_declared, orders_declared) = (
+        declared("search_help_articles"),
+        declared("get_order_status"),
+    );
+    let mut builder = Registry::builder().definitions(definitions);
+    if search_declared {
+        builder = builder.executor(
             "search_help_articles",
             executor_fn(|args: Value| async move {
                 let query = args["query"].as_str().unwrap_or_default();
                 let limit = args["limit"].as_u64().unwrap_or(3).clamp(1, 10) as usize;
                 Ok(search(query, limit))
             }),
-        )
-        .executor(
+        );
+    }
+    if orders_declared {
+        builder = builder.executor(
             "get_order_status",
             executor_fn_with_context(|ctx: CallContext, args: Value| async move {
                 let customer = ctx.principal().map(|p| p.id());
                 order_status(customer, args["order_number"].as_str().unwrap_or_default())
             }),
-        )
+        );
+    }
+    builder
 }
 
 #[cfg(test)]

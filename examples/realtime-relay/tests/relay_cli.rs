@@ -248,3 +248,49 @@ async fn without_auth_tokens_only_loopback_is_served() {
     assert!(url.starts_with("ws://0.0.0.0:"), "{url}");
     let _ = child.kill().await;
 }
+
+/// Any manifest: its client tools go to the browser; a server tool the binary cannot execute is
+/// refused at start with a pointer to the ten-line program that brings its executor.
+#[tokio::test]
+async fn any_manifest_of_client_tools_runs_and_a_foreign_server_tool_is_refused() {
+    let dir = std::env::temp_dir().join(format!("relay-manifests-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let page = dir.join("page.tools.yaml");
+    std::fs::write(
+        &page,
+        "version: 1\ntools:\n  - name: scroll_to\n    description: Scroll the page to a section.\n    location: client\n",
+    )
+    .unwrap();
+    let support = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../manifests/support.tools.yaml"
+    );
+    let (mut child, _) = start_relay(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--manifest",
+        page.to_str().unwrap(),
+        support,
+    ])
+    .await;
+    let _ = child.kill().await;
+
+    let foreign = dir.join("billing.tools.yaml");
+    std::fs::write(
+        &foreign,
+        "version: 1\ntools:\n  - name: refund_order\n    description: Refund an order.\n    location: server\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_realtime-relay"))
+        .args(["--listen", "127.0.0.1:0", "--manifest"])
+        .arg(&foreign)
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refund_order"), "{err}");
+    assert!(err.contains("A relay for your own tools"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
