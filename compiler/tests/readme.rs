@@ -93,7 +93,9 @@ fn use_it_in_your_crate_is_the_external_crate() {
     // The relay program for your own tools, whole.
     let relay = read("examples/realtime-relay/examples/own_tools.rs");
     assert!(
-        blocks.iter().any(|(info, body)| info == "rust" && *body == relay),
+        blocks
+            .iter()
+            .any(|(info, body)| info == "rust" && *body == relay),
         "README vs examples/realtime-relay/examples/own_tools.rs"
     );
 
