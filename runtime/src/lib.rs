@@ -18,6 +18,8 @@ pub mod live;
 #[doc(hidden)]
 pub mod macro_support;
 pub mod markers;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod realtime;
 pub mod registry;
 #[cfg(feature = "relay")]

@@ -45,6 +45,13 @@ pub(super) fn write(
     text::write(out, &Json::Object(members), depth);
 }
 
+/// The `inputSchema` of a tool's parameters: the schema as written, with `true`/`false`
+/// property schemas as the objects of the same meaning (2025-11-25 requires objects there). The
+/// runtime's MCP server declares its tools with this too.
+pub fn input_schema(parameters: &Value) -> Value {
+    lowered_input_schema(parameters).unwrap_or_else(|| object_root(parameters).into_owned())
+}
+
 /// `inputSchema` when the schema as written cannot be it: `None` unless a property's schema is
 /// `true` or `false`, which become the objects with the same meaning.
 fn lowered_input_schema(parameters: &Value) -> Option<Value> {

@@ -14,7 +14,7 @@
 
 mod anthropic;
 mod gemini;
-mod mcp;
+pub mod mcp;
 mod openai;
 mod text;
 
@@ -223,6 +223,11 @@ fn file(ir: &Ir, provider: Provider, shared: &[Shared], diags: &mut Diagnostics)
     };
     let mut list = text::ArrayWriter::open(&mut out, list_depth);
     for (tool, shared) in ir.tools.iter().zip(shared) {
+        // An MCP host runs tools itself, and a client tool runs only in the browser: MCP lists
+        // the server tools (as `toolc_runtime::mcp::McpServer` does).
+        if provider == Provider::Mcp && tool.def.location == crate::definition::Location::Client {
+            continue;
+        }
         if !provider.accepts_name(&tool.def.name) {
             diags.push(name_warning(tool, provider));
             continue;

@@ -1,0 +1,254 @@
+//! A [`Registry`] served as an MCP server, on the official SDK (`rmcp`): over stdio
+//! ([`McpServer::serve_stdio`]) and over streamable HTTP ([`McpServer::streamable_http`], a
+//! tower service to mount in an axum app next to the relay).
+//!
+//! What an MCP host sees follows the location rule: `tools/list` has the **server** tools only
+//! (a client tool runs in a browser the host does not have), with `inputSchema`, and
+//! `outputSchema` where `returns` is an object schema. A call runs exactly as every other path
+//! runs it: arguments validated before the executor, the result checked against `returns`;
+//! a failure the model can act on (bad arguments, a tool error, a timeout) is an `isError`
+//! result with the same JSON error text the realtime and chat paths send, while a name that is
+//! not a server tool is a protocol error (`-32602`), as the specification asks. The MCP
+//! request's cancellation reaches the executor's [`CallContext`], and over HTTP the caller's
+//! identity does too ([`McpServer::with_principal`]).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::ErrorData;
+use serde_json::Value;
+
+use crate::{Location, Principal, Registry, SessionScope, ToolDefinition};
+
+/// Maps an HTTP request (its method, URI and headers, as the streamable HTTP transport saw them)
+/// to the caller an executor sees; `None` leaves the call without a principal. Authentication
+/// itself belongs in front of the service (an axum middleware that rejects the request); this
+/// only says who passed it.
+pub type PrincipalFn = dyn Fn(&http::request::Parts) -> Option<Principal> + Send + Sync;
+
+/// A registry's server tools as an MCP server. Cheap to clone (one per HTTP session).
+#[derive(Clone)]
+pub struct McpServer {
+    registry: Arc<Registry>,
+    tools: Arc<Vec<Tool>>,
+    info: Implementation,
+    principal: Option<Arc<PrincipalFn>>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("tools", &self.tools.len())
+            .field("name", &self.info.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// Serves the server tools of `registry`, as the implementation `toolc` with this crate's
+    /// version until [`McpServer::with_implementation`] names it.
+    pub fn new(registry: Arc<Registry>) -> McpServer {
+        let tools = registry
+            .definitions()
+            .filter(|d| d.location == Location::Server)
+            .map(mcp_tool)
+            .collect();
+        McpServer {
+            registry,
+            tools: Arc::new(tools),
+            info: Implementation::new("toolc", env!("CARGO_PKG_VERSION")),
+            principal: None,
+        }
+    }
+
+    /// The name and version the server gives in `initialize`.
+    pub fn with_implementation(
+        mut self,
+        name: impl Into<String>,
+        version: impl Into<String>,
+    ) -> McpServer {
+        self.info = Implementation::new(name, version);
+        self
+    }
+
+    /// Over HTTP: who the caller is, from the request (see [`PrincipalFn`]).
+    pub fn with_principal(
+        mut self,
+        principal: impl Fn(&http::request::Parts) -> Option<Principal> + Send + Sync + 'static,
+    ) -> McpServer {
+        self.principal = Some(Arc::new(principal));
+        self
+    }
+
+    /// The tools `tools/list` answers with.
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    /// Serves one MCP client over this process's stdin and stdout until it disconnects.
+    pub async fn serve_stdio(self) -> Result<(), McpError> {
+        self.serve_io(rmcp::transport::stdio()).await
+    }
+
+    /// Serves one MCP client over a byte stream pair (stdio, a pipe, a socket).
+    pub async fn serve_io<R, W>(self, io: (R, W)) -> Result<(), McpError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        use rmcp::ServiceExt;
+        let running = self
+            .serve(io)
+            .await
+            .map_err(|e| McpError(format!("the MCP session did not start: {e}")))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| McpError(format!("the MCP session failed: {e}")))?;
+        Ok(())
+    }
+
+    /// The streamable HTTP transport as a tower service: mount it with
+    /// `Router::new().nest_service("/mcp", server.streamable_http())`.
+    pub fn streamable_http(
+        self,
+    ) -> rmcp::transport::streamable_http_server::tower::StreamableHttpService<
+        McpServer,
+        rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+    > {
+        rmcp::transport::streamable_http_server::tower::StreamableHttpService::new(
+            move || Ok(self.clone()),
+            Default::default(),
+            Default::default(),
+        )
+    }
+
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let name = request.name.as_ref();
+        let principal = match (
+            &self.principal,
+            context.extensions.get::<http::request::Parts>(),
+        ) {
+            (Some(map), Some(parts)) => map(parts),
+            _ => None,
+        };
+        let scope = SessionScope::new().with_principal(principal);
+        let ctx = scope.call(name, &context.id.to_string());
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        // The MCP client's `notifications/cancelled` fires the executor's signal.
+        let call = self.registry.call_value_with_context(ctx, arguments);
+        let outcome = tokio::select! {
+            outcome = call => Some(outcome),
+            () = context.ct.cancelled() => None,
+        };
+        match outcome {
+            None => {
+                scope.cancel();
+                CallToolResult::error(vec![ContentBlock::text(
+                    r#"{"error":"cancelled","message":"the client cancelled the call"}"#,
+                )])
+            }
+            Some(Ok(value)) => {
+                let structured = self
+                    .registry
+                    .definition(name)
+                    .is_some_and(|d| object_schema(d.returns.as_ref()).is_some());
+                if structured {
+                    // `structuredContent` with a text copy for clients that read only text.
+                    CallToolResult::structured(value)
+                } else {
+                    let text = serde_json::to_string(&value).unwrap_or_else(|_| value.to_string());
+                    CallToolResult::success(vec![ContentBlock::text(text)])
+                }
+            }
+            Some(Err(error)) => CallToolResult::error(vec![ContentBlock::text(error.model_text())]),
+        }
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(self.info.clone())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // Client tools are not this server's to run, and unknown names are not tools: both
+        // are protocol errors, not results.
+        if !self.tools.iter().any(|t| t.name == request.name) {
+            let known: Vec<&str> = self.tools.iter().map(|t| t.name.as_ref()).collect();
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "no server tool named `{}`; the tools are: {}",
+                    request.name,
+                    known.join(", ")
+                ),
+                None,
+            ));
+        }
+        Ok(self.call(request, context).await.into())
+    }
+}
+
+/// Why the MCP server stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpError(pub String);
+
+impl std::fmt::Display for McpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for McpError {}
+
+/// A definition as an MCP tool: `inputSchema` is the parameters, `outputSchema` the result
+/// schema when it is an object schema (MCP requires that of it).
+pub fn mcp_tool(definition: &ToolDefinition) -> Tool {
+    // As `mcp.json` declares it: `true`/`false` property schemas become objects (2025-11-25).
+    let input = match toolc::emit::providers::mcp::input_schema(&definition.parameters) {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    };
+    let mut tool = Tool::new(
+        Cow::Owned(definition.name.clone()),
+        Cow::Owned(definition.description.clone()),
+        Arc::new(input),
+    );
+    if let Some(output) = object_schema(definition.returns.as_ref()) {
+        tool.output_schema = Some(Arc::new(output.clone()));
+    }
+    tool
+}
+
+/// `schema` when it is an object schema (`type: object`).
+fn object_schema(schema: Option<&Value>) -> Option<&JsonObject> {
+    let map = schema?.as_object()?;
+    (map.get("type").and_then(Value::as_str) == Some("object")).then_some(map)
+}
