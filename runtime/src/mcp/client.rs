@@ -1,0 +1,283 @@
+//! The tools of an MCP server as server tools of a [`crate::Registry`], like a remote catalog's:
+//! discovered with `tools/list`, each a definition (`inputSchema` its parameters, an object
+//! `outputSchema` its result schema) whose executor calls the MCP server. The registry
+//! validates the arguments before the call leaves the process and the result when it comes
+//! back, as for every server tool. When the server sends `notifications/tools/list_changed`,
+//! the tools are listed again; as [`crate::live::LiveTools`], running realtime sessions then
+//! call and declare the new set.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{CallToolRequestParams, ContentBlock, Tool};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
+use serde_json::Value;
+
+use super::McpError;
+use crate::{executor_fn, CallContext, Location, RegistryBuilder, ToolDefinition, ToolError};
+
+/// The tools of one connected MCP server.
+pub struct McpTools {
+    peer: Peer<RoleClient>,
+    state: Arc<Mutex<State>>,
+    /// Keeps the connection (and a spawned server process) alive as long as the tools are.
+    _service: RunningService<RoleClient, Listener>,
+}
+
+impl std::fmt::Debug for McpTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = lock(&self.state);
+        f.debug_struct("McpTools")
+            .field("tools", &state.definitions.len())
+            .field("generation", &state.generation)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    generation: u64,
+    definitions: Vec<ToolDefinition>,
+    declarations: Arc<Vec<Value>>,
+    /// Every name the server has had: their declarations are its to replace.
+    names: BTreeSet<String>,
+    /// Tools left out, with the reason (a name toolc cannot use, a schema that does not compile).
+    skipped: Vec<(String, String)>,
+}
+
+/// Receives the server's notifications.
+#[derive(Clone)]
+struct Listener {
+    state: Arc<Mutex<State>>,
+}
+
+impl rmcp::handler::client::ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        if let Ok(tools) = context.peer.list_all_tools().await {
+            observe(&self.state, &tools);
+        }
+    }
+}
+
+impl McpTools {
+    /// Starts `command` (an MCP server speaking stdio) and lists its tools.
+    pub async fn spawn(command: tokio::process::Command) -> Result<Arc<McpTools>, McpError> {
+        let transport = rmcp::transport::TokioChildProcess::new(command)
+            .map_err(|e| McpError(format!("cannot start the MCP server: {e}")))?;
+        McpTools::connect(transport).await
+    }
+
+    /// Connects over any rmcp client transport (a child process, streamable HTTP, a pipe) and
+    /// lists the server's tools.
+    pub async fn connect<T, E, A>(transport: T) -> Result<Arc<McpTools>, McpError>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        use rmcp::ServiceExt;
+        let state = Arc::new(Mutex::new(State::default()));
+        let listener = Listener {
+            state: state.clone(),
+        };
+        let service = listener
+            .serve(transport)
+            .await
+            .map_err(|e| McpError(format!("the MCP server did not initialize: {e}")))?;
+        let peer = service.peer().clone();
+        let tools = peer
+            .list_all_tools()
+            .await
+            .map_err(|e| McpError(format!("tools/list failed: {e}")))?;
+        observe(&state, &tools);
+        Ok(Arc::new(McpTools {
+            peer,
+            state,
+            _service: service,
+        }))
+    }
+
+    /// The server tools as they are now.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        lock(&self.state).definitions.clone()
+    }
+
+    /// Tools the server listed that were left out, with the reason.
+    pub fn skipped(&self) -> Vec<(String, String)> {
+        lock(&self.state).skipped.clone()
+    }
+
+    /// Adds the server's tools to `builder`, each with an executor that calls the server. A
+    /// tool whose name one of `local` (the definitions already in the builder) has is an error:
+    /// which of the two should run would be a guess.
+    pub fn merge_into(
+        self: &Arc<Self>,
+        mut builder: RegistryBuilder,
+        local: &[ToolDefinition],
+    ) -> Result<RegistryBuilder, McpError> {
+        let definitions = self.definitions();
+        let clashes: Vec<&str> = definitions
+            .iter()
+            .filter(|d| local.iter().any(|l| l.name == d.name))
+            .map(|d| d.name.as_str())
+            .collect();
+        if !clashes.is_empty() {
+            return Err(McpError(format!(
+                "the MCP server's tools {} have the names of tools already defined; rename one side",
+                clashes
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        for definition in definitions {
+            let peer = self.peer.clone();
+            let name = definition.name.clone();
+            builder = builder.definition(definition).executor(
+                name.clone(),
+                executor_fn(move |arguments: Value| {
+                    let (peer, name) = (peer.clone(), name.clone());
+                    async move { call(&peer, &name, arguments).await }
+                }),
+            );
+        }
+        Ok(builder)
+    }
+}
+
+impl crate::live::LiveTools for McpTools {
+    fn declarations(&self) -> (u64, Arc<Vec<Value>>) {
+        let state = lock(&self.state);
+        (state.generation, state.declarations.clone())
+    }
+
+    fn is_live(&self, name: &str) -> bool {
+        lock(&self.state).names.contains(name)
+    }
+
+    fn call(&self, _ctx: CallContext, name: &str, arguments: Value) -> crate::ToolFuture {
+        let peer = self.peer.clone();
+        let name = name.to_owned();
+        let schema = lock(&self.state)
+            .definitions
+            .iter()
+            .find(|d| d.name == name)
+            .map(|d| d.parameters.clone());
+        Box::pin(async move {
+            let Some(schema) = schema else {
+                return Err(
+                    ToolError::new(format!("the MCP server has no tool named `{name}`"))
+                        .with_code("unknown_tool"),
+                );
+            };
+            // Live calls bypass the registry: the arguments are checked here instead.
+            let valid = jsonschema::validator_for(&schema)
+                .map(|v| v.is_valid(&arguments))
+                .unwrap_or(false);
+            if !valid {
+                return Err(ToolError::new(format!(
+                    "the arguments of `{name}` do not match its schema"
+                ))
+                .with_code("invalid_arguments"));
+            }
+            call(&peer, &name, arguments).await
+        })
+    }
+}
+
+/// One `tools/call`: the result is the `structuredContent`, else the text parsed as JSON (or
+/// the text itself); an `isError` result is the tool's error, with its text as the message.
+async fn call(peer: &Peer<RoleClient>, name: &str, arguments: Value) -> Result<Value, ToolError> {
+    let arguments = match arguments {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+    let result = peer.call_tool(params).await.map_err(|e| {
+        ToolError::new(format!("the MCP server failed the call: {e}")).with_code("mcp_error")
+    })?;
+    let text: String = result
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    if result.is_error == Some(true) {
+        return Err(ToolError::new(text).with_code("tool_error"));
+    }
+    Ok(match result.structured_content {
+        Some(value) => value,
+        None => serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    })
+}
+
+/// Takes in a `tools/list`: a new generation when the usable tools differ.
+fn observe(state: &Mutex<State>, tools: &[Tool]) {
+    let mut definitions = Vec::new();
+    let mut skipped = Vec::new();
+    for tool in tools {
+        match definition(tool) {
+            Ok(d) => definitions.push(d),
+            Err(why) => skipped.push((tool.name.to_string(), why)),
+        }
+    }
+    let declarations: Vec<Value> = definitions
+        .iter()
+        .map(crate::realtime::openai::declaration)
+        .collect();
+    let mut state = lock(state);
+    state
+        .names
+        .extend(definitions.iter().map(|d| d.name.clone()));
+    state.skipped = skipped;
+    if *state.declarations != declarations {
+        state.declarations = Arc::new(declarations);
+        state.definitions = definitions;
+        state.generation += 1;
+    }
+}
+
+/// An MCP tool as a server tool definition, or why it cannot be one.
+fn definition(tool: &Tool) -> Result<ToolDefinition, String> {
+    let name = tool.name.to_string();
+    let valid_name = name.len() <= 64
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !valid_name {
+        return Err("the name is not a toolc tool name (letters, digits, `_`, `-`)".into());
+    }
+    let parameters = Value::Object((*tool.input_schema).clone());
+    jsonschema::validator_for(&parameters)
+        .map_err(|e| format!("its inputSchema does not compile: {e}"))?;
+    let returns = match &tool.output_schema {
+        Some(schema) => {
+            let schema = Value::Object((**schema).clone());
+            jsonschema::validator_for(&schema)
+                .map_err(|e| format!("its outputSchema does not compile: {e}"))?;
+            Some(schema)
+        }
+        None => None,
+    };
+    Ok(ToolDefinition {
+        name,
+        description: tool.description.as_deref().unwrap_or_default().to_owned(),
+        location: Location::Server,
+        parameters,
+        returns,
+        timeout: None,
+        wait_for_response: true,
+        filler: Vec::new(),
+    })
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
