@@ -84,6 +84,14 @@ async fn the_tools_of_a_python_sdk_server_join_a_registry() {
         .merge_into(Registry::builder().definitions(clash.clone()), &clash)
         .unwrap_err();
     assert!(refused.to_string().contains("`forecast`"), "{refused}");
+
+    // The registry keeps the connection: no other handle is needed.
+    drop(tools);
+    let again = registry
+        .call_value("forecast", json!({"city": "Rome"}))
+        .await
+        .unwrap();
+    assert_eq!(again["city"], "Rome");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

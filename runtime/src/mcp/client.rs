@@ -131,13 +131,15 @@ impl McpTools {
             )));
         }
         for definition in definitions {
-            let peer = self.peer.clone();
+            // Each executor holds the tools, and so the connection: the registry may outlive
+            // every other handle.
+            let tools = self.clone();
             let name = definition.name.clone();
             builder = builder.definition(definition).executor(
                 name.clone(),
                 executor_fn(move |arguments: Value| {
-                    let (peer, name) = (peer.clone(), name.clone());
-                    async move { call(&peer, &name, arguments).await }
+                    let (tools, name) = (tools.clone(), name.clone());
+                    async move { call(&tools.peer, &name, arguments).await }
                 }),
             );
         }
