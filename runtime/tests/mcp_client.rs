@@ -137,3 +137,52 @@ async fn a_tool_the_server_adds_later_is_seen_and_callable() {
         .unwrap_err();
     assert_eq!(bad.code(), Some("invalid_arguments"));
 }
+
+/// Over streamable HTTP: toolc's client of toolc's server, mounted in an axum app.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tools_of_a_streamable_http_server_join_a_registry() {
+    use toolc_runtime::executor_fn;
+    use toolc_runtime::mcp::McpServer;
+    let served = Registry::builder()
+        .definitions(
+            definitions_from_str(
+                "s.tools.yaml",
+                "version: 1\ntools:\n  - name: double\n    description: Doubles.\n    location: server\n    parameters:\n      type: object\n      properties: { n: { type: integer } }\n      required: [n]\n    returns:\n      type: object\n      properties: { n: { type: integer } }\n      required: [n]\n  - name: wave\n    description: Waves in the page.\n    location: client\n",
+            )
+            .unwrap(),
+        )
+        .executor(
+            "double",
+            executor_fn(|args: serde_json::Value| async move {
+                Ok::<_, toolc_runtime::ToolError>(json!({ "n": args["n"].as_i64().unwrap_or(0) * 2 }))
+            }),
+        )
+        .build()
+        .unwrap();
+    let app = axum::Router::new().nest_service(
+        "/mcp",
+        McpServer::new(std::sync::Arc::new(served)).streamable_http(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let tools = McpTools::connect_http(&format!("http://{addr}/mcp"))
+        .await
+        .unwrap();
+    // Only the server tool crosses: the client tool is not the host's to run.
+    let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
+    assert_eq!(names, ["double"]);
+    let registry = tools
+        .merge_into(Registry::builder(), &[])
+        .unwrap()
+        .build()
+        .unwrap();
+    assert_eq!(
+        registry
+            .call_value("double", json!({"n": 21}))
+            .await
+            .unwrap(),
+        json!({"n": 42})
+    );
+}

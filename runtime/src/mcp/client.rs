@@ -67,6 +67,19 @@ impl McpTools {
         McpTools::connect(transport).await
     }
 
+    /// Connects to an MCP server's streamable HTTP endpoint (`http(s)://HOST/mcp`) and lists
+    /// its tools.
+    pub async fn connect_http(url: &str) -> Result<Arc<McpTools>, McpError> {
+        // With the `catalog` feature reqwest is built with `rustls-no-provider`, and a client
+        // built without a process-wide provider panics: install ring's unless one is set.
+        #[cfg(feature = "catalog")]
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_owned());
+        McpTools::connect(transport).await
+    }
+
     /// Connects over any rmcp client transport (a child process, streamable HTTP, a pipe) and
     /// lists the server's tools.
     pub async fn connect<T, E, A>(transport: T) -> Result<Arc<McpTools>, McpError>
