@@ -145,20 +145,19 @@ impl McpServer {
         let scope = SessionScope::new().with_principal(principal);
         let ctx = scope.call(name, &context.id.to_string());
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        // The MCP client's `notifications/cancelled` fires the executor's signal.
+        // The MCP client's `notifications/cancelled` fires the executor's signal; the call then
+        // ends as the executor ends it (its timeout bounds one that does not listen).
         let call = self.registry.call_value_with_context(ctx, arguments);
+        tokio::pin!(call);
         let outcome = tokio::select! {
-            outcome = call => Some(outcome),
-            () = context.ct.cancelled() => None,
+            outcome = &mut call => outcome,
+            () = context.ct.cancelled() => {
+                scope.cancel();
+                call.await
+            }
         };
         match outcome {
-            None => {
-                scope.cancel();
-                CallToolResult::error(vec![ContentBlock::text(
-                    r#"{"error":"cancelled","message":"the client cancelled the call"}"#,
-                )])
-            }
-            Some(Ok(value)) => {
+            Ok(value) => {
                 let structured = self
                     .registry
                     .definition(name)
@@ -171,7 +170,7 @@ impl McpServer {
                     CallToolResult::success(vec![ContentBlock::text(text)])
                 }
             }
-            Some(Err(error)) => CallToolResult::error(vec![ContentBlock::text(error.model_text())]),
+            Err(error) => CallToolResult::error(vec![ContentBlock::text(error.model_text())]),
         }
     }
 }

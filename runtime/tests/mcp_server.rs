@@ -1,0 +1,76 @@
+//! `McpServer` over a byte pipe with stdio's framing, driven by raw JSON-RPC: a client's
+//! `notifications/cancelled` reaches the executor's cancellation signal.
+#![cfg(feature = "mcp")]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use toolc_runtime::mcp::McpServer;
+use toolc_runtime::{
+    definitions_from_str, executor_fn_with_context, CallContext, Registry, ToolError,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_request_fires_the_executors_cancellation_signal() {
+    let saw_cancellation = Arc::new(AtomicBool::new(false));
+    let flag = saw_cancellation.clone();
+    let registry = Registry::builder()
+        .definitions(
+            definitions_from_str(
+                "w.tools.yaml",
+                "version: 1\ntools:\n  - name: wait\n    description: Waits until cancelled.\n    location: server\n",
+            )
+            .unwrap(),
+        )
+        .executor(
+            "wait",
+            executor_fn_with_context(move |ctx: CallContext, _args: Value| {
+                let flag = flag.clone();
+                async move {
+                    ctx.cancelled().await;
+                    flag.store(true, Ordering::SeqCst);
+                    Err::<Value, _>(ToolError::new("stopped: the client cancelled").with_code("cancelled"))
+                }
+            }),
+        )
+        .build()
+        .unwrap();
+    let (client, server) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(McpServer::new(Arc::new(registry)).serve_io(tokio::io::split(server)));
+    let (read, mut write) = tokio::io::split(client);
+    let mut lines = BufReader::new(read).lines();
+    let send = |message: Value| {
+        let mut line = message.to_string();
+        line.push('\n');
+        line
+    };
+    let init = send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+    );
+    write.write_all(init.as_bytes()).await.unwrap();
+    let response = lines.next_line().await.unwrap().unwrap();
+    assert!(response.contains("\"id\":1"), "{response}");
+    for message in [
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "wait", "arguments": {}}}),
+    ] {
+        write.write_all(send(message).as_bytes()).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!saw_cancellation.load(Ordering::SeqCst), "still waiting");
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 2, "reason": "the user moved on"}});
+    write.write_all(send(cancel).as_bytes()).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !saw_cancellation.load(Ordering::SeqCst) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the executor never saw the cancellation"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
