@@ -59,6 +59,45 @@ pub struct ToolDefinition {
     /// Client tools only: phrases a voice agent may say while it waits.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub filler: Vec<String>,
+    /// A human-readable name, for hosts that show tools to people (MCP's `title`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does to the world, as hints for hosts (MCP's tool annotations).
+    #[serde(default, skip_serializing_if = "Annotations::is_empty")]
+    pub annotations: Annotations,
+}
+
+/// Behaviour hints of a tool (the manifest's `annotations`, MCP's `*Hint`s). Unset means the
+/// manifest does not say; hosts then assume MCP's defaults (not read-only, destructive, not
+/// idempotent, open world).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Annotations {
+    /// It does not change its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// It may destroy or overwrite (meaningful when not read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    /// Calling it twice with the same arguments does nothing more than once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// It reaches an open world (the web, other people), not a closed domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
+}
+
+impl Annotations {
+    /// No hint given.
+    pub const NONE: Annotations = Annotations {
+        read_only: None,
+        destructive: None,
+        idempotent: None,
+        open_world: None,
+    };
+
+    pub fn is_empty(&self) -> bool {
+        *self == Annotations::NONE
+    }
 }
 
 fn yes() -> bool {

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::definition::{Location, ToolDefinition};
+use crate::definition::{Annotations, Location, ToolDefinition};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ir::{IrTool, Origin};
 use crate::schema_check;
@@ -26,6 +26,8 @@ pub const TOOL_FIELDS: &[&str] = &[
     "timeout",
     "wait_for_response",
     "filler",
+    "title",
+    "annotations",
 ];
 const CLIENT_ONLY_FIELDS: &[&str] = &["wait_for_response", "filler"];
 
@@ -508,6 +510,20 @@ fn load_tool(
         }
     }
 
+    let title = match field("title") {
+        None => None,
+        Some((_, v)) => match v.as_str() {
+            Some(t) if !t.trim().is_empty() => Some(t.to_owned()),
+            _ => {
+                diags.push(type_error("title", "a non-empty string", v));
+                None
+            }
+        },
+    };
+    let annotations = field("annotations")
+        .map(|(_, v)| parse_annotations(v, &what, diags))
+        .unwrap_or_default();
+
     let parameters_node = field("parameters").map(|(_, v)| v);
     let parameters = match parameters_node {
         Some(node) if node.value != Value::Null => {
@@ -532,6 +548,8 @@ fn load_tool(
             timeout,
             wait_for_response,
             filler,
+            title,
+            annotations,
         },
         origin: Origin {
             file: Some(file_name.to_owned()),
@@ -617,6 +635,49 @@ fn check_name(name: &str, span: Span, diags: &mut Diagnostics) {
             format!("try `{fixed}`")
         }),
     );
+}
+
+/// The hint names of `annotations`, as the manifest spells them.
+pub const ANNOTATION_FIELDS: &[&str] = &["read_only", "destructive", "idempotent", "open_world"];
+
+fn parse_annotations(v: &Node, what: &str, diags: &mut Diagnostics) -> Annotations {
+    let mut out = Annotations::default();
+    let Some(entries) = v.as_map() else {
+        diags.push(type_error(
+            "annotations",
+            "a mapping of `read_only`, `destructive`, `idempotent`, `open_world` to booleans",
+            v,
+        ));
+        return out;
+    };
+    for (key, value) in entries {
+        let name = key.as_str().unwrap_or_default();
+        let slot = match name {
+            "read_only" => &mut out.read_only,
+            "destructive" => &mut out.destructive,
+            "idempotent" => &mut out.idempotent,
+            "open_world" => &mut out.open_world,
+            _ => {
+                diags.push(
+                    Diagnostic::error(
+                        "toolc::unknown-field",
+                        format!("unknown annotation `{name}` in {what}"),
+                    )
+                    .at(key.span, "not an annotation")
+                    .help(format!(
+                        "{}the annotations are `read_only`, `destructive`, `idempotent` and `open_world`",
+                        did_you_mean(name, ANNOTATION_FIELDS.iter().copied())
+                    )),
+                );
+                continue;
+            }
+        };
+        match value.value {
+            Value::Bool(b) => *slot = Some(b),
+            _ => diags.push(type_error(name, "`true` or `false`", value)),
+        }
+    }
+    out
 }
 
 fn parse_timeout_field(v: &Node, what: &str, diags: &mut Diagnostics) -> Option<Duration> {

@@ -39,6 +39,22 @@ fn tool_field(name: &str) -> Value {
             "type": "string",
             "pattern": crate::manifest::TIMEOUT_PATTERN
         }),
+        "title" => json!({
+            "description": "A human-readable name for hosts that show tools to people (MCP's `title`).",
+            "type": "string",
+            "minLength": 1
+        }),
+        "annotations" => json!({
+            "description": "Hints for hosts about what the tool does (MCP's tool annotations). Unset hints say nothing.",
+            "type": "object",
+            "properties": {
+                "read_only": { "description": "It does not change its environment.", "type": "boolean" },
+                "destructive": { "description": "It may destroy or overwrite (when not read-only).", "type": "boolean" },
+                "idempotent": { "description": "Calling it again with the same arguments does nothing more.", "type": "boolean" },
+                "open_world": { "description": "It reaches an open world (the web, other people).", "type": "boolean" }
+            },
+            "additionalProperties": false
+        }),
         "wait_for_response" => json!({
             "description": "Client tools only. `false` makes the tool fire-and-forget: the model is answered at once.",
             "type": "boolean",

@@ -1166,6 +1166,8 @@ fn what_a_provider_cannot_express_is_a_warning_with_a_fallback() {
 #[test]
 fn tools_without_a_manifest_get_no_spans_and_bad_names_are_left_out() {
     let def = |name: &str, parameters: Value| toolc::ToolDefinition {
+        title: None,
+        annotations: Default::default(),
         name: name.into(),
         description: "A tool.".into(),
         location: toolc::Location::Server,

@@ -15,6 +15,8 @@ const CALLS: usize = 8;
 
 fn registry() -> Arc<Registry> {
     let def = ToolDefinition {
+        title: None,
+        annotations: Default::default(),
         name: "lookup".into(),
         description: "No-op.".into(),
         location: Location::Server,

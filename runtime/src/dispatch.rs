@@ -420,6 +420,8 @@ mod tests {
 
     fn def(name: &str, location: Location) -> ToolDefinition {
         ToolDefinition {
+            title: None,
+            annotations: Default::default(),
             name: name.into(),
             description: format!("{name} tool"),
             location,

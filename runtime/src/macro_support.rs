@@ -231,6 +231,8 @@ impl FnDefinition {
             schema
         });
         ToolDefinition {
+            title: None,
+            annotations: Default::default(),
             name: self.name.to_owned(),
             description: self.description.to_owned(),
             location: self.location,

@@ -163,6 +163,8 @@ fn types_constraints_and_nesting_are_described() {
     );
 
     let bare = ToolDefinition {
+        title: None,
+        annotations: Default::default(),
         parameters: ToolDefinition::empty_parameters(),
         ..tool
     };

@@ -13,6 +13,8 @@ use toolc_runtime::{
 
 fn def(name: &str, location: Location) -> ToolDefinition {
     ToolDefinition {
+        title: None,
+        annotations: Default::default(),
         name: name.into(),
         description: format!("The {name} tool."),
         location,

@@ -25,6 +25,8 @@ fn parameters() -> Value {
 fn registry(seen: Arc<Mutex<Vec<Value>>>) -> Registry {
     Registry::builder()
         .definition(ToolDefinition {
+            title: None,
+            annotations: Default::default(),
             name: "search".into(),
             description: "Search.".into(),
             location: Location::Server,

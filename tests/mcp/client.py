@@ -36,6 +36,10 @@ async def exercise(session: ClientSession, handshake: str) -> dict:
     search = next(t for t in listed if t.name == "search_help_articles")
     assert search.input_schema["type"] == "object", search.input_schema
     assert search.output_schema is not None, "an object `returns` is an outputSchema"
+    # The manifest's `title` and `annotations` reach the host.
+    assert search.title == "Search help articles", search.title
+    assert search.annotations.read_only_hint is True, search.annotations
+    assert search.annotations.open_world_hint is False, search.annotations
 
     found = await session.call_tool("search_help_articles", {"query": "password", "limit": 2})
     assert not found.is_error, found

@@ -1049,6 +1049,31 @@ impl<'a> Tokens<'a> {
             let phrases = def.filler.iter();
             quote!(::std::vec::Vec::from([#(::std::string::String::from(#phrases)),*]))
         };
+        let title = match &def.title {
+            Some(t) => quote!(::std::option::Option::Some(::std::string::String::from(#t))),
+            None => quote!(::std::option::Option::None),
+        };
+        let annotations = if def.annotations.is_empty() {
+            quote!(#rt::Annotations::NONE)
+        } else {
+            let hint = |h: Option<bool>| match h {
+                Some(b) => quote!(::std::option::Option::Some(#b)),
+                None => quote!(::std::option::Option::None),
+            };
+            let a = &def.annotations;
+            let (r, d, i, o) = (
+                hint(a.read_only),
+                hint(a.destructive),
+                hint(a.idempotent),
+                hint(a.open_world),
+            );
+            quote!(#rt::Annotations {
+                read_only: #r,
+                destructive: #d,
+                idempotent: #i,
+                open_world: #o,
+            })
+        };
         let docs = doc_attrs(&marker_docs(tool));
         quote! {
             #docs
@@ -1072,6 +1097,8 @@ impl<'a> Tokens<'a> {
                         timeout: #timeout,
                         wait_for_response: #wait,
                         filler: #filler,
+                        title: #title,
+                        annotations: #annotations,
                     }
                 }
             }
@@ -1829,8 +1856,8 @@ impl<'a> Text<'a> {
                     .collect();
                 let flat = format!("[{}]", flat.join(", "));
                 let prefix = "filler: ::std::vec::Vec::from(";
-                // The last field's comma is written only because the struct is broken: uncounted.
-                let width = 12 + prefix.len() + flat.len() + ")".len();
+                // Not the last field: its comma counts.
+                let width = 12 + prefix.len() + flat.len() + "),".len();
                 if width <= MARGIN {
                     t.line(12, &[prefix, &flat, "),"]);
                 } else {
@@ -1843,6 +1870,12 @@ impl<'a> Text<'a> {
                     t.line(12, &["]),"]);
                 }
             }
+            // A title or hints are rare: prettyplease prints those.
+            if def.title.is_some() || !def.annotations.is_empty() {
+                return None;
+            }
+            t.line(12, &["title: ::std::option::Option::None,"]);
+            t.line(12, &["annotations: ::toolc_runtime::Annotations::NONE,"]);
             t.line(8, &["}"]);
             t.line(4, &["}"]);
             t.line(0, &["}"]);
@@ -2180,6 +2213,11 @@ mod fast_path_tests {
                         .collect()
                 } else {
                     Vec::new()
+                },
+                title: (rng.below(8) == 0).then(|| rng.prose(40)),
+                annotations: crate::definition::Annotations {
+                    read_only: (rng.below(8) == 0).then_some(true),
+                    ..Default::default()
                 },
             }
         });

@@ -60,6 +60,8 @@ struct SearchOutput {
 pub fn registry(timeout: Option<Duration>) -> Registry {
     Registry::builder()
         .definition(ToolDefinition {
+            title: None,
+            annotations: Default::default(),
             name: "search_products".into(),
             description: "Search the catalogue.".into(),
             location: Location::Server,

@@ -192,6 +192,8 @@ impl CatalogTool {
     /// The tool as a server tool definition.
     pub fn definition(&self) -> ToolDefinition {
         ToolDefinition {
+            title: None,
+            annotations: Default::default(),
             name: self.name.clone(),
             description: self.description.clone(),
             location: Location::Server,

@@ -283,6 +283,8 @@ pub(crate) fn merge(theirs: Option<&str>, catalog: &str) -> String {
 /// A live tool's realtime declaration as the definition the catalog text is made from.
 fn live_definition(declaration: &Value) -> Option<ToolDefinition> {
     Some(ToolDefinition {
+        title: None,
+        annotations: Default::default(),
         name: declaration.get("name")?.as_str()?.to_owned(),
         description: declaration
             .get("description")

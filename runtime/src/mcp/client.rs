@@ -282,6 +282,8 @@ fn definition(tool: &Tool) -> Result<ToolDefinition, String> {
         None => None,
     };
     Ok(ToolDefinition {
+        title: None,
+        annotations: Default::default(),
         name,
         description: tool.description.as_deref().unwrap_or_default().to_owned(),
         location: Location::Server,

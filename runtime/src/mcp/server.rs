@@ -19,6 +19,7 @@ use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData;
@@ -242,6 +243,16 @@ pub fn mcp_tool(definition: &ToolDefinition) -> Tool {
     );
     if let Some(output) = object_schema(definition.returns.as_ref()) {
         tool.output_schema = Some(Arc::new(output.clone()));
+    }
+    tool.title = definition.title.clone();
+    let a = &definition.annotations;
+    if !a.is_empty() {
+        let mut hints = ToolAnnotations::default();
+        hints.read_only_hint = a.read_only;
+        hints.destructive_hint = a.destructive;
+        hints.idempotent_hint = a.idempotent;
+        hints.open_world_hint = a.open_world;
+        tool.annotations = Some(hints);
     }
     tool
 }

@@ -14,6 +14,8 @@ use toolc_runtime::{executor_fn, Location, Registry, ToolDefinition, ToolError};
 
 pub fn def(name: &str, location: Location, parameters: Value) -> ToolDefinition {
     ToolDefinition {
+        title: None,
+        annotations: Default::default(),
         name: name.into(),
         description: format!("The {name} tool."),
         location,

@@ -184,6 +184,8 @@ impl ::toolc_runtime::Tool for SearchProducts {
             ),
             wait_for_response: true,
             filler: ::std::vec::Vec::new(),
+            title: ::std::option::Option::None,
+            annotations: ::toolc_runtime::Annotations::NONE,
         }
     }
 }
@@ -261,6 +263,8 @@ impl ::toolc_runtime::Tool for AddToCart {
             filler: ::std::vec::Vec::from([
                 ::std::string::String::from("Adding that for you."),
             ]),
+            title: ::std::option::Option::None,
+            annotations: ::toolc_runtime::Annotations::NONE,
         }
     }
 }
@@ -377,6 +381,8 @@ impl ::toolc_runtime::Tool for CreateReturn {
             ),
             wait_for_response: true,
             filler: ::std::vec::Vec::new(),
+            title: ::std::option::Option::None,
+            annotations: ::toolc_runtime::Annotations::NONE,
         }
     }
 }
@@ -450,6 +456,8 @@ impl ::toolc_runtime::Tool for GetCart {
             timeout: ::std::option::Option::None,
             wait_for_response: true,
             filler: ::std::vec::Vec::new(),
+            title: ::std::option::Option::None,
+            annotations: ::toolc_runtime::Annotations::NONE,
         }
     }
 }

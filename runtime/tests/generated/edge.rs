@@ -228,6 +228,8 @@ impl ::toolc_runtime::Tool for EdgeServer2 {
             timeout: ::std::option::Option::None,
             wait_for_response: true,
             filler: ::std::vec::Vec::new(),
+            title: ::std::option::Option::None,
+            annotations: ::toolc_runtime::Annotations::NONE,
         }
     }
 }
@@ -276,6 +278,8 @@ impl ::toolc_runtime::Tool for NoParams {
             timeout: ::std::option::Option::None,
             wait_for_response: true,
             filler: ::std::vec::Vec::new(),
+            title: ::std::option::Option::None,
+            annotations: ::toolc_runtime::Annotations::NONE,
         }
     }
 }
@@ -324,6 +328,8 @@ impl ::toolc_runtime::Tool for EdgeServerArgs2 {
             timeout: ::std::option::Option::None,
             wait_for_response: false,
             filler: ::std::vec::Vec::new(),
+            title: ::std::option::Option::None,
+            annotations: ::toolc_runtime::Annotations::NONE,
         }
     }
 }
@@ -382,6 +388,8 @@ impl ::toolc_runtime::Tool for Contact {
             timeout: ::std::option::Option::None,
             wait_for_response: true,
             filler: ::std::vec::Vec::new(),
+            title: ::std::option::Option::None,
+            annotations: ::toolc_runtime::Annotations::NONE,
         }
     }
 }

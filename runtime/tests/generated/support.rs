@@ -87,6 +87,15 @@ impl ::toolc_runtime::Tool for SearchHelpArticles {
             ),
             wait_for_response: true,
             filler: ::std::vec::Vec::new(),
+            title: ::std::option::Option::Some(
+                ::std::string::String::from("Search help articles"),
+            ),
+            annotations: ::toolc_runtime::Annotations {
+                read_only: ::std::option::Option::Some(true),
+                destructive: ::std::option::Option::None,
+                idempotent: ::std::option::Option::None,
+                open_world: ::std::option::Option::Some(false),
+            },
         }
     }
 }
@@ -154,7 +163,7 @@ pub enum GetOrderStatusOutputStatus {
 ///
 /// Look up the status of one of the customer's orders by its number.
 ///
-/// Declared in `manifests/support.tools.yaml`, line 45.
+/// Declared in `manifests/support.tools.yaml`, line 47.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub struct GetOrderStatus;
@@ -183,6 +192,15 @@ impl ::toolc_runtime::Tool for GetOrderStatus {
             ),
             wait_for_response: true,
             filler: ::std::vec::Vec::new(),
+            title: ::std::option::Option::Some(
+                ::std::string::String::from("Order status"),
+            ),
+            annotations: ::toolc_runtime::Annotations {
+                read_only: ::std::option::Option::Some(true),
+                destructive: ::std::option::Option::None,
+                idempotent: ::std::option::Option::Some(true),
+                open_world: ::std::option::Option::None,
+            },
         }
     }
 }
@@ -253,7 +271,7 @@ pub struct HighlightElementOutput {
 ///
 /// Highlight an element on the page the customer is looking at, to show them where to click.
 ///
-/// Declared in `manifests/support.tools.yaml`, line 66.
+/// Declared in `manifests/support.tools.yaml`, line 70.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub struct HighlightElement;
@@ -285,6 +303,8 @@ impl ::toolc_runtime::Tool for HighlightElement {
                 ::std::string::String::from("One moment."),
                 ::std::string::String::from("Let me show you."),
             ]),
+            title: ::std::option::Option::None,
+            annotations: ::toolc_runtime::Annotations::NONE,
         }
     }
 }
@@ -321,7 +341,7 @@ pub struct ScrollToSectionOutput {
 ///
 /// Scroll the page so that a help section is in view.
 ///
-/// Declared in `manifests/support.tools.yaml`, line 91.
+/// Declared in `manifests/support.tools.yaml`, line 95.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub struct ScrollToSection;
@@ -352,6 +372,8 @@ impl ::toolc_runtime::Tool for ScrollToSection {
             filler: ::std::vec::Vec::from([
                 ::std::string::String::from("Scrolling there now."),
             ]),
+            title: ::std::option::Option::None,
+            annotations: ::toolc_runtime::Annotations::NONE,
         }
     }
 }
@@ -417,7 +439,7 @@ pub struct FillFormFieldOutput {
 ///
 /// Fill in a field of the form on the page, so the customer only has to check and submit it.
 ///
-/// Declared in `manifests/support.tools.yaml`, line 111.
+/// Declared in `manifests/support.tools.yaml`, line 115.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub struct FillFormField;
@@ -444,6 +466,8 @@ impl ::toolc_runtime::Tool for FillFormField {
             timeout: ::std::option::Option::None,
             wait_for_response: true,
             filler: ::std::vec::Vec::new(),
+            title: ::std::option::Option::None,
+            annotations: ::toolc_runtime::Annotations::NONE,
         }
     }
 }
@@ -501,7 +525,7 @@ pub type ShowToastOutput = ::toolc_runtime::__private::serde_json::Value;
 ///
 /// Show a short notification on the page. The agent does not wait for it.
 ///
-/// Declared in `manifests/support.tools.yaml`, line 133.
+/// Declared in `manifests/support.tools.yaml`, line 137.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub struct ShowToast;
@@ -524,6 +548,8 @@ impl ::toolc_runtime::Tool for ShowToast {
             timeout: ::std::option::Option::None,
             wait_for_response: false,
             filler: ::std::vec::Vec::new(),
+            title: ::std::option::Option::None,
+            annotations: ::toolc_runtime::Annotations::NONE,
         }
     }
 }

@@ -24,6 +24,10 @@ async function exercise(client) {
   const search = tools.find((t) => t.name === "search_help_articles");
   assert.equal(search.inputSchema.type, "object");
   assert.ok(search.outputSchema, "an object `returns` is an outputSchema");
+  // The manifest's `title` and `annotations` reach the host.
+  assert.equal(search.title, "Search help articles");
+  assert.equal(search.annotations.readOnlyHint, true);
+  assert.equal(search.annotations.openWorldHint, false);
 
   const found = await client.callTool({ name: "search_help_articles", arguments: { query: "password" } });
   assert.equal(found.isError ?? false, false);

@@ -746,6 +746,8 @@ mod tests {
 
     fn lower(parameters: Value) -> (Value, Vec<(String, String, String)>) {
         let ir = Ir::from_definitions([ToolDefinition {
+            title: None,
+            annotations: Default::default(),
             name: "t".into(),
             description: "d".into(),
             location: Location::Server,
@@ -822,6 +824,8 @@ mod tests {
     /// The `response` of a tool with these `returns`, and the warnings' messages.
     fn response(returns: Value) -> (Option<Value>, Vec<String>) {
         let ir = Ir::from_definitions([ToolDefinition {
+            title: None,
+            annotations: Default::default(),
             name: "t".into(),
             description: "d".into(),
             location: Location::Server,

@@ -31,16 +31,32 @@ pub(super) fn write(
             None
         }
     });
-    let mut members = vec![
-        ("name", Json::Str(&d.name)),
+    let mut members = vec![("name", Json::Str(&d.name))];
+    if let Some(title) = &d.title {
+        members.push(("title", Json::Str(title)));
+    }
+    members.extend([
         ("description", Json::Str(&d.description)),
         (
             "inputSchema",
             Json::Rendered(lowered.as_deref().unwrap_or(&shared.as_written)),
         ),
-    ];
+    ]);
     if let Some(output) = &output {
         members.push(("outputSchema", Json::Rendered(output)));
+    }
+    let a = &d.annotations;
+    let hints: Vec<(&'static str, Json)> = [
+        ("readOnlyHint", a.read_only),
+        ("destructiveHint", a.destructive),
+        ("idempotentHint", a.idempotent),
+        ("openWorldHint", a.open_world),
+    ]
+    .into_iter()
+    .filter_map(|(key, hint)| hint.map(|h| (key, Json::Bool(h))))
+    .collect();
+    if !hints.is_empty() {
+        members.push(("annotations", Json::Object(hints)));
     }
     text::write(out, &Json::Object(members), depth);
 }
