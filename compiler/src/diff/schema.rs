@@ -227,6 +227,25 @@ struct Found<'k> {
     new_label: String,
 }
 
+impl<'k> Found<'k> {
+    /// A change labelled "before" on the old side and "now" on the new one.
+    fn new(
+        code: &'static str,
+        effect: Effect,
+        message: String,
+        keyword: Option<&'k str>,
+    ) -> Found<'k> {
+        Found {
+            code,
+            effect,
+            message,
+            keyword,
+            old_label: "before".into(),
+            new_label: "now".into(),
+        }
+    }
+}
+
 impl<'a, 'v> Walk<'a, 'v> {
     fn node(&mut self, path: &mut Vec<Step>, via: Option<String>, old: Place<'v>, new: Place<'v>) {
         // A description beside a `$ref` is the one that counts for the place that has it.
@@ -244,14 +263,12 @@ impl<'a, 'v> Walk<'a, 'v> {
                 &via,
                 &old,
                 &new,
-                Found {
-                    code: DESCRIPTION_CHANGED,
-                    effect: Effect::Annotates,
-                    message: "description changed".into(),
-                    keyword: Some("description"),
-                    old_label: "before".into(),
-                    new_label: "now".into(),
-                },
+                Found::new(
+                    DESCRIPTION_CHANGED,
+                    Effect::Annotates,
+                    "description changed".into(),
+                    Some("description"),
+                ),
             );
         }
         if !self
@@ -317,18 +334,16 @@ impl<'a, 'v> Walk<'a, 'v> {
             via,
             old,
             new,
-            Found {
-                code: if now_accepts {
+            Found::new(
+                if now_accepts {
                     TYPE_WIDENED
                 } else {
                     TYPE_NARROWED
                 },
                 effect,
-                message: message.into(),
-                keyword: None,
-                old_label: "before".into(),
-                new_label: "now".into(),
-            },
+                message.into(),
+                None,
+            ),
         );
     }
 
@@ -582,18 +597,16 @@ impl<'a, 'v> Walk<'a, 'v> {
                     via,
                     old,
                     new,
-                    Found {
-                        code: if lo.is_some() {
+                    Found::new(
+                        if lo.is_some() {
                             TYPE_WIDENED
                         } else {
                             TYPE_NARROWED
                         },
                         effect,
                         message,
-                        keyword: Some(key),
-                        old_label: "before".into(),
-                        new_label: "now".into(),
-                    },
+                        Some(key),
+                    ),
                 );
                 return;
             }
@@ -839,39 +852,33 @@ fn required(m: &Map<String, Value>) -> BTreeSet<String> {
 
 fn annotations(o: &Map<String, Value>, n: &Map<String, Value>, found: &mut Vec<Found<'_>>) {
     if o.get("title") != n.get("title") {
-        found.push(Found {
-            code: DESCRIPTION_CHANGED,
-            effect: Effect::Annotates,
-            message: "title changed".into(),
-            keyword: Some("title"),
-            old_label: "before".into(),
-            new_label: "now".into(),
-        });
+        found.push(Found::new(
+            DESCRIPTION_CHANGED,
+            Effect::Annotates,
+            "title changed".into(),
+            Some("title"),
+        ));
     }
     if o.get("default") != n.get("default") {
-        found.push(Found {
-            code: DEFAULT_CHANGED,
-            effect: Effect::Annotates,
-            message: format!(
+        found.push(Found::new(
+            DEFAULT_CHANGED,
+            Effect::Annotates,
+            format!(
                 "default changed from {} to {}",
                 shown(o.get("default")),
                 shown(n.get("default"))
             ),
-            keyword: Some("default"),
-            old_label: "before".into(),
-            new_label: "now".into(),
-        });
+            Some("default"),
+        ));
     }
     for key in ["examples", "deprecated", "readOnly", "writeOnly"] {
         if o.get(key).map(canonical) != n.get(key).map(canonical) {
-            found.push(Found {
-                code: ANNOTATION_CHANGED,
-                effect: Effect::Annotates,
-                message: format!("`{key}` changed"),
-                keyword: Some(key),
-                old_label: "before".into(),
-                new_label: "now".into(),
-            });
+            found.push(Found::new(
+                ANNOTATION_CHANGED,
+                Effect::Annotates,
+                format!("`{key}` changed"),
+                Some(key),
+            ));
         }
     }
 }
@@ -926,14 +933,12 @@ fn types(o: &Map<String, Value>, n: &Map<String, Value>, found: &mut Vec<Found<'
         (false, true) => (TYPE_WIDENED, Effect::WidensTypes, "widened"),
         (true, true) => (TYPE_CHANGED, Effect::Changes, "changed"),
     };
-    found.push(Found {
+    found.push(Found::new(
         code,
         effect,
-        message: format!("type {verb} from {} to {}", type_text(o), type_text(n)),
-        keyword: Some("type"),
-        old_label: "before".into(),
-        new_label: "now".into(),
-    });
+        format!("type {verb} from {} to {}", type_text(o), type_text(n)),
+        Some("type"),
+    ));
 }
 
 /// `enum` and `const` as one set of allowed values.
@@ -962,25 +967,21 @@ fn values(o: &Map<String, Value>, n: &Map<String, Value>, found: &mut Vec<Found<
     };
     match (value_set(o), value_set(n)) {
         (None, None) => {}
-        (Some(_), None) => found.push(Found {
-            code: ENUM_REMOVED,
-            effect: Effect::WidensTypes,
-            message: format!("no longer restricted to the values of its `{}`", keyword(o)),
-            keyword: None,
-            old_label: "before".into(),
-            new_label: "now".into(),
-        }),
-        (None, Some(vn)) => found.push(Found {
-            code: ENUM_ADDED,
-            effect: Effect::Narrows,
-            message: format!(
+        (Some(_), None) => found.push(Found::new(
+            ENUM_REMOVED,
+            Effect::WidensTypes,
+            format!("no longer restricted to the values of its `{}`", keyword(o)),
+            None,
+        )),
+        (None, Some(vn)) => found.push(Found::new(
+            ENUM_ADDED,
+            Effect::Narrows,
+            format!(
                 "now restricted to {}",
                 list(&vn.iter().map(|(_, v)| v).collect::<Vec<_>>())
             ),
-            keyword: Some(keyword(n)),
-            old_label: "before".into(),
-            new_label: "now".into(),
-        }),
+            Some(keyword(n)),
+        )),
         (Some(vo), Some(vn)) => {
             let removed: Vec<&&Value> = vo
                 .iter()
@@ -1012,18 +1013,16 @@ fn values(o: &Map<String, Value>, n: &Map<String, Value>, found: &mut Vec<Found<
                 });
             }
             if !added.is_empty() {
-                found.push(Found {
-                    code: ENUM_VALUE_ADDED,
-                    effect: Effect::Widens,
-                    message: format!(
+                found.push(Found::new(
+                    ENUM_VALUE_ADDED,
+                    Effect::Widens,
+                    format!(
                         "{} {} added",
                         if added.len() == 1 { "value" } else { "values" },
                         list(&added)
                     ),
-                    keyword: Some(keyword(n)),
-                    old_label: "before".into(),
-                    new_label: "now".into(),
-                });
+                    Some(keyword(n)),
+                ));
             }
         }
     }
@@ -1080,22 +1079,20 @@ fn bounds(o: &Map<String, Value>, n: &Map<String, Value>, found: &mut Vec<Found<
 }
 
 fn bound(tightened: bool, message: String, key: &str) -> Found<'_> {
-    Found {
-        code: if tightened {
+    Found::new(
+        if tightened {
             BOUND_TIGHTENED
         } else {
             BOUND_LOOSENED
         },
-        effect: if tightened {
+        if tightened {
             Effect::Narrows
         } else {
             Effect::Widens
         },
         message,
-        keyword: Some(key),
-        old_label: "before".into(),
-        new_label: "now".into(),
-    }
+        Some(key),
+    )
 }
 
 fn text_rules(o: &Map<String, Value>, n: &Map<String, Value>, found: &mut Vec<Found<'_>>) {
@@ -1115,14 +1112,7 @@ fn text_rules(o: &Map<String, Value>, n: &Map<String, Value>, found: &mut Vec<Fo
             ),
             (None, None) => continue,
         };
-        found.push(Found {
-            code,
-            effect,
-            message,
-            keyword: Some(key),
-            old_label: "before".into(),
-            new_label: "now".into(),
-        });
+        found.push(Found::new(code, effect, message, Some(key)));
     }
 }
 
@@ -1131,24 +1121,18 @@ fn closedness(o: &Map<String, Value>, n: &Map<String, Value>) -> Option<Found<'s
     let closed =
         |m: &Map<String, Value>| m.get("additionalProperties") == Some(&Value::Bool(false));
     match (closed(o), closed(n)) {
-        (false, true) => Some(Found {
-            code: OBJECT_CLOSED,
-            effect: Effect::Narrows,
-            message:
-                "no longer accepts properties it does not list (`additionalProperties: false`)"
-                    .into(),
-            keyword: Some("additionalProperties"),
-            old_label: "before".into(),
-            new_label: "now".into(),
-        }),
-        (true, false) => Some(Found {
-            code: OBJECT_OPENED,
-            effect: Effect::Widens,
-            message: "now accepts properties it does not list".into(),
-            keyword: Some("additionalProperties"),
-            old_label: "before".into(),
-            new_label: "now".into(),
-        }),
+        (false, true) => Some(Found::new(
+            OBJECT_CLOSED,
+            Effect::Narrows,
+            "no longer accepts properties it does not list (`additionalProperties: false`)".into(),
+            Some("additionalProperties"),
+        )),
+        (true, false) => Some(Found::new(
+            OBJECT_OPENED,
+            Effect::Widens,
+            "now accepts properties it does not list".into(),
+            Some("additionalProperties"),
+        )),
         _ => None,
     }
 }
@@ -1163,16 +1147,14 @@ fn unjudged<'k>(o: &'k Map<String, Value>, n: &'k Map<String, Value>, found: &mu
             continue;
         }
         if o.get(key).map(canonical) != n.get(key).map(canonical) {
-            found.push(Found {
-                code: SCHEMA_CHANGED,
-                effect: Effect::Narrows,
-                message: format!(
+            found.push(Found::new(
+                SCHEMA_CHANGED,
+                Effect::Narrows,
+                format!(
                     "`{key}` changed, which toolc does not compare by meaning: it may accept less"
                 ),
-                keyword: Some(key),
-                old_label: "before".into(),
-                new_label: "now".into(),
-            });
+                Some(key),
+            ));
         }
     }
 }
