@@ -147,9 +147,20 @@ async fn the_tools_of_a_streamable_http_server_join_a_registry() {
         .definitions(
             definitions_from_str(
                 "s.tools.yaml",
-                "version: 1\ntools:\n  - name: double\n    description: Doubles.\n    location: server\n    parameters:\n      type: object\n      properties: { n: { type: integer } }\n      required: [n]\n    returns:\n      type: object\n      properties: { n: { type: integer } }\n      required: [n]\n  - name: wave\n    description: Waves in the page.\n    location: client\n",
+                "version: 1\ntools:\n  - name: double\n    description: Doubles.\n    location: server\n    parameters:\n      type: object\n      properties: { n: { type: integer } }\n      required: [n]\n    returns:\n      type: object\n      properties: { n: { type: integer } }\n      required: [n]\n  - name: whoami\n    description: Who is calling.\n    location: server\n  - name: wave\n    description: Waves in the page.\n    location: client\n",
             )
             .unwrap(),
+        )
+        .executor(
+            "whoami",
+            toolc_runtime::executor_fn_with_context(
+                |ctx: CallContext, _args: serde_json::Value| async move {
+                    Ok::<_, toolc_runtime::ToolError>(json!({
+                        "user": ctx.principal().map(|p| p.id().to_owned()),
+                        "session": ctx.session_id(),
+                    }))
+                },
+            ),
         )
         .executor(
             "double",
@@ -161,7 +172,14 @@ async fn the_tools_of_a_streamable_http_server_join_a_registry() {
         .unwrap();
     let app = axum::Router::new().nest_service(
         "/mcp",
-        McpServer::new(std::sync::Arc::new(served)).streamable_http(),
+        // The caller, from the HTTP request: here a header every client sends, standing in
+        // for what an authentication middleware would have checked.
+        McpServer::new(std::sync::Arc::new(served))
+            .with_principal(|parts| {
+                let value = parts.headers.get("content-type")?.to_str().ok()?;
+                Some(toolc_runtime::Principal::new(value.to_owned()))
+            })
+            .streamable_http(),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -171,8 +189,9 @@ async fn the_tools_of_a_streamable_http_server_join_a_registry() {
         .await
         .unwrap();
     // Only the server tool crosses: the client tool is not the host's to run.
-    let names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
-    assert_eq!(names, ["double"]);
+    let mut names: Vec<String> = tools.definitions().into_iter().map(|d| d.name).collect();
+    names.sort();
+    assert_eq!(names, ["double", "whoami"]);
     let registry = tools
         .merge_into(Registry::builder(), &[])
         .unwrap()
@@ -185,4 +204,8 @@ async fn the_tools_of_a_streamable_http_server_join_a_registry() {
             .unwrap(),
         json!({"n": 42})
     );
+    // The request's parts reached the executor as its principal. (2026-07-28 has no sessions:
+    // each request is served on its own, so each call has a session id of its own.)
+    let first = registry.call_value("whoami", json!({})).await.unwrap();
+    assert_eq!(first["user"], "application/json", "{first}");
 }
