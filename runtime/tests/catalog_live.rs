@@ -55,25 +55,17 @@ async fn catalog(tools: Tools) -> String {
     format!("http://{addr}")
 }
 
-fn declared(event: &Value) -> Vec<String> {
-    let mut names: Vec<String> = event["session"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect();
-    names.sort();
-    names
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tools_that_join_or_leave_the_catalog_reach_running_sessions() {
-    let tools: Tools = Arc::new(Mutex::new(vec![tool("get_weather")]));
-    let base = catalog(tools.clone()).await;
+/// A catalog service serving `tools`, its tools merged into a registry beside a local client
+/// tool (`highlight`), and the live catalog refreshed every `ttl_ms`.
+async fn live_registry(
+    tools: Tools,
+    ttl_ms: u64,
+) -> (Arc<Registry>, Arc<LiveCatalog>, tokio::task::JoinHandle<()>) {
+    let base = catalog(tools).await;
     let client = Arc::new(
         CatalogClient::new(&base)
             .unwrap()
-            .with_ttl(Duration::from_millis(150)),
+            .with_ttl(Duration::from_millis(ttl_ms)),
     );
     let discovered = client.server_tools().await.unwrap();
     let local = definitions_from_str(
@@ -90,7 +82,25 @@ async fn tools_that_join_or_leave_the_catalog_reach_running_sessions() {
             .unwrap(),
     );
     let live = LiveCatalog::new(&discovered, None);
-    let _refresher = live.spawn_refresher();
+    let refresher = live.spawn_refresher();
+    (registry, live, refresher)
+}
+
+fn declared(event: &Value) -> Vec<String> {
+    let mut names: Vec<String> = event["session"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_that_join_or_leave_the_catalog_reach_running_sessions() {
+    let tools: Tools = Arc::new(Mutex::new(vec![tool("get_weather")]));
+    let (registry, live, _refresher) = live_registry(tools.clone(), 150).await;
     let mut config = SessionConfig::new(&registry);
     config.filler_delay = None;
     config.live_tools = Some(live.clone());
@@ -164,28 +174,7 @@ async fn marker_instructions_follow_the_live_catalog_and_keep_the_browsers_own()
     let mut needs_sign_in = tool("get_balance");
     needs_sign_in["requires_auth"] = json!(true);
     let tools: Tools = Arc::new(Mutex::new(vec![tool("get_weather")]));
-    let base = catalog(tools.clone()).await;
-    let client = Arc::new(
-        CatalogClient::new(&base)
-            .unwrap()
-            .with_ttl(Duration::from_millis(100)),
-    );
-    let discovered = client.server_tools().await.unwrap();
-    let local = definitions_from_str(
-        "l.tools.yaml",
-        "version: 1\ntools:\n  - name: highlight\n    description: Highlight.\n    location: client\n",
-    )
-    .unwrap();
-    let builder = Registry::builder().definitions(local.clone());
-    let registry = Arc::new(
-        discovered
-            .merge_into(builder, &local, None)
-            .unwrap()
-            .build()
-            .unwrap(),
-    );
-    let live = LiveCatalog::new(&discovered, None);
-    let _refresher = live.spawn_refresher();
+    let (registry, live, _refresher) = live_registry(tools.clone(), 100).await;
     let tag = MarkerTag::new("CALL").unwrap();
     let mut config = SessionConfig::new(&registry);
     config.filler_delay = None;

@@ -312,6 +312,20 @@ impl<'a, 'v> Walk<'a, 'v> {
         }
     }
 
+    /// Compares the part `step` leads to on both sides.
+    fn descend(
+        &mut self,
+        path: &mut Vec<Step>,
+        step: Step,
+        via: &Option<String>,
+        old: Place<'v>,
+        new: Place<'v>,
+    ) {
+        path.push(step);
+        self.node(path, via.clone(), old, new);
+        path.pop();
+    }
+
     /// One side is `false` (accepts nothing) and the other accepts something.
     fn whole(
         &mut self,
@@ -519,14 +533,13 @@ impl<'a, 'v> Walk<'a, 'v> {
         n: &'v Map<String, Value>,
     ) {
         if o.contains_key("items") || n.contains_key("items") {
-            path.push(Step::Items);
-            self.node(
+            self.descend(
                 path,
-                via.clone(),
+                Step::Items,
+                via,
                 old.child(o.get("items").unwrap_or(&ANY), &["items"]),
                 new.child(n.get("items").unwrap_or(&ANY), &["items"]),
             );
-            path.pop();
         }
         let tuple = |m: &'v Map<String, Value>| {
             m.get("prefixItems")
@@ -537,14 +550,13 @@ impl<'a, 'v> Walk<'a, 'v> {
         let (to, tn) = (tuple(o), tuple(n));
         for i in 0..to.len().max(tn.len()) {
             let index = i.to_string();
-            path.push(Step::Tuple(i));
-            self.node(
+            self.descend(
                 path,
-                via.clone(),
+                Step::Tuple(i),
+                via,
                 old.child(to.get(i).unwrap_or(&ANY), &["prefixItems", &index]),
                 new.child(tn.get(i).unwrap_or(&ANY), &["prefixItems", &index]),
             );
-            path.pop();
         }
         // `additionalProperties` as a schema: compared like a property of every other name.
         let extra = |m: &'v Map<String, Value>| match m.get("additionalProperties") {
@@ -554,14 +566,13 @@ impl<'a, 'v> Walk<'a, 'v> {
         };
         if let (Some(eo), Some(en)) = (extra(o), extra(n)) {
             if eo != en {
-                path.push(Step::Extra);
-                self.node(
+                self.descend(
                     path,
-                    via.clone(),
+                    Step::Extra,
+                    via,
                     old.child(eo, &["additionalProperties"]),
                     new.child(en, &["additionalProperties"]),
                 );
-                path.pop();
             }
         }
     }
@@ -627,14 +638,13 @@ impl<'a, 'v> Walk<'a, 'v> {
         }
         if unmatched_old.len() == unmatched_new.len() {
             for (&i, &j) in unmatched_old.iter().zip(&unmatched_new) {
-                path.push(Step::Alternative(j));
-                self.node(
+                self.descend(
                     path,
-                    via.clone(),
+                    Step::Alternative(j),
+                    via,
                     old.child(&lo[i], &[key, &i.to_string()]),
                     new.child(&ln[j], &[key, &j.to_string()]),
                 );
-                path.pop();
             }
             return;
         }
