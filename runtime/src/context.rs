@@ -172,9 +172,23 @@ impl SessionScope {
             deadline: None,
             cancellation: self.cancellation.child_token(),
             state: None,
+            progress: None,
         }
     }
 }
+
+/// How far a call has got, as an executor reports it ([`CallContext::report_progress`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    /// Grows with every report, even when the total is unknown.
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// Where a call's progress reports go (the MCP server forwards them as
+/// `notifications/progress` when the client asked for them).
+pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// What an executor knows about the call it runs: the session and call ids, the tool, the
 /// authenticated principal, the deadline, a cancellation signal and the application state.
@@ -191,6 +205,7 @@ pub struct CallContext {
     deadline: Option<Instant>,
     cancellation: CancellationToken,
     state: Option<Arc<StateMap>>,
+    progress: Option<ProgressSink>,
 }
 
 impl fmt::Debug for CallContext {
@@ -247,6 +262,25 @@ impl CallContext {
     /// The token behind [`CallContext::cancelled`], to hand to code that takes one.
     pub fn cancellation_token(&self) -> &CancellationToken {
         &self.cancellation
+    }
+
+    /// Reports how far the call has got. Where the caller asked for progress (an MCP client
+    /// with a progress token) it receives it; elsewhere the report goes nowhere, so executors
+    /// may report unconditionally.
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(sink) = &self.progress {
+            sink(Progress {
+                progress,
+                total,
+                message: message.map(str::to_owned),
+            });
+        }
+    }
+
+    /// Sends this call's progress reports to `sink`.
+    pub fn with_progress(mut self, sink: ProgressSink) -> CallContext {
+        self.progress = Some(sink);
+        self
     }
 
     /// Application state of type `T` given to [`crate::RegistryBuilder::state`].

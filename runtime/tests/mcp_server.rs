@@ -74,3 +74,62 @@ async fn a_cancelled_request_fires_the_executors_cancellation_signal() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// Progress an executor reports reaches a client that sent a progress token, in order and
+/// before the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reported_progress_reaches_a_client_that_asked_for_it() {
+    let registry = Registry::builder()
+        .definitions(
+            definitions_from_str(
+                "c.tools.yaml",
+                "version: 1\ntools:\n  - name: count\n    description: Counts to three.\n    location: server\n",
+            )
+            .unwrap(),
+        )
+        .executor(
+            "count",
+            executor_fn_with_context(|ctx: CallContext, _args: Value| async move {
+                for step in 1..=3 {
+                    ctx.report_progress(f64::from(step), Some(3.0), Some("counting"));
+                    tokio::task::yield_now().await;
+                }
+                Ok::<_, ToolError>(json!({ "counted": 3 }))
+            }),
+        )
+        .build()
+        .unwrap();
+    let (client, server) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(McpServer::new(Arc::new(registry)).serve_io(tokio::io::split(server)));
+    let (read, mut write) = tokio::io::split(client);
+    let mut lines = BufReader::new(read).lines();
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "count", "arguments": {}, "_meta": {"progressToken": "p1"}}}),
+    ] {
+        let mut line = message.to_string();
+        line.push('\n');
+        write.write_all(line.as_bytes()).await.unwrap();
+    }
+    let mut progress = Vec::new();
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["method"] == "notifications/progress" {
+            assert_eq!(message["params"]["progressToken"], "p1");
+            assert_eq!(message["params"]["total"], 3.0);
+            progress.push(message["params"]["progress"].as_f64().unwrap());
+        } else if message["id"] == 2 {
+            assert_eq!(message["result"]["structuredContent"], Value::Null);
+            break;
+        }
+    }
+    assert_eq!(progress, [1.0, 2.0, 3.0]);
+}

@@ -144,7 +144,29 @@ impl McpServer {
             _ => None,
         };
         let scope = SessionScope::new().with_principal(principal);
-        let ctx = scope.call(name, &context.id.to_string());
+        let mut ctx = scope.call(name, &context.id.to_string());
+        // Progress the executor reports goes to a client that asked for it.
+        // One forwarding task per call keeps the reports in order; it ends with the call (the
+        // last handle of the sink goes with the context).
+        let mut forwarder = None;
+        if let Some(token) = context.meta.get_progress_token() {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<crate::Progress>();
+            let peer = context.peer.clone();
+            forwarder = Some(tokio::spawn(async move {
+                while let Some(p) = rx.recv().await {
+                    let mut param =
+                        rmcp::model::ProgressNotificationParam::new(token.clone(), p.progress);
+                    param.total = p.total;
+                    param.message = p.message;
+                    if peer.notify_progress(param).await.is_err() {
+                        return;
+                    }
+                }
+            }));
+            ctx = ctx.with_progress(Arc::new(move |p: crate::Progress| {
+                let _ = tx.send(p);
+            }));
+        }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         // The MCP client's `notifications/cancelled` fires the executor's signal; the call then
         // ends as the executor ends it (its timeout bounds one that does not listen).
@@ -157,6 +179,11 @@ impl McpServer {
                 call.await
             }
         };
+        // The reports go out before the result: the finished call dropped its context, so the
+        // forwarder ends once it has sent them (bounded, for an executor that kept a copy).
+        if let Some(forwarder) = forwarder {
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(500), forwarder).await;
+        }
         match outcome {
             Ok(value) => {
                 let structured = self
