@@ -90,6 +90,14 @@ impl Change {
         }
     }
 
+    /// Whether it breaks the model and whether it breaks code, among the audiences looked at.
+    pub fn breaks(&self, only: Option<Audience>) -> (bool, bool) {
+        (
+            only != Some(Audience::Code) && self.for_model == Impact::Breaking,
+            only != Some(Audience::Model) && self.for_code == Impact::Breaking,
+        )
+    }
+
     pub fn is_breaking(&self, only: Option<Audience>) -> bool {
         self.impact(only) == Impact::Breaking
     }
@@ -536,8 +544,7 @@ impl Summary {
             match c.impact(only) {
                 Impact::Breaking => {
                     s.breaking += 1;
-                    let model = only != Some(Audience::Code) && c.for_model == Impact::Breaking;
-                    let code = only != Some(Audience::Model) && c.for_code == Impact::Breaking;
+                    let (model, code) = c.breaks(only);
                     s.breaking_model += usize::from(model);
                     s.breaking_code += usize::from(code);
                 }
@@ -592,8 +599,7 @@ pub fn render_human(
         };
         let mut notes = Vec::new();
         if impact == Impact::Breaking {
-            let model = only != Some(Audience::Code) && c.for_model == Impact::Breaking;
-            let code = only != Some(Audience::Model) && c.for_code == Impact::Breaking;
+            let (model, code) = c.breaks(only);
             notes.push(
                 match (model, code) {
                     (true, true) => "breaks the model's calls and code",

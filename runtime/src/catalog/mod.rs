@@ -646,10 +646,7 @@ fn read_tool(entry: &Value) -> Result<CatalogTool, (String, String)> {
 }
 
 fn valid_name(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
-        && name.len() <= 64
-        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    toolc::manifest::is_valid_name(name)
 }
 
 /// A catalog's tools, ready to be merged into a registry.

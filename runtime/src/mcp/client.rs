@@ -38,6 +38,9 @@ impl std::fmt::Debug for McpTools {
 struct State {
     generation: u64,
     definitions: Vec<ToolDefinition>,
+    /// The compiled `inputSchema` of each definition, for live calls (which bypass the
+    /// registry), compiled once when the tools are listed.
+    validators: std::collections::HashMap<String, Arc<jsonschema::Validator>>,
     declarations: Arc<Vec<Value>>,
     /// Every name the server has had: their declarations are its to replace.
     names: BTreeSet<String>,
@@ -173,23 +176,16 @@ impl crate::live::LiveTools for McpTools {
     fn call(&self, _ctx: CallContext, name: &str, arguments: Value) -> crate::ToolFuture {
         let peer = self.peer.clone();
         let name = name.to_owned();
-        let schema = lock(&self.state)
-            .definitions
-            .iter()
-            .find(|d| d.name == name)
-            .map(|d| d.parameters.clone());
+        let validator = lock(&self.state).validators.get(&name).cloned();
         Box::pin(async move {
-            let Some(schema) = schema else {
+            let Some(validator) = validator else {
                 return Err(
                     ToolError::new(format!("the MCP server has no tool named `{name}`"))
                         .with_code("unknown_tool"),
                 );
             };
             // Live calls bypass the registry: the arguments are checked here instead.
-            let valid = jsonschema::validator_for(&schema)
-                .map(|v| v.is_valid(&arguments))
-                .unwrap_or(false);
-            if !valid {
+            if !validator.is_valid(&arguments) {
                 return Err(ToolError::new(format!(
                     "the arguments of `{name}` do not match its schema"
                 ))
@@ -231,11 +227,23 @@ async fn call(peer: &Peer<RoleClient>, name: &str, arguments: Value) -> Result<V
 
 /// Takes in a `tools/list`: a new generation when the usable tools differ.
 fn observe(state: &Mutex<State>, tools: &[Tool]) {
-    let mut definitions = Vec::new();
+    let mut definitions: Vec<ToolDefinition> = Vec::new();
+    let mut validators = std::collections::HashMap::new();
     let mut skipped = Vec::new();
     for tool in tools {
+        // A server that lists a name twice: the first is kept, as a registry would refuse both.
+        if definitions.iter().any(|d| *d.name == *tool.name) {
+            skipped.push((
+                tool.name.to_string(),
+                "the server lists this name twice".into(),
+            ));
+            continue;
+        }
         match definition(tool) {
-            Ok(d) => definitions.push(d),
+            Ok((d, validator)) => {
+                validators.insert(d.name.clone(), validator);
+                definitions.push(d);
+            }
             Err(why) => skipped.push((tool.name.to_string(), why)),
         }
     }
@@ -251,26 +259,20 @@ fn observe(state: &Mutex<State>, tools: &[Tool]) {
     if *state.declarations != declarations {
         state.declarations = Arc::new(declarations);
         state.definitions = definitions;
+        state.validators = validators;
         state.generation += 1;
     }
 }
 
-/// An MCP tool as a server tool definition, or why it cannot be one.
-fn definition(tool: &Tool) -> Result<ToolDefinition, String> {
+/// An MCP tool as a server tool definition with its compiled `inputSchema`, or why it cannot
+/// be one.
+fn definition(tool: &Tool) -> Result<(ToolDefinition, Arc<jsonschema::Validator>), String> {
     let name = tool.name.to_string();
-    let valid_name = name.len() <= 64
-        && name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if !valid_name {
+    if !toolc::manifest::is_valid_name(&name) {
         return Err("the name is not a toolc tool name (letters, digits, `_`, `-`)".into());
     }
     let parameters = Value::Object((*tool.input_schema).clone());
-    jsonschema::validator_for(&parameters)
+    let validator = jsonschema::validator_for(&parameters)
         .map_err(|e| format!("its inputSchema does not compile: {e}"))?;
     let returns = match &tool.output_schema {
         Some(schema) => {
@@ -281,8 +283,8 @@ fn definition(tool: &Tool) -> Result<ToolDefinition, String> {
         }
         None => None,
     };
-    Ok(ToolDefinition {
-        title: None,
+    let definition = ToolDefinition {
+        title: tool.title.clone(),
         annotations: Default::default(),
         name,
         description: tool.description.as_deref().unwrap_or_default().to_owned(),
@@ -292,7 +294,8 @@ fn definition(tool: &Tool) -> Result<ToolDefinition, String> {
         timeout: None,
         wait_for_response: true,
         filler: Vec::new(),
-    })
+    };
+    Ok((definition, Arc::new(validator)))
 }
 
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
