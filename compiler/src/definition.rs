@@ -31,6 +31,13 @@ impl std::fmt::Display for Location {
     }
 }
 
+/// Appended to the description of a tool with `approval: required`.
+pub const APPROVAL_NOTE: &str =
+    "Each call waits for the user's approval; if they decline, the result says so.";
+
+/// Appended to the description of a tool with `mode: async`.
+pub const BACKGROUND_NOTE: &str = "Runs in the background: the call's result only says that the work started; the outcome arrives later as a message, and the conversation can go on meanwhile.";
+
 /// The default deadline for a client tool when its manifest gives none.
 pub const DEFAULT_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -56,7 +63,8 @@ pub struct ToolDefinition {
     /// Client tools only: `false` means fire-and-forget.
     #[serde(default = "yes")]
     pub wait_for_response: bool,
-    /// Client tools only: phrases a voice agent may say while it waits.
+    /// Phrases a voice agent may say while it waits for a slow call (a client tool's browser,
+    /// a server tool's executor).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub filler: Vec<String>,
     /// A human-readable name, for hosts that show tools to people (MCP's `title`).
@@ -65,6 +73,72 @@ pub struct ToolDefinition {
     /// What the tool does to the world, as hints for hosts (MCP's tool annotations).
     #[serde(default, skip_serializing_if = "Annotations::is_empty")]
     pub annotations: Annotations,
+    /// How a call runs around its handler: approval, background mode, interruption, streamed
+    /// arguments.
+    #[serde(flatten)]
+    pub policy: CallPolicy,
+}
+
+/// Whether a person must approve a call before it runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Approval {
+    /// The call runs as soon as its arguments are valid.
+    #[default]
+    None,
+    /// The call waits for the user's yes (asked through the browser, or the application in a
+    /// chat turn); a no or no answer in time reaches the model as the call's result.
+    Required,
+}
+
+/// When a server tool's result reaches the model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The model waits for the result (the call's result is the executor's).
+    #[default]
+    Sync,
+    /// The model is told at once that the work started and the conversation goes on; the
+    /// result is added to the conversation when it arrives, and the model asked to respond at
+    /// the next point where no response is in progress.
+    Async,
+}
+
+/// How a call of one tool runs around its handler (the manifest's `approval`, `mode`,
+/// `cancel_on_interruption` and `stream_arguments`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CallPolicy {
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub approval: Approval,
+    /// Server tools only.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub mode: Mode,
+    /// Whether a call still running when the user interrupts the response that made it is
+    /// cancelled; `None` means the default ([`ToolDefinition::cancels_on_interruption`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_on_interruption: Option<bool>,
+    /// Client tools only: the browser gets the arguments while the model writes them.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub stream_arguments: bool,
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+impl CallPolicy {
+    /// A call that runs at once, waits for its result, is cancelled by an interruption when it
+    /// waits, and gets its arguments whole.
+    pub const DEFAULT: CallPolicy = CallPolicy {
+        approval: Approval::None,
+        mode: Mode::Sync,
+        cancel_on_interruption: None,
+        stream_arguments: false,
+    };
+
+    pub fn is_default(&self) -> bool {
+        *self == CallPolicy::DEFAULT
+    }
 }
 
 /// Behaviour hints of a tool (the manifest's `annotations`, MCP's `*Hint`s). Unset means the
@@ -108,6 +182,52 @@ impl ToolDefinition {
     /// The schema used when a tool declares no parameters: an object that accepts no properties.
     pub fn empty_parameters() -> serde_json::Value {
         serde_json::json!({ "type": "object", "properties": {}, "additionalProperties": false })
+    }
+
+    /// The description the model reads: the manifest's, followed by what no provider has a
+    /// field for (that a call waits for approval, that a background call answers at once).
+    pub fn model_description(&self) -> std::borrow::Cow<'_, str> {
+        let mut notes = Vec::new();
+        if self.requires_approval() {
+            notes.push(APPROVAL_NOTE);
+        }
+        if self.runs_in_background() {
+            notes.push(BACKGROUND_NOTE);
+        }
+        if notes.is_empty() {
+            return std::borrow::Cow::Borrowed(&self.description);
+        }
+        let mut text = self.description.clone();
+        for note in notes {
+            text.push_str("\n\n");
+            text.push_str(note);
+        }
+        std::borrow::Cow::Owned(text)
+    }
+
+    /// Whether the tool's calls need a person's approval before they run.
+    pub fn requires_approval(&self) -> bool {
+        self.policy.approval == Approval::Required
+    }
+
+    /// Whether the model is answered at once and the result follows later (`mode: async`).
+    pub fn runs_in_background(&self) -> bool {
+        self.location == Location::Server && self.policy.mode == Mode::Async
+    }
+
+    /// Whether the user interrupting the response that made a call cancels the call if it is
+    /// still running: as the manifest says, or by default for the calls the model waits for (a
+    /// waiting client tool, a sync server tool), not for fire-and-forget or background ones.
+    pub fn cancels_on_interruption(&self) -> bool {
+        self.policy.cancel_on_interruption.unwrap_or(match self.location {
+            Location::Client => self.wait_for_response,
+            Location::Server => self.policy.mode == Mode::Sync,
+        })
+    }
+
+    /// Whether the browser gets this tool's arguments while the model writes them.
+    pub fn streams_arguments(&self) -> bool {
+        self.location == Location::Client && self.policy.stream_arguments
     }
 
     /// The deadline that applies to a call of this tool: its own, or for client tools the default.

@@ -30,7 +30,9 @@ pub mod yaml;
 use std::path::Path;
 
 pub use builder::Builder;
-pub use definition::{Annotations, Location, ToolDefinition, DEFAULT_CLIENT_TIMEOUT};
+pub use definition::{
+    Annotations, Approval, CallPolicy, Location, Mode, ToolDefinition, DEFAULT_CLIENT_TIMEOUT,
+};
 pub use diagnostic::{Diagnostic, Diagnostics, HumanRenderer, Severity};
 pub use ir::{Ir, IrTool};
 pub use source::{FileId, SourceMap, Span};

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::definition::{Annotations, Location, ToolDefinition};
+use crate::definition::{Annotations, Approval, CallPolicy, Location, Mode, ToolDefinition};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ir::{IrTool, Origin};
 use crate::schema_check;
@@ -28,8 +28,13 @@ pub const TOOL_FIELDS: &[&str] = &[
     "filler",
     "title",
     "annotations",
+    "approval",
+    "mode",
+    "cancel_on_interruption",
+    "stream_arguments",
 ];
-const CLIENT_ONLY_FIELDS: &[&str] = &["wait_for_response", "filler"];
+const CLIENT_ONLY_FIELDS: &[&str] = &["wait_for_response", "stream_arguments"];
+const SERVER_ONLY_FIELDS: &[&str] = &["mode"];
 
 /// Longest timeout a manifest may give; anything longer is almost certainly a unit mistake.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -470,18 +475,37 @@ fn load_tool(
         }
     }
 
+    if location == Location::Client {
+        for f in SERVER_ONLY_FIELDS {
+            if let Some((k, _)) = field(f) {
+                diags.push(
+                    Diagnostic::error(
+                        "toolc::server-only-field",
+                        format!("`{f}` is only for server tools, and {what} is a client tool"),
+                    )
+                    .at(k.span, "only meaningful for `location: server`")
+                    .help(format!(
+                        "remove `{f}`; a slow browser handler is bounded by `timeout`, and a tool that should not hold up the model can be `wait_for_response: false`"
+                    )),
+                );
+            }
+        }
+    }
+
     let timeout = field("timeout").and_then(|(_, v)| parse_timeout_field(v, &what, diags));
 
-    let wait_for_response = match field("wait_for_response") {
-        None => true,
+    let boolean = |name: &str, default: bool, diags: &mut Diagnostics| match field(name) {
+        None => default,
         Some((_, v)) => match v.value {
             Value::Bool(b) => b,
             _ => {
-                diags.push(type_error("wait_for_response", "`true` or `false`", v));
-                true
+                diags.push(type_error(name, "`true` or `false`", v));
+                default
             }
         },
     };
+    let wait_for_response = boolean("wait_for_response", true, diags);
+    let policy = parse_policy(&field, location, wait_for_response, &what, diags);
 
     let mut filler = Vec::new();
     if let Some((_, v)) = field("filler") {
@@ -550,6 +574,7 @@ fn load_tool(
             filler,
             title,
             annotations,
+            policy,
         },
         origin: Origin {
             file: Some(file_name.to_owned()),
@@ -635,6 +660,85 @@ fn check_name(name: &str, span: Span, diags: &mut Diagnostics) {
             format!("try `{fixed}`")
         }),
     );
+}
+
+/// The words `approval` and `mode` take.
+pub const APPROVAL_VALUES: &[&str] = &["required", "none"];
+pub const MODE_VALUES: &[&str] = &["sync", "async"];
+
+/// `approval`, `mode`, `cancel_on_interruption` and `stream_arguments`, with the checks between
+/// them and `wait_for_response` (the location-only fields are checked by the caller).
+fn parse_policy<'n>(
+    field: &dyn Fn(&str) -> Option<(&'n Node, &'n Node)>,
+    location: Location,
+    wait_for_response: bool,
+    what: &str,
+    diags: &mut Diagnostics,
+) -> CallPolicy {
+    let mut policy = CallPolicy::DEFAULT;
+    let word = |name: &str, words: &[&str], diags: &mut Diagnostics| -> Option<String> {
+        let (_, v) = field(name)?;
+        match v.as_str() {
+            Some(s) if words.contains(&s) => Some(s.to_owned()),
+            other => {
+                let shown = other.map_or_else(|| v.kind().to_owned(), |s| format!("`{s}`"));
+                let expected: Vec<String> = words.iter().map(|w| format!("`{w}`")).collect();
+                diags.push(
+                    Diagnostic::error(
+                        "toolc::invalid-field",
+                        format!("`{name}` of {what} must be {}, found {shown}", expected.join(" or ")),
+                    )
+                    .at(v.span, format!("expected {}", expected.join(" or ")))
+                    .help(format!(
+                        "{}write `{name}: {}`",
+                        did_you_mean(other.unwrap_or(""), words.iter().copied()),
+                        words[0]
+                    )),
+                );
+                None
+            }
+        }
+    };
+    if let Some(approval) = word("approval", APPROVAL_VALUES, diags) {
+        policy.approval = if approval == "required" {
+            Approval::Required
+        } else {
+            Approval::None
+        };
+    }
+    if location == Location::Server {
+        if let Some(mode) = word("mode", MODE_VALUES, diags) {
+            policy.mode = if mode == "async" { Mode::Async } else { Mode::Sync };
+        }
+    }
+    let boolean = |name: &str, diags: &mut Diagnostics| -> Option<bool> {
+        let (_, v) = field(name)?;
+        match v.value {
+            Value::Bool(b) => Some(b),
+            _ => {
+                diags.push(type_error(name, "`true` or `false`", v));
+                None
+            }
+        }
+    };
+    policy.cancel_on_interruption = boolean("cancel_on_interruption", diags);
+    if location == Location::Client {
+        policy.stream_arguments = boolean("stream_arguments", diags).unwrap_or(false);
+    }
+    if policy.approval == Approval::Required && location == Location::Client && !wait_for_response
+    {
+        if let Some((key, _)) = field("approval") {
+            diags.push(
+                Diagnostic::error(
+                    "toolc::approval-on-fire-and-forget",
+                    format!("{what} needs approval but is fire-and-forget (`wait_for_response: false`)"),
+                )
+                .at(key.span, "approval makes the model wait for the user's answer")
+                .help("remove `approval: required`, or remove `wait_for_response: false` so the model waits for the approved call's result"),
+            );
+        }
+    }
+    policy
 }
 
 /// The hint names of `annotations`, as the manifest spells them.

@@ -61,9 +61,28 @@ fn tool_field(name: &str) -> Value {
             "default": true
         }),
         "filler" => json!({
-            "description": "Client tools only. Phrases a voice agent may say while it waits for the browser.",
+            "description": "Phrases a voice agent may say while it waits: for the browser (client tools) or the executor (server tools).",
             "type": "array",
             "items": { "type": "string", "minLength": 1 }
+        }),
+        "approval" => json!({
+            "description": "`required`: each call waits for the user's approval before it runs (asked through the browser in a realtime session, or by the application in a chat turn); a denial or no answer in time reaches the model as the result. Not for fire-and-forget tools.",
+            "enum": crate::manifest::APPROVAL_VALUES,
+            "default": "none"
+        }),
+        "mode" => json!({
+            "description": "Server tools only. `async`: the model is told at once that the work started and the conversation goes on; the result is added when it arrives and the model asked to respond when no response is in progress.",
+            "enum": crate::manifest::MODE_VALUES,
+            "default": "sync"
+        }),
+        "cancel_on_interruption" => json!({
+            "description": "Whether a call still running when the user interrupts the response that made it is cancelled (the executor's cancellation signal fires; the browser handler's abort signal fires). Default: true for waiting client tools and sync server tools, false otherwise.",
+            "type": "boolean"
+        }),
+        "stream_arguments" => json!({
+            "description": "Client tools only. `true`: the browser gets the arguments while the model writes them (partial, for early rendering); the final call is validated as usual.",
+            "type": "boolean",
+            "default": false
         }),
         other => unreachable!("TOOL_FIELDS lists `{other}` without documentation"),
     }
@@ -101,12 +120,27 @@ pub fn manifest_json_schema() -> Value {
                 "required": ["name", "description", "location"],
                 "patternProperties": { "^x-": {} },
                 "additionalProperties": false,
-                "if": { "properties": { "location": { "const": "server" } } },
-                "then": {
-                    "not": {
-                        "anyOf": [ { "required": ["wait_for_response"] }, { "required": ["filler"] } ]
+                "allOf": [
+                    {
+                        "if": { "properties": { "location": { "const": "server" } } },
+                        "then": {
+                            "not": {
+                                "anyOf": [ { "required": ["wait_for_response"] }, { "required": ["stream_arguments"] } ]
+                            }
+                        }
+                    },
+                    {
+                        "if": { "properties": { "location": { "const": "client" } } },
+                        "then": { "not": { "required": ["mode"] } }
+                    },
+                    {
+                        "if": {
+                            "properties": { "approval": { "const": "required" }, "wait_for_response": { "const": false } },
+                            "required": ["approval", "wait_for_response"]
+                        },
+                        "then": false
                     }
-                }
+                ]
             }
         }
     })

@@ -132,6 +132,8 @@ fn breaking_changes_break_the_audience_they_name() {
         Compatible,
         Breaking,
     );
+    expect("approval-changed", "approval-changed", Info, Breaking);
+    expect("mode-changed", "mode-changed", Breaking, Unaffected);
     expect("property-added", "property-added", Compatible, Compatible);
     expect("property-removed", "property-removed", Breaking, Breaking);
     expect(

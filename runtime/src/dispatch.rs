@@ -73,6 +73,33 @@ impl fmt::Display for ClientFailure {
 /// The client's reply: the output as JSON text (the client encodes its own errors in it).
 pub type ClientFuture = Pin<Box<dyn Future<Output = Result<String, ClientFailure>> + Send>>;
 
+/// A call that waits for the user's approval (`approval: required`), as shown to them: the tool,
+/// where it runs and the validated arguments. The answer is bound to this call and these
+/// arguments by whoever asks (the relay gives each request its own id).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApprovalRequest {
+    pub call_id: String,
+    pub name: String,
+    pub location: Location,
+    pub arguments: Value,
+}
+
+/// The user's answer to an [`ApprovalRequest`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Run the call.
+    Approved,
+    /// The user declined, with their reason if they gave one (the model reads it).
+    Denied { reason: Option<String> },
+    /// Nobody answered within `after`.
+    TimedOut { after: Duration },
+    /// Nobody could be asked (no client, the client went away); for logs, not the model.
+    Unavailable(String),
+}
+
+/// The answer to an approval request.
+pub type ApprovalFuture = Pin<Box<dyn Future<Output = Decision> + Send>>;
+
 /// How client calls reach the client (a browser over a websocket, an app callback, a channel).
 ///
 /// Dropping the future returned by [`ClientPath::call`] means the dispatcher stopped waiting (the
@@ -84,6 +111,16 @@ pub trait ClientPath: Send + Sync {
 
     /// Delivers a fire-and-forget call; no reply will be awaited.
     fn notify(&self, call: ClientCall) -> Result<(), ClientFailure>;
+
+    /// Asks the user to approve a call of a tool with `approval: required`, before it runs (a
+    /// server tool as much as a client one). The default asks nobody: the call does not run.
+    /// Dropping the future withdraws the question.
+    fn approve(&self, request: ApprovalRequest) -> ApprovalFuture {
+        let _ = request;
+        Box::pin(std::future::ready(Decision::Unavailable(
+            "this client path cannot ask for approval".into(),
+        )))
+    }
 }
 
 /// A client path for sessions without a client: every client call fails as disconnected.
@@ -189,6 +226,20 @@ impl CallOutcome {
         CallOutcome {
             call_id: call_id.into(),
             output: acknowledgement(tool),
+            status: Status::Acknowledged,
+        }
+    }
+
+    /// The first result of a background (`mode: async`) call: the work started, its result
+    /// follows as a message.
+    pub fn started(call_id: impl Into<String>, tool: &str) -> CallOutcome {
+        CallOutcome {
+            call_id: call_id.into(),
+            output: json!({
+                "status": "started",
+                "message": format!("`{tool}` is running in the background; its result will be added to the conversation when it is ready. Carry on meanwhile."),
+            })
+            .to_string(),
             status: Status::Acknowledged,
         }
     }
@@ -314,7 +365,66 @@ pub(crate) async fn traced(
     outcome
 }
 
+/// Asks `client` for the approval a call of `approval: required` needs; `None` when it may run,
+/// else the outcome the model gets instead. A call cancelled while it waits (the user
+/// interrupted, the session ended) ends as cancelled.
+pub(crate) async fn approval_gate(
+    registry: &Registry,
+    ctx: &CallContext,
+    call: &ToolCall,
+    route: &Route,
+    client: &dyn ClientPath,
+) -> Option<CallOutcome> {
+    let (arguments, location) = match route {
+        Route::Server { arguments } => (arguments, Location::Server),
+        Route::Client { arguments, .. } | Route::Notify { arguments } => {
+            (arguments, Location::Client)
+        }
+        Route::Reject(_) => return None,
+    };
+    if !registry
+        .definition(&call.name)
+        .is_some_and(|d| d.requires_approval())
+    {
+        return None;
+    }
+    let asked = client.approve(ApprovalRequest {
+        call_id: call.call_id.clone(),
+        name: call.name.clone(),
+        location,
+        arguments: arguments.clone(),
+    });
+    let decision = tokio::select! {
+        decision = asked => decision,
+        () = ctx.cancelled() => {
+            return Some(CallOutcome::failed(&call.call_id, CallError::interrupted(&call.name)));
+        }
+    };
+    let error = match decision {
+        Decision::Approved => return None,
+        Decision::Denied { reason } => CallError::approval_denied(&call.name, reason.as_deref()),
+        Decision::TimedOut { after } => CallError::approval_timeout(&call.name, after),
+        Decision::Unavailable(why) => CallError::approval_unavailable(&call.name, &why),
+    };
+    tracing::info!(tool = %call.name, code = error.code().unwrap_or_default(), "call not approved");
+    Some(CallOutcome::failed(&call.call_id, error))
+}
+
 async fn run_route(
+    registry: &Registry,
+    ctx: CallContext,
+    call: &ToolCall,
+    route: Route,
+    client: &dyn ClientPath,
+) -> CallOutcome {
+    if let Some(refused) = approval_gate(registry, &ctx, call, &route, client).await {
+        return refused;
+    }
+    run_approved(registry, ctx, call, route, client).await
+}
+
+/// Runs a routed call whose approval, if it needed one, was given.
+pub(crate) async fn run_approved(
     registry: &Registry,
     ctx: CallContext,
     call: &ToolCall,
@@ -422,6 +532,7 @@ mod tests {
         ToolDefinition {
             title: None,
             annotations: Default::default(),
+            policy: Default::default(),
             name: name.into(),
             description: format!("{name} tool"),
             location,

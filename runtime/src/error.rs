@@ -84,6 +84,13 @@ pub enum CallErrorKind {
     InvalidOutput,
     /// The tool has a timeout but the call did not run inside a Tokio runtime with timers.
     NoRuntime,
+    /// The tool needs approval and did not get it (declined, no answer in time, or nobody to
+    /// ask); it did not run. The code says which: `approval_denied`, `approval_timeout`,
+    /// `approval_unavailable`.
+    NotApproved,
+    /// The call was cancelled before it finished (code `interrupted`: the user interrupted the
+    /// response that made it).
+    Cancelled,
 }
 
 impl CallErrorKind {
@@ -98,6 +105,8 @@ impl CallErrorKind {
             CallErrorKind::Timeout => "timeout",
             CallErrorKind::InvalidOutput => "invalid_output",
             CallErrorKind::NoRuntime => "no_runtime",
+            CallErrorKind::NotApproved => "not_approved",
+            CallErrorKind::Cancelled => "cancelled",
         }
     }
 
@@ -273,6 +282,53 @@ impl CallError {
         );
         e.0.detail = Some(list);
         e.0.violations = violations;
+        e
+    }
+
+    /// The user declined the call (with their reason, if they gave one).
+    pub(crate) fn approval_denied(tool: &str, reason: Option<&str>) -> CallError {
+        let message = match reason {
+            Some(reason) => format!(
+                "The user declined this call of `{tool}`, so it did not run. Their reason: {reason}"
+            ),
+            None => format!("The user declined this call of `{tool}`, so it did not run."),
+        };
+        let mut e = CallError::new(CallErrorKind::NotApproved, tool, message);
+        e.0.code = Some("approval_denied".into());
+        e
+    }
+
+    pub(crate) fn approval_timeout(tool: &str, after: Duration) -> CallError {
+        let mut e = CallError::new(
+            CallErrorKind::NotApproved,
+            tool,
+            format!(
+                "The user did not approve this call of `{tool}` within {}, so it did not run. Ask them again if it is still wanted.",
+                format_duration(after)
+            ),
+        );
+        e.0.code = Some("approval_timeout".into());
+        e
+    }
+
+    pub(crate) fn approval_unavailable(tool: &str, why: &str) -> CallError {
+        let mut e = CallError::new(
+            CallErrorKind::NotApproved,
+            tool,
+            format!("`{tool}` needs the user's approval, which could not be asked for, so it did not run."),
+        );
+        e.0.code = Some("approval_unavailable".into());
+        e.0.detail = Some(why.to_owned());
+        e
+    }
+
+    pub(crate) fn interrupted(tool: &str) -> CallError {
+        let mut e = CallError::new(
+            CallErrorKind::Cancelled,
+            tool,
+            format!("The user interrupted, so this call of `{tool}` was cancelled before it finished."),
+        );
+        e.0.code = Some("interrupted".into());
         e
     }
 

@@ -36,7 +36,9 @@ pub use executor::{
 };
 pub use registry::{Registry, RegistryBuilder};
 pub use tool::Tool;
-pub use toolc::definition::{Annotations, Location, ToolDefinition, DEFAULT_CLIENT_TIMEOUT};
+pub use toolc::definition::{
+    Annotations, Approval, CallPolicy, Location, Mode, ToolDefinition, DEFAULT_CLIENT_TIMEOUT,
+};
 /// `#[tool]` derives a tool from a fn signature; `tools![...]` assembles a registry builder.
 pub use toolc_macros::{tool, tools};
 

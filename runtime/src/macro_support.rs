@@ -233,6 +233,7 @@ impl FnDefinition {
         ToolDefinition {
             title: None,
             annotations: Default::default(),
+            policy: Default::default(),
             name: self.name.to_owned(),
             description: self.description.to_owned(),
             location: self.location,

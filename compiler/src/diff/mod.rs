@@ -112,6 +112,10 @@ pub mod codes {
     pub const WAIT_FOR_RESPONSE_CHANGED: &str = "toolc::diff::wait-for-response-changed";
     pub const TIMEOUT_CHANGED: &str = "toolc::diff::timeout-changed";
     pub const FILLER_CHANGED: &str = "toolc::diff::filler-changed";
+    pub const APPROVAL_CHANGED: &str = "toolc::diff::approval-changed";
+    pub const MODE_CHANGED: &str = "toolc::diff::mode-changed";
+    pub const INTERRUPTION_CHANGED: &str = "toolc::diff::interruption-changed";
+    pub const STREAM_ARGUMENTS_CHANGED: &str = "toolc::diff::stream-arguments-changed";
     pub const RETURNS_ADDED: &str = "toolc::diff::returns-added";
     pub const RETURNS_REMOVED: &str = "toolc::diff::returns-removed";
     pub const DESCRIPTION_CHANGED: &str = "toolc::diff::description-changed";
@@ -310,6 +314,85 @@ fn fingerprint(tool: &IrTool) -> String {
     )
 }
 
+/// The call policy of a tool whose location stayed: approval, mode, interruption, streaming.
+fn compare_policy(
+    old: &IrTool,
+    new: &IrTool,
+    change: &dyn Fn(&'static str, Impact, Impact, String, Option<&str>) -> Change,
+    out: &mut Vec<Change>,
+) {
+    let (o, n) = (&old.def, &new.def);
+    let mut found = Vec::new();
+    if o.requires_approval() != n.requires_approval() {
+        found.push(if n.requires_approval() {
+            change(
+                APPROVAL_CHANGED,
+                Impact::Info,
+                Impact::Breaking,
+                format!("`{}` now needs the user's approval before it runs", n.name),
+                Some("the page must answer approval requests (the dispatcher's `approve` option), and the model may now get a denial as the result"),
+            )
+        } else {
+            change(
+                APPROVAL_CHANGED,
+                Impact::Info,
+                Impact::Compatible,
+                format!("`{}` no longer needs approval", n.name),
+                Some("its calls run without asking the user"),
+            )
+        });
+    }
+    if o.runs_in_background() != n.runs_in_background() {
+        let (message, help) = if n.runs_in_background() {
+            (
+                format!("`{}` now runs in the background (`mode: async`)", n.name),
+                "the model is answered that the work started, and gets the result later as a message: prompts that expect the result in the call's output break",
+            )
+        } else {
+            (
+                format!("`{}` no longer runs in the background", n.name),
+                "the model now waits for the result in the call's output",
+            )
+        };
+        found.push(change(
+            MODE_CHANGED,
+            Impact::Breaking,
+            Impact::Unaffected,
+            message,
+            Some(help),
+        ));
+    }
+    if o.cancels_on_interruption() != n.cancels_on_interruption() {
+        let now = if n.cancels_on_interruption() {
+            "is now cancelled"
+        } else {
+            "is no longer cancelled"
+        };
+        found.push(change(
+            INTERRUPTION_CHANGED,
+            Impact::Info,
+            Impact::Info,
+            format!("a call of `{}` {now} when the user interrupts", n.name),
+            None,
+        ));
+    }
+    if o.streams_arguments() != n.streams_arguments() {
+        let now = if n.streams_arguments() { "now gets" } else { "no longer gets" };
+        found.push(change(
+            STREAM_ARGUMENTS_CHANGED,
+            Impact::Unaffected,
+            Impact::Compatible,
+            format!("the page {now} `{}`'s arguments while the model writes them", n.name),
+            None,
+        ));
+    }
+    for mut c in found {
+        c.old = label(name_span(old), "before");
+        c.new = label(name_span(new), "now");
+        out.push(c);
+    }
+}
+
 fn compare_tool(old: &IrTool, new: &IrTool, out: &mut Vec<Change>) {
     let (o, n) = (&old.def, &new.def);
     let name = n.name.clone();
@@ -402,6 +485,9 @@ fn compare_tool(old: &IrTool, new: &IrTool, out: &mut Vec<Change>) {
         c.old = label(name_span(old), "before");
         c.new = label(name_span(new), "now");
         out.push(c);
+    }
+    if o.location == n.location {
+        compare_policy(old, new, &change, out);
     }
     if o.description != n.description {
         let mut c = change(

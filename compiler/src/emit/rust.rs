@@ -35,7 +35,7 @@ use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::quote;
 use serde_json::Value;
 
-use crate::definition::Location;
+use crate::definition::{Approval, Location, Mode};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ident::{pascal_case, rust_field, snake_case};
 use crate::ir::{Ir, IrTool};
@@ -1074,6 +1074,30 @@ impl<'a> Tokens<'a> {
                 open_world: #o,
             })
         };
+        let policy = if def.policy.is_default() {
+            quote!(#rt::CallPolicy::DEFAULT)
+        } else {
+            let p = &def.policy;
+            let approval = match p.approval {
+                Approval::None => quote!(#rt::Approval::None),
+                Approval::Required => quote!(#rt::Approval::Required),
+            };
+            let mode = match p.mode {
+                Mode::Sync => quote!(#rt::Mode::Sync),
+                Mode::Async => quote!(#rt::Mode::Async),
+            };
+            let cancel = match p.cancel_on_interruption {
+                Some(b) => quote!(::std::option::Option::Some(#b)),
+                None => quote!(::std::option::Option::None),
+            };
+            let stream = p.stream_arguments;
+            quote!(#rt::CallPolicy {
+                approval: #approval,
+                mode: #mode,
+                cancel_on_interruption: #cancel,
+                stream_arguments: #stream,
+            })
+        };
         let docs = doc_attrs(&marker_docs(tool));
         quote! {
             #docs
@@ -1099,6 +1123,7 @@ impl<'a> Tokens<'a> {
                         filler: #filler,
                         title: #title,
                         annotations: #annotations,
+                        policy: #policy,
                     }
                 }
             }
@@ -1870,12 +1895,13 @@ impl<'a> Text<'a> {
                     t.line(12, &["]),"]);
                 }
             }
-            // A title or hints are rare: prettyplease prints those.
-            if def.title.is_some() || !def.annotations.is_empty() {
+            // A title, hints or a call policy are rare: prettyplease prints those.
+            if def.title.is_some() || !def.annotations.is_empty() || !def.policy.is_default() {
                 return None;
             }
             t.line(12, &["title: ::std::option::Option::None,"]);
             t.line(12, &["annotations: ::toolc_runtime::Annotations::NONE,"]);
+            t.line(12, &["policy: ::toolc_runtime::CallPolicy::DEFAULT,"]);
             t.line(8, &["}"]);
             t.line(4, &["}"]);
             t.line(0, &["}"]);
@@ -2219,6 +2245,7 @@ mod fast_path_tests {
                     read_only: (rng.below(8) == 0).then_some(true),
                     ..Default::default()
                 },
+                policy: crate::definition::CallPolicy::DEFAULT,
             }
         });
         Ir::from_definitions(defs.collect::<Vec<_>>())

@@ -194,6 +194,7 @@ impl CatalogTool {
         ToolDefinition {
             title: None,
             annotations: Default::default(),
+            policy: Default::default(),
             name: self.name.clone(),
             description: self.description.clone(),
             location: Location::Server,

@@ -285,6 +285,7 @@ fn live_definition(declaration: &Value) -> Option<ToolDefinition> {
     Some(ToolDefinition {
         title: None,
         annotations: Default::default(),
+        policy: Default::default(),
         name: declaration.get("name")?.as_str()?.to_owned(),
         description: declaration
             .get("description")

@@ -286,6 +286,7 @@ fn definition(tool: &Tool) -> Result<(ToolDefinition, Arc<jsonschema::Validator>
     let definition = ToolDefinition {
         title: tool.title.clone(),
         annotations: Default::default(),
+        policy: Default::default(),
         name,
         description: tool.description.as_deref().unwrap_or_default().to_owned(),
         location: Location::Server,

@@ -8,6 +8,17 @@
 //! gets `{"type":"toolc.trace","name","location","duration_ms","status"}` plus `"error"` (the
 //! [`crate::CallErrorKind`] string) for a failed call and `"call_id"` for a call it was given.
 //! It never carries a server call's id, arguments or result.
+//!
+//! Call behaviours (the manifest's `approval`, `cancel_on_interruption`, `stream_arguments`):
+//! - `{"type":"toolc.approval.request","approval_id","name","location","arguments"}` asks the
+//!   page to approve a call (server or client; `arguments` is the validated object). The page
+//!   answers `{"type":"toolc.approval.response","approval_id","approved","reason"?}`; the id is
+//!   fresh per request and bound to that call and those arguments in the session, so an answer
+//!   can approve nothing else. A server call's id never appears.
+//! - `{"type":"toolc.cancel","call_id"|"approval_id","reason"}` withdraws a client call (the
+//!   handler's abort signal fires) or an approval request (the user interrupted, it timed out).
+//! - `{"type":"toolc.arguments.delta","call_id","name","partial"}` carries a streaming client
+//!   tool's arguments so far, closed into an object (see [`super::partial`]).
 
 use std::time::Duration;
 
@@ -170,6 +181,103 @@ pub fn encode_trace(trace: &Trace<'_>) -> String {
         msg.insert("error".into(), Value::String(error.into()));
     }
     Value::Object(msg).to_string()
+}
+
+/// Longest `reason` of a denial that is passed on to the model; the rest is cut.
+pub const MAX_DENIAL_REASON: usize = 500;
+
+/// `toolc.approval.request`.
+pub fn encode_approval_request(
+    approval_id: &str,
+    name: &str,
+    location: crate::Location,
+    arguments: &Value,
+) -> String {
+    json!({
+        "type": "toolc.approval.request",
+        "approval_id": approval_id,
+        "name": name,
+        "location": location.as_str(),
+        "arguments": arguments,
+    })
+    .to_string()
+}
+
+/// `toolc.cancel` for a client call.
+pub fn encode_call_cancel(call_id: &str, reason: &str) -> String {
+    json!({ "type": "toolc.cancel", "call_id": call_id, "reason": reason }).to_string()
+}
+
+/// `toolc.cancel` for an approval request.
+pub fn encode_approval_cancel(approval_id: &str, reason: &str) -> String {
+    json!({ "type": "toolc.cancel", "approval_id": approval_id, "reason": reason }).to_string()
+}
+
+/// `toolc.arguments.delta`.
+pub fn encode_partial_arguments(call_id: &str, name: &str, partial: &Value) -> String {
+    json!({
+        "type": "toolc.arguments.delta",
+        "call_id": call_id,
+        "name": name,
+        "partial": partial,
+    })
+    .to_string()
+}
+
+/// A page's answer to an approval request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalAnswer {
+    pub approval_id: String,
+    pub approved: bool,
+    pub reason: Option<String>,
+}
+
+/// Why an approval answer could not be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadAnswer {
+    MissingApprovalId,
+    MissingApproved,
+    /// `reason` is there but not a string.
+    BadReason,
+}
+
+impl BadAnswer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BadAnswer::MissingApprovalId => "the answer has no string `approval_id`",
+            BadAnswer::MissingApproved => "the answer has no boolean `approved`",
+            BadAnswer::BadReason => "`reason` must be a string",
+        }
+    }
+}
+
+/// Reads `toolc.approval.response`; a reason is trimmed and cut to [`MAX_DENIAL_REASON`] bytes
+/// (at a character boundary), and an empty one is none.
+pub fn decode_approval_answer(value: &Value) -> Result<ApprovalAnswer, BadAnswer> {
+    let approval_id = str_field(value, "approval_id")
+        .filter(|id| !id.is_empty())
+        .ok_or(BadAnswer::MissingApprovalId)?;
+    let approved = value
+        .get("approved")
+        .and_then(Value::as_bool)
+        .ok_or(BadAnswer::MissingApproved)?;
+    let reason = match value.get("reason") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => {
+            let text = text.trim();
+            let mut end = text.len().min(MAX_DENIAL_REASON);
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            (!text.is_empty()).then(|| text[..end].to_owned())
+        }
+        Some(_) => return Err(BadAnswer::BadReason),
+    };
+    Ok(ApprovalAnswer {
+        approval_id: approval_id.to_owned(),
+        approved,
+        reason,
+    })
 }
 
 /// A result message the runtime sends nowhere but tests use to check the encoding round trip.

@@ -14,6 +14,7 @@
 pub mod browser;
 pub mod guard;
 pub mod openai;
+pub mod partial;
 pub mod script;
 mod session;
 mod tracker;

@@ -272,7 +272,7 @@ pub fn declaration(def: &ToolDefinition) -> Value {
     json!({
         "type": "function",
         "name": def.name,
-        "description": def.description,
+        "description": def.model_description(),
         "parameters": def.parameters,
     })
 }
@@ -352,6 +352,30 @@ pub fn function_call_output(call_id: &str, output: &str) -> String {
         "item": { "type": "function_call_output", "call_id": call_id, "output": output },
     })
     .to_string()
+}
+
+/// A background call's result as a system message in the conversation (the call itself was
+/// answered with "started" long ago, and a call id takes one output only).
+pub fn background_result(tool: &str, call_id: &str, failed: bool, output: &str) -> String {
+    let what = if failed { "failed" } else { "finished" };
+    let text = format!(
+        "The background call of `{tool}` (call_id {call_id}) {what}. Its result: {output}"
+    );
+    json!({
+        "type": "conversation.item.create",
+        "item": {
+            "type": "message",
+            "role": "system",
+            "content": [{ "type": "input_text", "text": text }],
+        },
+    })
+    .to_string()
+}
+
+/// Whether a `response.done`'s response was cancelled: the user barged in (`turn_detected`)
+/// or the client sent `response.cancel`.
+pub fn is_cancelled_response(response: &Value) -> bool {
+    str_field(response, "status") == Some("cancelled")
 }
 
 /// The continuation: a plain `response.create`, so the model answers with every result in view.

@@ -18,10 +18,12 @@ use tokio::sync::{mpsc, oneshot};
 use super::browser::{self, BrowserResult, Malformed, Naming};
 use super::guard;
 use super::openai::{self, str_field, Head};
+use super::partial::PartialArguments;
 use super::tracker::{Resolved, Tracker};
-use crate::context::SessionScope;
+use crate::context::{CallContext, SessionScope};
 use crate::dispatch::{
-    self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath, Route, Status, ToolCall,
+    self, ApprovalFuture, ApprovalRequest, CallOutcome, ClientCall, ClientFailure, ClientFuture,
+    ClientPath, Decision, Route, Status, ToolCall,
 };
 use crate::error::{CallError, CallErrorKind};
 use crate::live::LiveTools;
@@ -72,6 +74,13 @@ pub enum Note {
     /// A `function_call` item the browser tried to add to the conversation, dropped: only the
     /// model makes calls.
     BrowserCallDropped { call_id: Option<String> },
+    /// An answer to an approval request was refused: no such open request, or unreadable.
+    ApprovalAnswerRejected { approval_id: String, why: String },
+    /// The user interrupted a response; its calls that cancel on interruption were cancelled.
+    Interrupted {
+        response_id: String,
+        cancelled: usize,
+    },
     /// A call failed; `detail` holds what the model does not see (a panic message).
     CallFailed {
         call_id: String,
@@ -103,6 +112,16 @@ impl fmt::Display for Note {
                 f,
                 "browser tried to add a function_call item (call_id {}) to the conversation; dropped",
                 call_id.as_deref().unwrap_or("none")
+            ),
+            Note::ApprovalAnswerRejected { approval_id, why } => {
+                write!(f, "approval answer for `{approval_id}` refused: {why}")
+            }
+            Note::Interrupted {
+                response_id,
+                cancelled,
+            } => write!(
+                f,
+                "response `{response_id}` interrupted; {cancelled} call(s) cancelled"
             ),
             Note::CallFailed {
                 call_id,
@@ -199,6 +218,18 @@ counters! {
     continuations,
     /// Filler responses requested.
     fillers,
+    /// Approval requests sent to the browser.
+    approvals_requested,
+    /// Approval requests the browser approved.
+    approvals_granted,
+    /// Calls not run for want of approval (declined, timed out, nobody to ask).
+    approvals_refused,
+    /// Calls cancelled because the user interrupted the response that made them.
+    interrupted_calls,
+    /// Results of background (`mode: async`) calls added to the conversation.
+    background_results,
+    /// Partial-arguments events sent for streaming client tools.
+    argument_deltas,
     /// Model events dropped or rewritten so the browser does not see a server call.
     scrubbed_events,
     /// Browser events dropped: `function_call` items the browser tried to add to the
@@ -244,6 +275,8 @@ pub struct SessionConfig {
     /// to them, and their current declarations replace theirs in `declarations` at the next
     /// safe point. `None` by default.
     pub live_tools: Option<Arc<dyn LiveTools>>,
+    /// How long an approval request waits for the user's answer before the call is refused.
+    pub approval_timeout: Duration,
 }
 
 impl fmt::Debug for SessionConfig {
@@ -257,12 +290,16 @@ impl fmt::Debug for SessionConfig {
             .field("trace_calls", &self.trace_calls)
             .field("markers", &self.markers)
             .field("live_tools", &self.live_tools.is_some())
+            .field("approval_timeout", &self.approval_timeout)
             .finish()
     }
 }
 
 /// Default wait before a filler phrase.
 pub const DEFAULT_FILLER_DELAY: Duration = Duration::from_millis(1500);
+
+/// Default wait for the user's answer to an approval request.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl SessionConfig {
     pub fn new(registry: &Registry) -> SessionConfig {
@@ -278,6 +315,7 @@ impl SessionConfig {
             trace_calls: false,
             markers: None,
             live_tools: None,
+            approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
         }
     }
 }
@@ -316,6 +354,26 @@ struct CallInfo {
     filler_sent: bool,
     filler_wanted: bool,
     started: Instant,
+    /// The context the call runs with, to fire its cancellation signal on an interruption.
+    ctx: Option<CallContext>,
+    /// A `mode: async` call whose work goes on after its "started" result; cleared when its
+    /// result has been added to the conversation (or it was cancelled).
+    background: bool,
+}
+
+impl CallInfo {
+    fn new(name: &str, kind: CallKind, seq: u64) -> CallInfo {
+        CallInfo {
+            name: name.to_owned(),
+            kind,
+            seq,
+            filler_sent: false,
+            filler_wanted: false,
+            started: Instant::now(),
+            ctx: None,
+            background: false,
+        }
+    }
 }
 
 /// A result, a browser message or a timer coming back from a call's task.
@@ -330,6 +388,11 @@ enum Inner {
     },
     ToBrowser(String),
     FillerDue(String),
+    /// The result of a background call's work, after its "started" result went to the model.
+    Background {
+        call_id: String,
+        outcome: CallOutcome,
+    },
 }
 
 /// The receiving end of a session's call tasks; poll it next to the two connections.
@@ -362,6 +425,16 @@ struct BrowserState {
     /// whatever order the tasks run in.
     sent_waiting: HashMap<String, oneshot::Receiver<Result<String, ClientFailure>>>,
     sent_notify: HashSet<String>,
+    /// Open approval requests by their id: the call each one is bound to and the answer's way
+    /// back to the call's task.
+    approvals: HashMap<String, OpenApproval>,
+    next_approval: u64,
+}
+
+#[derive(Debug)]
+struct OpenApproval {
+    call_id: String,
+    reply: oneshot::Sender<Decision>,
 }
 
 /// The client path of one session: calls become browser messages, replies arrive through
@@ -370,6 +443,8 @@ struct BrowserState {
 struct BrowserPath {
     state: Arc<Mutex<BrowserState>>,
     tx: mpsc::UnboundedSender<Inner>,
+    approval_timeout: Duration,
+    counters: Arc<Counters>,
 }
 
 fn lock(state: &Mutex<BrowserState>) -> MutexGuard<'_, BrowserState> {
@@ -390,7 +465,75 @@ impl Drop for PendingGuard {
     }
 }
 
+/// Withdraws an approval request when its waiter goes away unanswered (timeout, interruption,
+/// the call's task ended): the page is told to close its question, and a late answer finds
+/// nothing to approve.
+struct ApprovalGuard {
+    state: Arc<Mutex<BrowserState>>,
+    tx: mpsc::UnboundedSender<Inner>,
+    approval_id: String,
+}
+
+impl Drop for ApprovalGuard {
+    fn drop(&mut self) {
+        let mut state = lock(&self.state);
+        if state.approvals.remove(&self.approval_id).is_some() && state.connected {
+            let text = browser::encode_approval_cancel(&self.approval_id, "withdrawn");
+            let _ = self.tx.send(Inner::ToBrowser(text));
+        }
+    }
+}
+
 impl ClientPath for BrowserPath {
+    fn approve(&self, request: ApprovalRequest) -> ApprovalFuture {
+        let (tx, rx) = oneshot::channel();
+        let approval_id = {
+            let mut state = lock(&self.state);
+            if !state.connected {
+                return Box::pin(std::future::ready(Decision::Unavailable(
+                    "the user's page is not connected".into(),
+                )));
+            }
+            state.next_approval += 1;
+            let approval_id = format!("approval_{}", state.next_approval);
+            state.approvals.insert(
+                approval_id.clone(),
+                OpenApproval {
+                    call_id: request.call_id.clone(),
+                    reply: tx,
+                },
+            );
+            let text = browser::encode_approval_request(
+                &approval_id,
+                &request.name,
+                request.location,
+                &request.arguments,
+            );
+            if self.tx.send(Inner::ToBrowser(text)).is_err() {
+                state.approvals.remove(&approval_id);
+                return Box::pin(std::future::ready(Decision::Unavailable(
+                    "the session is gone".into(),
+                )));
+            }
+            Counters::bump(&self.counters.approvals_requested);
+            approval_id
+        };
+        let guard = ApprovalGuard {
+            state: self.state.clone(),
+            tx: self.tx.clone(),
+            approval_id,
+        };
+        let after = self.approval_timeout;
+        Box::pin(async move {
+            let _guard = guard;
+            match tokio::time::timeout(after, rx).await {
+                Ok(Ok(decision)) => decision,
+                Ok(Err(_)) => Decision::Unavailable("the user's page went away".into()),
+                Err(_) => Decision::TimedOut { after },
+            }
+        })
+    }
+
     fn call(&self, call: ClientCall) -> ClientFuture {
         let (tx, rx) = oneshot::channel();
         let rx = {
@@ -518,6 +661,19 @@ pub struct Session {
     /// The instructions the application or the browser set last, without the marker catalog:
     /// kept so that a catalog declared again (live tools changed) does not replace them.
     their_instructions: Option<String>,
+    /// Results of background calls waiting for a point where no response is in progress.
+    background_done: VecDeque<(String, CallOutcome)>,
+    /// This session asked for a response (`response.create`) that has not started yet.
+    response_requested: bool,
+    /// Streaming client calls by item id: the call, the tool and the arguments so far.
+    streams: HashMap<String, ArgumentStream>,
+}
+
+#[derive(Debug)]
+struct ArgumentStream {
+    call_id: String,
+    name: String,
+    partial: PartialArguments,
 }
 
 impl fmt::Debug for Session {
@@ -540,8 +696,12 @@ impl Session {
                 pending: HashMap::new(),
                 sent_waiting: HashMap::new(),
                 sent_notify: HashSet::new(),
+                approvals: HashMap::new(),
+                next_approval: 0,
             })),
             tx,
+            approval_timeout: config.approval_timeout,
+            counters: config.counters.clone(),
         };
         let markers = config.markers.clone().map(MarkerFlow::new);
         let (declarations, live_generation) = declared_now(&config);
@@ -569,6 +729,9 @@ impl Session {
             declarations,
             live_generation,
             their_instructions,
+            background_done: VecDeque::new(),
+            response_requested: false,
+            streams: HashMap::new(),
         };
         (session, SessionEvents { rx })
     }
@@ -715,14 +878,7 @@ impl Session {
         self.next_seq += 1;
         self.calls.insert(
             call_id.to_owned(),
-            CallInfo {
-                name: error.tool().to_owned(),
-                kind: CallKind::Invalid,
-                seq: self.next_seq,
-                filler_sent: false,
-                filler_wanted: false,
-                started: Instant::now(),
-            },
+            CallInfo::new(error.tool(), CallKind::Invalid, self.next_seq),
         );
         self.finish(call_id, CallOutcome::failed(call_id, error));
     }
@@ -745,6 +901,7 @@ impl Session {
                         }
                     } else if id.is_some() {
                         self.current_response = id;
+                        self.response_requested = false;
                     }
                 }
                 self.scrub_response(&mut event)
@@ -756,19 +913,32 @@ impl Session {
                 };
                 let visible = self.learn_item(item.item_id, item.call_id, item.name);
                 if kind == "response.output_item.done" {
+                    if let Some(item_id) = item.item_id {
+                        self.streams.remove(item_id);
+                    }
                     if let Some(arguments) = item.arguments {
                         self.call_reported(response_id, item.call_id, item.name, arguments);
                     }
+                } else if visible {
+                    self.start_stream(item.item_id, item.call_id, item.name);
                 }
                 self.keep_if(visible)
             }
             "response.function_call_arguments.delta" => {
-                let visible = self
-                    .known_visibility(str_field(&event, "item_id"), str_field(&event, "call_id"));
+                let item_id = str_field(&event, "item_id");
+                let visible = self.known_visibility(item_id, str_field(&event, "call_id"));
+                if visible {
+                    if let (Some(item_id), Some(delta)) = (item_id, str_field(&event, "delta")) {
+                        self.stream_delta(item_id, delta);
+                    }
+                }
                 self.keep_if(visible)
             }
             "response.function_call_arguments.done" => {
                 let item_id = str_field(&event, "item_id");
+                if let Some(item_id) = item_id {
+                    self.streams.remove(item_id);
+                }
                 let call_id = str_field(&event, "call_id");
                 let name = str_field(&event, "name");
                 let visible = if name.is_some() {
@@ -809,6 +979,44 @@ impl Session {
             }
         };
         verdict
+    }
+
+    /// Starts the partial arguments of a call of a streaming client tool.
+    fn start_stream(&mut self, item_id: Option<&str>, call_id: Option<&str>, name: Option<&str>) {
+        let (Some(item_id), Some(call_id), Some(name)) = (item_id, call_id, name) else {
+            return;
+        };
+        if !self
+            .registry
+            .definition(name)
+            .is_some_and(|d| d.streams_arguments())
+            || self.streams.contains_key(item_id)
+        {
+            return;
+        }
+        self.streams.insert(
+            item_id.to_owned(),
+            ArgumentStream {
+                call_id: call_id.to_owned(),
+                name: name.to_owned(),
+                partial: PartialArguments::new(),
+            },
+        );
+    }
+
+    /// A delta of a streaming call: the page gets the arguments so far when they changed.
+    fn stream_delta(&mut self, item_id: &str, delta: &str) {
+        let Some(stream) = self.streams.get_mut(item_id) else {
+            return;
+        };
+        let Some(partial) = stream.partial.push(delta) else {
+            return;
+        };
+        let text = browser::encode_partial_arguments(&stream.call_id, &stream.name, &partial);
+        if lock(&self.browser.state).connected {
+            Counters::bump(&self.config.counters.argument_deltas);
+            self.outputs.push_back(Output::ToBrowser(text));
+        }
     }
 
     fn keep_if(&self, visible: bool) -> Verdict {
@@ -959,17 +1167,26 @@ impl Session {
         if self.current_response.as_deref() == Some(response_id.as_str()) {
             self.current_response = None;
         }
+        let interrupted = openai::is_cancelled_response(response);
+        if interrupted {
+            self.interrupt(&response_id);
+        }
         // Between responses, before any continuation: the model learns of tools that came
         // or went since it was last told.
         if self.current_response.is_none() {
             self.redeclare_if_changed();
         }
-        if self.tracker.response_done(&response_id) {
+        // An interrupted response earns no continuation: the user is speaking, and their turn
+        // brings the next response (which sees every result sent so far).
+        if self.tracker.response_done(&response_id) && !interrupted {
             self.continuation();
         } else {
             self.continuation_if_waiting();
         }
-        self.send_wanted_fillers(&response_id);
+        if !interrupted {
+            self.send_wanted_fillers(&response_id);
+        }
+        self.flush_background();
         self.scrub_response(event)
     }
 
@@ -1026,18 +1243,13 @@ impl Session {
         };
         Counters::bump(counter);
         self.next_seq += 1;
-        self.calls.insert(
-            call_id.to_owned(),
-            CallInfo {
-                name: name.to_owned(),
-                kind,
-                seq: self.next_seq,
-                filler_sent: false,
-                filler_wanted: false,
-                started: Instant::now(),
-            },
-        );
-        if kind == CallKind::Client {
+        self.calls.insert(call_id.to_owned(), CallInfo::new(name, kind, self.next_seq));
+        let def = self.registry.definition(name);
+        let needs_approval = def.is_some_and(|d| d.requires_approval());
+        let background = kind == CallKind::Server && def.is_some_and(|d| d.runs_in_background());
+        // A slow call deserves "let me check", the browser's or the server's; a background
+        // call answers at once.
+        if kind == CallKind::Client || (kind == CallKind::Server && !background) {
             self.schedule_filler(call_id, name);
         }
         match route {
@@ -1046,8 +1258,12 @@ impl Session {
                 let outcome = CallOutcome::failed(call_id, error);
                 self.finish(call_id, outcome);
             }
+            route if background => self.spawn_background_call(call, route),
             route => {
-                self.send_to_browser_now(&call, &route);
+                // A call that waits for approval reaches the browser only once approved.
+                if !needs_approval {
+                    self.send_to_browser_now(&call, &route);
+                }
                 self.spawn_call(call, route)
             }
         }
@@ -1091,7 +1307,7 @@ impl Session {
         }
         let registry = self.registry.clone();
         let path = self.browser.clone();
-        let ctx = self.scope.call(&call.name, &call.call_id);
+        let ctx = self.call_context(&call);
         let guard = DoneGuard {
             tx: self.browser.tx.clone(),
             call_id: call.call_id.clone(),
@@ -1108,6 +1324,168 @@ impl Session {
             task,
             tracing::Span::current(),
         ));
+    }
+
+    /// The context a call runs with, kept so that an interruption can cancel it.
+    fn call_context(&mut self, call: &ToolCall) -> CallContext {
+        let ctx = self.scope.call(&call.name, &call.call_id);
+        if let Some(info) = self.calls.get_mut(&call.call_id) {
+            info.ctx = Some(ctx.clone());
+        }
+        ctx
+    }
+
+    /// A `mode: async` server call: once approved (if it must be), the model gets "started"
+    /// as the call's result and the conversation goes on; the work's own result comes back as
+    /// [`Inner::Background`] and is added at the next point where no response is in progress.
+    fn spawn_background_call(&mut self, call: ToolCall, route: Route) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            let outcome = CallOutcome::failed(&call.call_id, CallError::no_runtime(&call.name));
+            return self.finish(&call.call_id.clone(), outcome);
+        }
+        let registry = self.registry.clone();
+        let path = self.browser.clone();
+        let ctx = self.call_context(&call);
+        if let Some(info) = self.calls.get_mut(&call.call_id) {
+            info.background = true;
+        }
+        let tx = self.browser.tx.clone();
+        let guard = DoneGuard {
+            tx: tx.clone(),
+            call_id: call.call_id.clone(),
+            tool: call.name.clone(),
+            sent: false,
+        };
+        let session = self.scope.session_id().to_owned();
+        let task = async move {
+            if let Some(refused) =
+                dispatch::approval_gate(&registry, &ctx, &call, &route, &path).await
+            {
+                return guard.send(refused);
+            }
+            guard.send(CallOutcome::started(&call.call_id, &call.name));
+            let work = dispatch::run_approved(&registry, ctx, &call, route, &path);
+            let outcome = dispatch::traced(&call, &session, "server_async", work).await;
+            let _ = tx.send(Inner::Background {
+                call_id: call.call_id.clone(),
+                outcome,
+            });
+        };
+        tokio::spawn(tracing::Instrument::instrument(
+            task,
+            tracing::Span::current(),
+        ));
+    }
+
+    /// The user interrupted `response_id` (its `response.done` says `cancelled`): every call of
+    /// it that cancels on interruption and is still running is cancelled — its executor's
+    /// signal fires, the page's handler or approval question is aborted, and the model gets one
+    /// "interrupted" result for it (a result that comes later is refused).
+    fn interrupt(&mut self, response_id: &str) {
+        let mut affected: Vec<(u64, String)> = self
+            .calls
+            .iter()
+            .filter(|(call_id, info)| {
+                self.tracker.response_of(call_id) == Some(response_id)
+                    && (self.tracker.is_open(call_id)
+                        || info.background
+                        || info.kind == CallKind::Notify)
+                    && self
+                        .registry
+                        .definition(&info.name)
+                        .is_some_and(|d| d.cancels_on_interruption())
+            })
+            .map(|(call_id, info)| (info.seq, call_id.clone()))
+            .collect();
+        affected.sort();
+        let mut cancelled = 0;
+        for (_, call_id) in affected {
+            let Some(info) = self.calls.get_mut(&call_id) else {
+                continue;
+            };
+            if let Some(ctx) = &info.ctx {
+                ctx.cancel();
+            }
+            info.background = false;
+            let (name, kind) = (info.name.clone(), info.kind);
+            let (connected, questions) = {
+                let mut state = lock(&self.browser.state);
+                state.pending.remove(&call_id);
+                state.sent_waiting.remove(&call_id);
+                let questions: Vec<String> = state
+                    .approvals
+                    .iter()
+                    .filter(|(_, open)| open.call_id == call_id)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                for id in &questions {
+                    state.approvals.remove(id);
+                }
+                (state.connected, questions)
+            };
+            if connected {
+                for id in &questions {
+                    let text = browser::encode_approval_cancel(id, "interrupted");
+                    self.outputs.push_back(Output::ToBrowser(text));
+                }
+                if matches!(kind, CallKind::Client | CallKind::Notify) {
+                    let text = browser::encode_call_cancel(&call_id, "interrupted");
+                    self.outputs.push_back(Output::ToBrowser(text));
+                }
+            }
+            if self.tracker.is_open(&call_id) {
+                Counters::bump(&self.counters_ref().interrupted_calls);
+                cancelled += 1;
+                let outcome = CallOutcome::failed(&call_id, CallError::interrupted(&name));
+                self.finish(&call_id, outcome);
+            }
+        }
+        self.note(Note::Interrupted {
+            response_id: response_id.to_owned(),
+            cancelled,
+        });
+    }
+
+    /// Whether the model may be asked for a response now: none is in progress, starting, or
+    /// owed to a waiting continuation.
+    fn quiet(&self) -> bool {
+        self.current_response.is_none()
+            && self.filler_responses.is_empty()
+            && !self.response_requested
+            && !self.continuation_waiting
+    }
+
+    /// Adds the background results that arrived to the conversation, as system messages.
+    fn push_background_results(&mut self) -> bool {
+        let mut any = false;
+        while let Some((call_id, outcome)) = self.background_done.pop_front() {
+            let Some(info) = self.calls.get(&call_id) else {
+                continue;
+            };
+            let text = openai::background_result(
+                &info.name,
+                &call_id,
+                outcome.is_error(),
+                &outcome.output,
+            );
+            Counters::bump(&self.counters_ref().background_results);
+            self.outputs.push_back(Output::ToModel(text));
+            any = true;
+        }
+        any
+    }
+
+    /// At a quiet point, the background results that arrived and one `response.create` for
+    /// them.
+    fn flush_background(&mut self) {
+        if self.background_done.is_empty() || !self.quiet() {
+            return;
+        }
+        if self.push_background_results() {
+            self.response_requested = true;
+            self.outputs
+                .push_back(Output::ToModel(openai::response_create()));
+        }
     }
 
     /// A call of a name the registry does not know, for the live tools (which may have gained
@@ -1213,7 +1591,10 @@ impl Session {
         // A call may have taught the live tools something (a miss refreshes the catalog): the
         // model answers with the set as it is now.
         self.redeclare_if_changed();
+        // Background results that arrived go in before it, so one response covers both.
+        self.push_background_results();
         Counters::bump(&self.counters_ref().continuations);
+        self.response_requested = true;
         self.outputs
             .push_back(Output::ToModel(openai::response_create()));
     }
@@ -1235,6 +1616,9 @@ impl Session {
         if let Status::Failed(error) = &outcome.status {
             let counters = self.counters_ref();
             Counters::bump(&counters.failed_calls);
+            if error.kind() == CallErrorKind::NotApproved {
+                Counters::bump(&counters.approvals_refused);
+            }
             let kind = self.calls.get(call_id).map(|c| c.kind);
             if kind == Some(CallKind::Client) {
                 match error.kind() {
@@ -1307,6 +1691,17 @@ impl Session {
     pub fn on_event(&mut self, event: SessionEvent) {
         match event.0 {
             Inner::Done { call_id, outcome } => self.finish(&call_id, outcome),
+            Inner::Background { call_id, outcome } => {
+                // Cancelled meanwhile (interrupted, or the browser left): nothing to add.
+                let Some(info) = self.calls.get_mut(&call_id) else {
+                    return;
+                };
+                if !std::mem::take(&mut info.background) || !self.browser_connected() {
+                    return;
+                }
+                self.background_done.push_back((call_id, outcome));
+                self.flush_background();
+            }
             Inner::ToBrowser(text) => {
                 if lock(&self.browser.state).connected {
                     self.outputs.push_back(Output::ToBrowser(text));
@@ -1417,6 +1812,12 @@ impl Session {
                     None => Verdict::Forward,
                 }
             }
+            "toolc.approval.response" => {
+                self.approval_answer(text);
+                Verdict::Drop
+            }
+            // The browser protocol's own events are never the model's.
+            other if other.starts_with("toolc.") => Verdict::Drop,
             "response.create" => {
                 let Ok(v) = serde_json::from_str::<Value>(text) else {
                     return Verdict::Forward;
@@ -1476,6 +1877,43 @@ impl Session {
         Verdict::Drop
     }
 
+    /// The page's answer to an approval request: it decides the one call the request was
+    /// made for (with the arguments the session holds), once.
+    fn approval_answer(&mut self, text: &str) {
+        let answer = serde_json::from_str::<Value>(text)
+            .map_err(|_| browser::BadAnswer::MissingApprovalId)
+            .and_then(|v| browser::decode_approval_answer(&v));
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(bad) => {
+                Counters::bump(&self.counters_ref().results_rejected);
+                return self.note(Note::ApprovalAnswerRejected {
+                    approval_id: String::new(),
+                    why: bad.as_str().to_owned(),
+                });
+            }
+        };
+        let open = lock(&self.browser.state)
+            .approvals
+            .remove(&answer.approval_id);
+        let Some(open) = open else {
+            Counters::bump(&self.counters_ref().results_rejected);
+            return self.note(Note::ApprovalAnswerRejected {
+                approval_id: answer.approval_id,
+                why: "no such open approval request".into(),
+            });
+        };
+        let decision = if answer.approved {
+            Counters::bump(&self.counters_ref().approvals_granted);
+            Decision::Approved
+        } else {
+            Decision::Denied {
+                reason: answer.reason,
+            }
+        };
+        let _ = open.reply.send(decision);
+    }
+
     fn reject(&self, call_id: &str, reason: RejectReason) {
         Counters::bump(&self.counters_ref().results_rejected);
         self.note(Note::ResultRejected {
@@ -1511,6 +1949,8 @@ impl Session {
             let mut state = lock(&self.browser.state);
             state.connected = false;
             state.sent_notify.clear();
+            // Waiting approvals end as "nobody to ask".
+            state.approvals.clear();
             std::mem::take(&mut state.pending)
         };
         // Dropping the senders wakes every waiting call with "disconnected"; running executors

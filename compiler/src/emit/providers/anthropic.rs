@@ -27,7 +27,7 @@ pub(super) fn write(
     let input_schema = lowered.as_deref().unwrap_or(&shared.as_written);
     let declaration = Json::Object(vec![
         ("name", Json::Str(&d.name)),
-        ("description", Json::Str(&d.description)),
+        ("description", Json::Str(shared.description(d))),
         ("input_schema", Json::Rendered(input_schema)),
     ]);
     text::write(out, &declaration, depth);

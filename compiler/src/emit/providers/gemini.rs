@@ -88,7 +88,7 @@ fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
     let lowered = cx.lower(schema, "");
     let mut out = Map::new();
     out.insert("name".into(), d.name.clone().into());
-    out.insert("description".into(), d.description.clone().into());
+    out.insert("description".into(), d.model_description().into_owned().into());
     let declared = schema
         .get("properties")
         .and_then(Value::as_object)
@@ -748,6 +748,7 @@ mod tests {
         let ir = Ir::from_definitions([ToolDefinition {
             title: None,
             annotations: Default::default(),
+            policy: Default::default(),
             name: "t".into(),
             description: "d".into(),
             location: Location::Server,
@@ -826,6 +827,7 @@ mod tests {
         let ir = Ir::from_definitions([ToolDefinition {
             title: None,
             annotations: Default::default(),
+            policy: Default::default(),
             name: "t".into(),
             description: "d".into(),
             location: Location::Server,

@@ -36,7 +36,7 @@ pub(super) fn write(
         members.push(("title", Json::Str(title)));
     }
     members.extend([
-        ("description", Json::Str(&d.description)),
+        ("description", Json::Str(shared.description(d))),
         (
             "inputSchema",
             Json::Rendered(lowered.as_deref().unwrap_or(&shared.as_written)),

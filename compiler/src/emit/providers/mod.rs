@@ -184,6 +184,15 @@ struct Shared {
     as_written: String,
     /// The strict schema, or why there is none.
     strict: Result<String, Vec<StrictIssue>>,
+    /// The description with the policy notes no provider has a field for, when there are any.
+    noted_description: Option<String>,
+}
+
+impl Shared {
+    /// What the model reads as the tool's description ([`ToolDefinition::model_description`]).
+    fn description<'a>(&'a self, def: &'a crate::definition::ToolDefinition) -> &'a str {
+        self.noted_description.as_deref().unwrap_or(&def.description)
+    }
 }
 
 /// [`Shared`] for every tool, in tool order, rendered on up to `threads` threads.
@@ -191,6 +200,10 @@ fn shared_renders(ir: &Ir, threads: usize) -> Vec<Shared> {
     let render = |tool: &IrTool| Shared {
         as_written: text::render(&object_root(&tool.def.parameters)),
         strict: strict::to_strict(&tool.def.parameters).map(|schema| text::render(&schema)),
+        noted_description: match tool.def.model_description() {
+            std::borrow::Cow::Owned(text) => Some(text),
+            std::borrow::Cow::Borrowed(_) => None,
+        },
     };
     let chunks: Vec<&[IrTool]> = ir
         .tools

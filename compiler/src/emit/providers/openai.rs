@@ -11,7 +11,7 @@ pub(super) fn realtime<'a>(tool: &'a IrTool, shared: &'a Shared) -> Json<'a> {
     Json::Object(vec![
         ("type", Json::Str("function")),
         ("name", Json::Str(&d.name)),
-        ("description", Json::Str(&d.description)),
+        ("description", Json::Str(shared.description(d))),
         ("parameters", Json::Rendered(&shared.as_written)),
     ])
 }
@@ -26,7 +26,7 @@ pub(super) fn chat<'a>(tool: &'a IrTool, shared: &'a Shared) -> Json<'a> {
             "function",
             Json::Object(vec![
                 ("name", Json::Str(&d.name)),
-                ("description", Json::Str(&d.description)),
+                ("description", Json::Str(shared.description(d))),
                 ("parameters", parameters),
                 ("strict", Json::Bool(is_strict)),
             ]),
@@ -41,7 +41,7 @@ pub(super) fn responses<'a>(tool: &'a IrTool, shared: &'a Shared) -> Json<'a> {
     Json::Object(vec![
         ("type", Json::Str("function")),
         ("name", Json::Str(&d.name)),
-        ("description", Json::Str(&d.description)),
+        ("description", Json::Str(shared.description(d))),
         ("parameters", parameters),
         ("strict", Json::Bool(is_strict)),
     ])

@@ -40,6 +40,17 @@ const RESERVED: &[&str] = &[
     "ClientToolHandlers",
     "ClientToolHandler",
     "ToolCallInfo",
+    "ApprovalToolName",
+    "StreamingToolName",
+    "ApprovalRequest",
+    "ApprovalDecision",
+    "ApprovalHandler",
+    "ApprovalOptions",
+    "DeepPartial",
+    "PartialArgumentHandlers",
+    "AbortController",
+    "AbortSignal",
+    "Map",
     "ToolMessageNaming",
     "ToolMessageEvent",
     "ToolSocket",
@@ -95,7 +106,14 @@ pub fn generate(ir: &Ir) -> String {
     definitions_table(ir, &names, &mut out);
     handlers(ir, &names, &mut out);
     out.push('\n');
-    out.push_str(DISPATCHER);
+    // With tools that need approval the options carry the required `approve`, so they cannot
+    // be left out.
+    let options = if ir.tools.iter().any(|t| t.def.requires_approval()) {
+        "options: ToolDispatcherOptions"
+    } else {
+        "options: ToolDispatcherOptions = {}"
+    };
+    out.push_str(&DISPATCHER.replace("options: ToolDispatcherOptions = {}", options));
     out
 }
 
@@ -356,8 +374,28 @@ fn definitions_table(ir: &Ir, names: &[ToolNames], out: &mut String) {
     );
     let _ = writeln!(
         out,
-        "/** Tools that run in the page, through `ClientToolHandlers`. */\nexport type ClientToolName = {};\n",
+        "/** Tools that run in the page, through `ClientToolHandlers`. */\nexport type ClientToolName = {};",
         by_location(Location::Client)
+    );
+    let _ = writeln!(
+        out,
+        "/** Tools whose calls wait for the user's approval (`approval: required`). */\nexport type ApprovalToolName = {};",
+        literal_union(
+            ir.tools
+                .iter()
+                .filter(|t| t.def.requires_approval())
+                .map(|t| t.def.name.as_str())
+        )
+    );
+    let _ = writeln!(
+        out,
+        "/** Client tools whose arguments the page gets while the model writes them (`stream_arguments: true`). */\nexport type StreamingToolName = {};\n",
+        literal_union(
+            ir.tools
+                .iter()
+                .filter(|t| t.def.streams_arguments())
+                .map(|t| t.def.name.as_str())
+        )
     );
 
     out.push_str("/** The arguments of each tool, by name. */\nexport interface ToolArguments {\n");
@@ -390,8 +428,16 @@ fn definitions_table(ir: &Ir, names: &[ToolNames], out: &mut String) {
          \x20 readonly timeout_ms: number | null;\n\
          \x20 /** Client tools: `false` means fire-and-forget, the model does not wait for a result. */\n\
          \x20 readonly wait_for_response: boolean;\n\
-         \x20 /** Client tools: phrases a voice agent may say while it waits. */\n\
+         \x20 /** Phrases a voice agent may say while it waits for the call. */\n\
          \x20 readonly filler: readonly string[];\n\
+         \x20 /** `\"required\"`: each call waits for the user's approval before it runs. */\n\
+         \x20 readonly approval: \"required\" | \"none\";\n\
+         \x20 /** Server tools: `\"async\"` answers the model at once and adds the result when it arrives. */\n\
+         \x20 readonly mode: \"sync\" | \"async\";\n\
+         \x20 /** Whether the user interrupting the response cancels a call still running (its `signal` aborts). */\n\
+         \x20 readonly cancel_on_interruption: boolean;\n\
+         \x20 /** Client tools: the page gets partial arguments while the model writes them. */\n\
+         \x20 readonly stream_arguments: boolean;\n\
          }\n\n\
          export const TOOLS: { readonly [N in ToolName]: ToolDefinition<N> } = {\n",
     );
@@ -423,6 +469,24 @@ fn definitions_table(ir: &Ir, names: &[ToolNames], out: &mut String) {
         let _ = writeln!(out, "    wait_for_response: {},", def.wait_for_response);
         let filler: Vec<Value> = def.filler.iter().cloned().map(Value::String).collect();
         let _ = writeln!(out, "    filler: {},", json(&Value::Array(filler)));
+        let approval = if def.requires_approval() {
+            "required"
+        } else {
+            "none"
+        };
+        let _ = writeln!(out, "    approval: \"{approval}\",");
+        let mode = if def.runs_in_background() {
+            "async"
+        } else {
+            "sync"
+        };
+        let _ = writeln!(out, "    mode: \"{mode}\",");
+        let _ = writeln!(
+            out,
+            "    cancel_on_interruption: {},",
+            def.cancels_on_interruption()
+        );
+        let _ = writeln!(out, "    stream_arguments: {},", def.streams_arguments());
         out.push_str("  },\n");
     }
     out.push_str("};\n");
@@ -450,8 +514,47 @@ fn handlers(ir: &Ir, names: &[ToolNames], out: &mut String) {
          \x20 /** The id the server gave the call. */\n\
          \x20 readonly callId: string;\n\
          \x20 readonly name: ClientToolName;\n\
-         }\n\n",
+         \x20 /** Aborts when the server cancels the call (the user interrupted) or the dispatcher is disposed. */\n\
+         \x20 readonly signal: AbortSignal;\n\
+         }\n\n\
+         /** A call the user must approve before it runs: the tool, where it runs, and its arguments. */\n\
+         export type ApprovalRequest = {\n\
+         \x20 readonly [N in ApprovalToolName]: {\n\
+         \x20   /** The id the answer is bound to: it approves this call with these arguments, nothing else. */\n\
+         \x20   readonly approvalId: string;\n\
+         \x20   readonly name: N;\n\
+         \x20   readonly location: ToolLocation;\n\
+         \x20   readonly arguments: ToolArguments[N];\n\
+         \x20   /** Aborts when the question no longer stands (the user interrupted, the call was cancelled). */\n\
+         \x20   readonly signal: AbortSignal;\n\
+         \x20 };\n\
+         }[ApprovalToolName];\n\n\
+         /** The user's answer: `true` runs the call; `false`, or a reason, tells the model it was declined. */\n\
+         export type ApprovalDecision = boolean | { readonly approved: boolean; readonly reason?: string };\n\n\
+         /** Asks the user; what it returns (or resolves to) is sent back bound to the request. */\n\
+         export type ApprovalHandler = (request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>;\n\n\
+         /** A value still being written: any property may be missing yet. */\n\
+         export type DeepPartial<T> = T extends readonly (infer E)[]\n\
+         \x20 ? readonly DeepPartial<E>[]\n\
+         \x20 : T extends object\n\
+         \x20   ? { readonly [K in keyof T]?: DeepPartial<T[K]> }\n\
+         \x20   : T;\n\n\
+         /** Callbacks for the partial arguments of streaming client tools, by name. */\n\
+         export type PartialArgumentHandlers = {\n\
+         \x20 readonly [N in StreamingToolName]?: (partial: DeepPartial<ToolArguments[N]>, call: ToolCallInfo) => void;\n\
+         };\n\n",
     );
+    out.push_str(if ir.tools.iter().any(|t| t.def.requires_approval()) {
+        "/** Some tools need approval, so the dispatcher must be able to ask. */\n\
+         export interface ApprovalOptions {\n\
+         \x20 readonly approve: ApprovalHandler;\n\
+         }\n\n"
+    } else {
+        "/** No tool needs approval. */\n\
+         export interface ApprovalOptions {\n\
+         \x20 readonly approve?: ApprovalHandler;\n\
+         }\n\n"
+    });
     let client: Vec<String> = ir
         .tools
         .iter()
@@ -480,6 +583,9 @@ fn handlers(ir: &Ir, names: &[ToolNames], out: &mut String) {
                     doc.push_str(
                         "\n\nFire-and-forget: the model does not wait, and the result is not sent.",
                     );
+                }
+                if def.requires_approval() {
+                    doc.push_str("\n\nRuns only after the user approved the call (`approve`).");
                 }
                 doc_comment(&doc, 2, out);
                 push_indent(2, out);
