@@ -689,11 +689,16 @@ fn parse_policy<'n>(
                         format!("`{name}` of {what} must be {}, found {shown}", expected.join(" or ")),
                     )
                     .at(v.span, format!("expected {}", expected.join(" or ")))
-                    .help(format!(
-                        "{}write `{name}: {}`",
-                        did_you_mean(other.unwrap_or(""), words.iter().copied()),
-                        words[0]
-                    )),
+                    .help(
+                        match closest(other.unwrap_or(""), words.iter().copied()) {
+                            Some(near) => format!("did you mean `{name}: {near}`?"),
+                            None => {
+                                let each: Vec<String> =
+                                    words.iter().map(|w| format!("`{name}: {w}`")).collect();
+                                format!("write {}", each.join(" or "))
+                            }
+                        },
+                    ),
                 );
                 None
             }

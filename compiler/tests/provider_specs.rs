@@ -1168,6 +1168,7 @@ fn tools_without_a_manifest_get_no_spans_and_bad_names_are_left_out() {
     let def = |name: &str, parameters: Value| toolc::ToolDefinition {
         title: None,
         annotations: Default::default(),
+        policy: Default::default(),
         name: name.into(),
         description: "A tool.".into(),
         location: toolc::Location::Server,

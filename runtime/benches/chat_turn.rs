@@ -17,6 +17,7 @@ fn registry() -> Arc<Registry> {
     let def = ToolDefinition {
         title: None,
         annotations: Default::default(),
+        policy: Default::default(),
         name: "lookup".into(),
         description: "No-op.".into(),
         location: Location::Server,

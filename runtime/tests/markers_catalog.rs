@@ -165,6 +165,7 @@ fn types_constraints_and_nesting_are_described() {
     let bare = ToolDefinition {
         title: None,
         annotations: Default::default(),
+        policy: Default::default(),
         parameters: ToolDefinition::empty_parameters(),
         ..tool
     };

@@ -15,6 +15,7 @@ fn def(name: &str, location: Location) -> ToolDefinition {
     ToolDefinition {
         title: None,
         annotations: Default::default(),
+        policy: Default::default(),
         name: name.into(),
         description: format!("The {name} tool."),
         location,

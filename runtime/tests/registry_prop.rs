@@ -27,6 +27,7 @@ fn registry(seen: Arc<Mutex<Vec<Value>>>) -> Registry {
         .definition(ToolDefinition {
             title: None,
             annotations: Default::default(),
+            policy: Default::default(),
             name: "search".into(),
             description: "Search.".into(),
             location: Location::Server,

@@ -97,6 +97,10 @@ export type ToolName = "search_help_articles" | "get_order_status" | "highlight_
 export type ServerToolName = "search_help_articles" | "get_order_status";
 /** Tools that run in the page, through `ClientToolHandlers`. */
 export type ClientToolName = "highlight_element" | "scroll_to_section" | "fill_form_field" | "show_toast";
+/** Tools whose calls wait for the user's approval (`approval: required`). */
+export type ApprovalToolName = never;
+/** Client tools whose arguments the page gets while the model writes them (`stream_arguments: true`). */
+export type StreamingToolName = never;
 
 /** The arguments of each tool, by name. */
 export interface ToolArguments {
@@ -134,8 +138,16 @@ export interface ToolDefinition<N extends string = string> {
   readonly timeout_ms: number | null;
   /** Client tools: `false` means fire-and-forget, the model does not wait for a result. */
   readonly wait_for_response: boolean;
-  /** Client tools: phrases a voice agent may say while it waits. */
+  /** Phrases a voice agent may say while it waits for the call. */
   readonly filler: readonly string[];
+  /** `"required"`: each call waits for the user's approval before it runs. */
+  readonly approval: "required" | "none";
+  /** Server tools: `"async"` answers the model at once and adds the result when it arrives. */
+  readonly mode: "sync" | "async";
+  /** Whether the user interrupting the response cancels a call still running (its `signal` aborts). */
+  readonly cancel_on_interruption: boolean;
+  /** Client tools: the page gets partial arguments while the model writes them. */
+  readonly stream_arguments: boolean;
 }
 
 export const TOOLS: { readonly [N in ToolName]: ToolDefinition<N> } = {
@@ -148,6 +160,10 @@ export const TOOLS: { readonly [N in ToolName]: ToolDefinition<N> } = {
     timeout_ms: 5000,
     wait_for_response: true,
     filler: [],
+    approval: "none",
+    mode: "sync",
+    cancel_on_interruption: true,
+    stream_arguments: false,
   },
   get_order_status: {
     name: "get_order_status",
@@ -158,6 +174,10 @@ export const TOOLS: { readonly [N in ToolName]: ToolDefinition<N> } = {
     timeout_ms: 3000,
     wait_for_response: true,
     filler: [],
+    approval: "none",
+    mode: "sync",
+    cancel_on_interruption: true,
+    stream_arguments: false,
   },
   highlight_element: {
     name: "highlight_element",
@@ -168,6 +188,10 @@ export const TOOLS: { readonly [N in ToolName]: ToolDefinition<N> } = {
     timeout_ms: 5000,
     wait_for_response: true,
     filler: ["One moment.","Let me show you."],
+    approval: "none",
+    mode: "sync",
+    cancel_on_interruption: true,
+    stream_arguments: false,
   },
   scroll_to_section: {
     name: "scroll_to_section",
@@ -178,6 +202,10 @@ export const TOOLS: { readonly [N in ToolName]: ToolDefinition<N> } = {
     timeout_ms: 5000,
     wait_for_response: true,
     filler: ["Scrolling there now."],
+    approval: "none",
+    mode: "sync",
+    cancel_on_interruption: true,
+    stream_arguments: false,
   },
   fill_form_field: {
     name: "fill_form_field",
@@ -188,6 +216,10 @@ export const TOOLS: { readonly [N in ToolName]: ToolDefinition<N> } = {
     timeout_ms: 10000,
     wait_for_response: true,
     filler: [],
+    approval: "none",
+    mode: "sync",
+    cancel_on_interruption: true,
+    stream_arguments: false,
   },
   show_toast: {
     name: "show_toast",
@@ -198,6 +230,10 @@ export const TOOLS: { readonly [N in ToolName]: ToolDefinition<N> } = {
     timeout_ms: 10000,
     wait_for_response: false,
     filler: [],
+    approval: "none",
+    mode: "sync",
+    cancel_on_interruption: false,
+    stream_arguments: false,
   },
 };
 
@@ -210,6 +246,44 @@ export interface ToolCallInfo {
   /** The id the server gave the call. */
   readonly callId: string;
   readonly name: ClientToolName;
+  /** Aborts when the server cancels the call (the user interrupted) or the dispatcher is disposed. */
+  readonly signal: AbortSignal;
+}
+
+/** A call the user must approve before it runs: the tool, where it runs, and its arguments. */
+export type ApprovalRequest = {
+  readonly [N in ApprovalToolName]: {
+    /** The id the answer is bound to: it approves this call with these arguments, nothing else. */
+    readonly approvalId: string;
+    readonly name: N;
+    readonly location: ToolLocation;
+    readonly arguments: ToolArguments[N];
+    /** Aborts when the question no longer stands (the user interrupted, the call was cancelled). */
+    readonly signal: AbortSignal;
+  };
+}[ApprovalToolName];
+
+/** The user's answer: `true` runs the call; `false`, or a reason, tells the model it was declined. */
+export type ApprovalDecision = boolean | { readonly approved: boolean; readonly reason?: string };
+
+/** Asks the user; what it returns (or resolves to) is sent back bound to the request. */
+export type ApprovalHandler = (request: ApprovalRequest) => ApprovalDecision | Promise<ApprovalDecision>;
+
+/** A value still being written: any property may be missing yet. */
+export type DeepPartial<T> = T extends readonly (infer E)[]
+  ? readonly DeepPartial<E>[]
+  : T extends object
+    ? { readonly [K in keyof T]?: DeepPartial<T[K]> }
+    : T;
+
+/** Callbacks for the partial arguments of streaming client tools, by name. */
+export type PartialArgumentHandlers = {
+  readonly [N in StreamingToolName]?: (partial: DeepPartial<ToolArguments[N]>, call: ToolCallInfo) => void;
+};
+
+/** No tool needs approval. */
+export interface ApprovalOptions {
+  readonly approve?: ApprovalHandler;
 }
 
 const CLIENT_TOOL_LIST = "`highlight_element`, `scroll_to_section`, `fill_form_field`, `show_toast`";
@@ -266,9 +340,14 @@ export interface ToolSocket {
   removeEventListener(type: "message", listener: (event: ToolMessageEvent) => void): void;
 }
 
-export interface ToolDispatcherOptions {
+export interface ToolDispatcherOptions extends ApprovalOptions {
   /** The message names to speak; `"function_call"` unless given. */
   readonly naming?: ToolMessageNaming;
+  /**
+   * Partial arguments of streaming client tools while the model writes them, for early
+   * rendering. Never validated: the handler still gets the complete, checked arguments.
+   */
+  readonly partialArguments?: PartialArgumentHandlers;
   /**
    * Told about failures that no reply can carry: a fire-and-forget handler that threw, a call
    * message without an id, a reply the socket refused to send.
@@ -288,6 +367,24 @@ type ParsedArguments =
   | { readonly ok: false; readonly error: string };
 
 type AnyHandler = (args: unknown, call: ToolCallInfo) => unknown;
+
+type AnyApprovalHandler = (request: unknown) => unknown;
+
+type AnyPartialHandler = (partial: unknown, call: ToolCallInfo) => unknown;
+
+/** `true`, `false` or `{approved, reason}` as the wire's `approved` and `reason`. */
+function decisionOf(decision: unknown): { approved: boolean; reason?: string } {
+  if (decision === true || decision === false) {
+    return { approved: decision };
+  }
+  if (isJsonObject(decision) && typeof decision["approved"] === "boolean") {
+    const reason = decision["reason"];
+    return typeof reason === "string"
+      ? { approved: decision["approved"], reason }
+      : { approved: decision["approved"] };
+  }
+  return { approved: false, reason: "the page's approval handler gave no yes or no" };
+}
 
 function isJsonObject(value: unknown): value is { readonly [key: string]: unknown } {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -367,6 +464,28 @@ export function createToolDispatcher(
   const table: object = handlers;
   let disposed = false;
   let pending = 0;
+  // One controller per call (created by its first partial arguments or by the call) and per
+  // approval request: the server's cancel messages abort them.
+  const calls = new Map<string, AbortController>();
+  const approvals = new Map<string, AbortController>();
+  const controllerOf = (callId: string): AbortController => {
+    let controller = calls.get(callId);
+    if (controller === undefined) {
+      controller = new AbortController();
+      calls.set(callId, controller);
+    }
+    return controller;
+  };
+  const send = (message: { readonly [key: string]: unknown }, call: ToolCallInfo | undefined): void => {
+    if (disposed) {
+      return;
+    }
+    try {
+      socket.send(JSON.stringify(message));
+    } catch (error) {
+      report(error, call);
+    }
+  };
 
   const report = (error: unknown, call: ToolCallInfo | undefined): void => {
     if (options.onError === undefined) {
@@ -380,13 +499,84 @@ export function createToolDispatcher(
   };
 
   const reply = (callId: string, output: string, call: ToolCallInfo | undefined): void => {
-    if (disposed) {
+    send({ type: resultType, [idKey]: callId, output }, call);
+  };
+
+  const onApprovalRequest = (message: { readonly [key: string]: unknown }): void => {
+    const approvalId = message["approval_id"];
+    if (typeof approvalId !== "string" || approvalId === "" || approvals.has(approvalId)) {
       return;
     }
+    const controller = new AbortController();
+    approvals.set(approvalId, controller);
+    // An answer to a withdrawn question is not sent: the server already moved on.
+    const answer = (decision: { approved: boolean; reason?: string }): void => {
+      approvals.delete(approvalId);
+      if (!controller.signal.aborted) {
+        send({ type: "toolc.approval.response", approval_id: approvalId, ...decision }, undefined);
+      }
+    };
+    const name = message["name"];
+    if (typeof name !== "string" || !hasOwn(TOOLS, name) || TOOLS[name as ToolName].approval !== "required") {
+      answer({ approved: false, reason: "this page does not know that tool as one that needs approval" });
+      return;
+    }
+    const approve: unknown = options.approve;
+    if (typeof approve !== "function") {
+      answer({ approved: false, reason: "this page cannot ask the user for approval" });
+      return;
+    }
+    const args = message["arguments"];
+    const request = {
+      approvalId,
+      name,
+      location: TOOLS[name as ToolName].location,
+      arguments: isJsonObject(args) ? args : {},
+      signal: controller.signal,
+    };
+    let decided: Promise<unknown>;
     try {
-      socket.send(JSON.stringify({ type: resultType, [idKey]: callId, output }));
+      decided = Promise.resolve((approve as AnyApprovalHandler)(request));
+    } catch (error) {
+      decided = Promise.reject(error);
+    }
+    decided.then(
+      (decision) => answer(decisionOf(decision)),
+      (error: unknown) => answer({ approved: false, reason: `the approval failed: ${messageOf(error)}` }),
+    );
+  };
+
+  const onPartialArguments = (message: { readonly [key: string]: unknown }): void => {
+    const callId = message["call_id"];
+    const name = message["name"];
+    const handlers: unknown = options.partialArguments;
+    if (typeof callId !== "string" || typeof name !== "string" || !isJsonObject(handlers) || !hasOwn(handlers, name)) {
+      return;
+    }
+    const handler = handlers[name];
+    const partial = message["partial"];
+    if (typeof handler !== "function" || !isJsonObject(partial)) {
+      return;
+    }
+    const call = { callId, name, signal: controllerOf(callId).signal } as ToolCallInfo;
+    try {
+      (handler as AnyPartialHandler)(partial, call);
     } catch (error) {
       report(error, call);
+    }
+  };
+
+  const onCancel = (message: { readonly [key: string]: unknown }): void => {
+    const reason = typeof message["reason"] === "string" ? message["reason"] : "cancelled";
+    const callId = message["call_id"];
+    if (typeof callId === "string") {
+      calls.get(callId)?.abort(reason);
+      calls.delete(callId);
+    }
+    const approvalId = message["approval_id"];
+    if (typeof approvalId === "string") {
+      approvals.get(approvalId)?.abort(reason);
+      approvals.delete(approvalId);
     }
   };
 
@@ -400,8 +590,23 @@ export function createToolDispatcher(
     } catch {
       return; // not JSON, so not ours
     }
-    if (!isJsonObject(message) || message["type"] !== callType) {
+    if (!isJsonObject(message)) {
       return;
+    }
+    switch (message["type"]) {
+      case callType:
+        break;
+      case "toolc.approval.request":
+        onApprovalRequest(message);
+        return;
+      case "toolc.arguments.delta":
+        onPartialArguments(message);
+        return;
+      case "toolc.cancel":
+        onCancel(message);
+        return;
+      default:
+        return;
     }
     const callId = message[idKey];
     if (typeof callId !== "string" || callId === "") {
@@ -422,9 +627,11 @@ export function createToolDispatcher(
       reply(callId, errorOutput(`\`${name}\` is a server tool; the page does not run it`), undefined);
       return;
     }
-    const call = { callId, name } as ToolCallInfo;
+    const controller = controllerOf(callId);
+    const call = { callId, name, signal: controller.signal } as ToolCallInfo;
     const wait = tool.wait_for_response;
     const fail = (error: string): void => {
+      calls.delete(callId);
       if (wait) {
         reply(callId, errorOutput(error), call);
       } else {
@@ -448,15 +655,22 @@ export function createToolDispatcher(
     } catch (error) {
       outcome = Promise.reject(error);
     }
+    // A cancelled call already has its result on the server: a late reply is not sent.
+    const finished = (): boolean => {
+      pending -= 1;
+      calls.delete(callId);
+      return !controller.signal.aborted;
+    };
     outcome.then(
       (result) => {
-        pending -= 1;
-        if (wait) {
+        if (finished() && wait) {
           reply(callId, resultOutput(name, result), call);
         }
       },
       (error: unknown) => {
-        pending -= 1;
+        if (!finished()) {
+          return;
+        }
         if (wait) {
           reply(callId, errorOutput(messageOf(error)), call);
         } else {
@@ -475,6 +689,11 @@ export function createToolDispatcher(
       if (!disposed) {
         disposed = true;
         socket.removeEventListener("message", onMessage);
+        for (const controller of [...calls.values(), ...approvals.values()]) {
+          controller.abort("disposed");
+        }
+        calls.clear();
+        approvals.clear();
       }
     },
   };

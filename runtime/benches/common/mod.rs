@@ -62,6 +62,7 @@ pub fn registry(timeout: Option<Duration>) -> Registry {
         .definition(ToolDefinition {
             title: None,
             annotations: Default::default(),
+            policy: Default::default(),
             name: "search_products".into(),
             description: "Search the catalogue.".into(),
             location: Location::Server,

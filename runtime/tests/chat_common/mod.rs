@@ -16,6 +16,7 @@ pub fn def(name: &str, location: Location, parameters: Value) -> ToolDefinition 
     ToolDefinition {
         title: None,
         annotations: Default::default(),
+        policy: Default::default(),
         name: name.into(),
         description: format!("The {name} tool."),
         location,

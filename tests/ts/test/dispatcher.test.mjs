@@ -12,6 +12,7 @@ import { generated } from "../prepare.mjs";
 
 const support = await import(pathToFileURL(join(generated, "support", "js", "tools.js")).href);
 const edge = await import(pathToFileURL(join(generated, "edge", "js", "tools.js")).href);
+const behaviours = await import(pathToFileURL(join(generated, "behaviours", "js", "tools.js")).href);
 
 // Every test below must leave no unhandled rejection behind; the last test checks.
 const unhandled = [];
@@ -106,13 +107,13 @@ test("a normal call runs its handler with parsed arguments and answers with the 
   const reply = await replies.next();
   assert.deepEqual(reply, { type: "function_call.result", call_id: "call_1", output: '{"found":true}' });
   assert.deepEqual(Object.keys(reply), ["type", "call_id", "output"]);
-  assert.deepEqual(calls, [
-    {
-      name: "highlight_element",
-      args: { selector: "#pricing", color: "green" },
-      info: { callId: "call_1", name: "highlight_element" },
-    },
-  ]);
+  const { signal, ...info } = calls[0].info;
+  assert.deepEqual({ ...calls[0], info }, {
+    name: "highlight_element",
+    args: { selector: "#pricing", color: "green" },
+    info: { callId: "call_1", name: "highlight_element" },
+  });
+  assert.ok(signal instanceof AbortSignal && !signal.aborted);
 });
 
 test("async handlers: each reply carries its own call_id, in the order the handlers finish", async (t) => {
@@ -262,7 +263,8 @@ test("a fire-and-forget tool runs but gets no reply, even when it fails", async 
   assert.equal(problems.length, 2);
   const failed = problems.find((p) => p.info.callId === "t2");
   assert.equal(failed.error.message, "toast container missing");
-  assert.deepEqual(failed.info, { callId: "t2", name: "show_toast" });
+  assert.deepEqual({ ...failed.info, signal: undefined }, { callId: "t2", name: "show_toast", signal: undefined });
+  assert.ok(failed.info.signal instanceof AbortSignal);
   assert.match(problems.find((p) => p.info.callId === "t3").error.message, /not valid JSON/);
 });
 
@@ -432,6 +434,167 @@ test("a socket that refuses to send is reported, not thrown", async () => {
   await new Promise((resolve) => setTimeout(resolve, 5));
   assert.equal(problems.length, 1);
   assert.match(problems[0].message, /still connecting/);
+});
+
+// ---- call behaviours: approvals, cancellation, streamed arguments ---------------------------
+
+const behaviourHandlers = (overrides = {}) => ({
+  checkout: (args) => ({ paid: args.total }),
+  show_card: () => ({ shown: true }),
+  play_video: () => undefined,
+  ...overrides,
+});
+
+const approvalRequest = (approval_id, name, args, location = "server") => ({
+  type: "toolc.approval.request",
+  approval_id,
+  name,
+  location,
+  arguments: args,
+});
+
+test("an approval request is answered with the handler's decision, bound to its id", async (t) => {
+  const { client, send, replies } = await connect(t);
+  const asked = [];
+  behaviours.createToolDispatcher(client, behaviourHandlers(), {
+    approve: async (request) => {
+      asked.push(request);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return request.name === "delete_account" ? { approved: false, reason: "Not today." } : true;
+    },
+  });
+  send(approvalRequest("approval_1", "delete_account", { user: "ann" }));
+  send(approvalRequest("approval_2", "checkout", { total: 12 }, "client"));
+  const answers = [await replies.next(), await replies.next()].sort((a, b) => a.approval_id.localeCompare(b.approval_id));
+  assert.deepEqual(answers, [
+    { type: "toolc.approval.response", approval_id: "approval_1", approved: false, reason: "Not today." },
+    { type: "toolc.approval.response", approval_id: "approval_2", approved: true },
+  ]);
+  assert.deepEqual(
+    asked.map((r) => [r.approvalId, r.name, r.location, r.arguments]),
+    [
+      ["approval_1", "delete_account", "server", { user: "ann" }],
+      ["approval_2", "checkout", "client", { total: 12 }],
+    ],
+  );
+  assert.ok(asked.every((r) => r.signal instanceof AbortSignal && !r.signal.aborted));
+});
+
+test("a withdrawn approval aborts the question and its late answer is not sent", async (t) => {
+  const { client, send, replies } = await connect(t);
+  let signal;
+  let decide;
+  behaviours.createToolDispatcher(client, behaviourHandlers(), {
+    approve: (request) => {
+      signal = request.signal;
+      return new Promise((resolve) => (decide = resolve));
+    },
+  });
+  send(approvalRequest("approval_1", "delete_account", { user: "ann" }));
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  send({ type: "toolc.cancel", approval_id: "approval_1", reason: "interrupted" });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(signal.aborted, true);
+  assert.equal(signal.reason, "interrupted");
+  decide(true);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(replies.items.length, 0, "no answer to a withdrawn question");
+});
+
+test("approval requests the page cannot stand behind are declined, not approved", async (t) => {
+  const { client, send, replies } = await connect(t);
+  const asked = [];
+  behaviours.createToolDispatcher(client, behaviourHandlers(), {
+    approve: (request) => {
+      asked.push(request.name);
+      if (request.name === "checkout") throw new Error("dialog crashed");
+      return "yes";
+    },
+  });
+  // A tool that needs no approval, an unknown tool, a throwing and a non-boolean handler.
+  send(approvalRequest("a1", "show_card", {}, "client"));
+  send(approvalRequest("a2", "no_such_tool", {}));
+  send(approvalRequest("a3", "checkout", { total: 1 }, "client"));
+  send(approvalRequest("a4", "delete_account", { user: "ann" }));
+  const answers = [];
+  for (let i = 0; i < 4; i += 1) answers.push(await replies.next());
+  answers.sort((a, b) => a.approval_id.localeCompare(b.approval_id));
+  assert.deepEqual(
+    answers.map((a) => [a.approval_id, a.approved]),
+    [["a1", false], ["a2", false], ["a3", false], ["a4", false]],
+  );
+  assert.match(answers[2].reason, /dialog crashed/);
+  assert.deepEqual(asked.sort(), ["checkout", "delete_account"]);
+});
+
+test("a cancelled call's handler sees its signal abort and no reply is sent", async (t) => {
+  const { client, send, replies } = await connect(t);
+  let seen;
+  behaviours.createToolDispatcher(client, behaviourHandlers({
+    checkout: (_args, call) =>
+      new Promise((resolve) => {
+        seen = call.signal;
+        call.signal.addEventListener("abort", () => resolve({ paid: false }));
+      }),
+  }), { approve: () => true });
+  send(call("c1", "checkout", { total: 3 }));
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(seen.aborted, false);
+  send({ type: "toolc.cancel", call_id: "c1", reason: "interrupted" });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(seen.aborted, true);
+  assert.equal(replies.items.length, 0, "no reply for the cancelled call");
+  // Another call still gets its reply.
+  send(call("c2", "show_card", { title: "x" }));
+  assert.deepEqual(await replies.next(), { type: "function_call.result", call_id: "c2", output: '{"shown":true}' });
+});
+
+test("partial arguments reach the streaming tool's callback with the call's signal", async (t) => {
+  const { client, send, replies } = await connect(t);
+  const partials = [];
+  let handlerSignal;
+  behaviours.createToolDispatcher(client, behaviourHandlers({
+    show_card: (args, info) => {
+      handlerSignal = info.signal;
+      return { shown: args.title };
+    },
+  }), {
+    approve: () => true,
+    partialArguments: {
+      show_card: (partial, info) => partials.push({ partial, callId: info.callId, signal: info.signal }),
+      // Not a streaming tool: never called.
+      checkout: () => partials.push("wrong"),
+    },
+  });
+  send({ type: "toolc.arguments.delta", call_id: "c1", name: "show_card", partial: { title: "Blue" } });
+  send({ type: "toolc.arguments.delta", call_id: "c1", name: "show_card", partial: { title: "Blue kettle" } });
+  send({ type: "toolc.arguments.delta", call_id: "c1", name: "show_card", partial: "not an object" });
+  send(call("c1", "show_card", { title: "Blue kettle" }));
+  assert.deepEqual(await replies.next(), { type: "function_call.result", call_id: "c1", output: '{"shown":"Blue kettle"}' });
+  assert.deepEqual(partials.map((p) => [p.callId, p.partial]), [["c1", { title: "Blue" }], ["c1", { title: "Blue kettle" }]]);
+  assert.equal(partials[0].signal, handlerSignal, "one signal per call, from the first delta to the result");
+});
+
+test("dispose aborts running calls and open approval questions", async (t) => {
+  const { client, send } = await connect(t);
+  const signals = [];
+  const dispatcher = behaviours.createToolDispatcher(client, behaviourHandlers({
+    checkout: (_args, info) => {
+      signals.push(info.signal);
+      return new Promise(() => {});
+    },
+  }), {
+    approve: (request) => {
+      signals.push(request.signal);
+      return new Promise(() => {});
+    },
+  });
+  send(call("c1", "checkout", { total: 1 }));
+  send(approvalRequest("a1", "delete_account", { user: "ann" }));
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(signals.length, 2);
+  dispatcher.dispose();
+  assert.ok(signals.every((s) => s.aborted));
 });
 
 test("no test left an unhandled rejection behind", async () => {
