@@ -219,10 +219,12 @@ impl ToolDefinition {
     /// still running: as the manifest says, or by default for the calls the model waits for (a
     /// waiting client tool, a sync server tool), not for fire-and-forget or background ones.
     pub fn cancels_on_interruption(&self) -> bool {
-        self.policy.cancel_on_interruption.unwrap_or(match self.location {
-            Location::Client => self.wait_for_response,
-            Location::Server => self.policy.mode == Mode::Sync,
-        })
+        self.policy
+            .cancel_on_interruption
+            .unwrap_or(match self.location {
+                Location::Client => self.wait_for_response,
+                Location::Server => self.policy.mode == Mode::Sync,
+            })
     }
 
     /// Whether the browser gets this tool's arguments while the model writes them.

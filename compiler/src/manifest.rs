@@ -686,7 +686,10 @@ fn parse_policy<'n>(
                 diags.push(
                     Diagnostic::error(
                         "toolc::invalid-field",
-                        format!("`{name}` of {what} must be {}, found {shown}", expected.join(" or ")),
+                        format!(
+                            "`{name}` of {what} must be {}, found {shown}",
+                            expected.join(" or ")
+                        ),
                     )
                     .at(v.span, format!("expected {}", expected.join(" or ")))
                     .help(
@@ -713,7 +716,11 @@ fn parse_policy<'n>(
     }
     if location == Location::Server {
         if let Some(mode) = word("mode", MODE_VALUES, diags) {
-            policy.mode = if mode == "async" { Mode::Async } else { Mode::Sync };
+            policy.mode = if mode == "async" {
+                Mode::Async
+            } else {
+                Mode::Sync
+            };
         }
     }
     let boolean = |name: &str, diags: &mut Diagnostics| -> Option<bool> {
@@ -730,8 +737,7 @@ fn parse_policy<'n>(
     if location == Location::Client {
         policy.stream_arguments = boolean("stream_arguments", diags).unwrap_or(false);
     }
-    if policy.approval == Approval::Required && location == Location::Client && !wait_for_response
-    {
+    if policy.approval == Approval::Required && location == Location::Client && !wait_for_response {
         if let Some((key, _)) = field("approval") {
             diags.push(
                 Diagnostic::error(

@@ -39,20 +39,52 @@ fn the_format_schema_accepts_the_reference_manifests_and_rejects_unknown_fields(
     // The schema and the loader agree on which call behaviours fit which tools.
     let tool = |extra: serde_json::Value| {
         let mut t = serde_json::json!({"name": "a", "description": "b"});
-        t.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        t.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
         serde_json::json!({"version": 1, "tools": [t]})
     };
     let cases = [
-        (serde_json::json!({"location": "server", "filler": ["One moment."]}), true),
-        (serde_json::json!({"location": "server", "wait_for_response": true}), false),
-        (serde_json::json!({"location": "server", "stream_arguments": true}), false),
-        (serde_json::json!({"location": "server", "mode": "async", "approval": "required"}), true),
-        (serde_json::json!({"location": "client", "mode": "sync"}), false),
-        (serde_json::json!({"location": "client", "approval": "required", "wait_for_response": false}), false),
-        (serde_json::json!({"location": "client", "approval": "required", "stream_arguments": true}), true),
-        (serde_json::json!({"location": "client", "wait_for_response": false, "cancel_on_interruption": true}), true),
-        (serde_json::json!({"location": "server", "approval": "always"}), false),
-        (serde_json::json!({"location": "server", "mode": "background"}), false),
+        (
+            serde_json::json!({"location": "server", "filler": ["One moment."]}),
+            true,
+        ),
+        (
+            serde_json::json!({"location": "server", "wait_for_response": true}),
+            false,
+        ),
+        (
+            serde_json::json!({"location": "server", "stream_arguments": true}),
+            false,
+        ),
+        (
+            serde_json::json!({"location": "server", "mode": "async", "approval": "required"}),
+            true,
+        ),
+        (
+            serde_json::json!({"location": "client", "mode": "sync"}),
+            false,
+        ),
+        (
+            serde_json::json!({"location": "client", "approval": "required", "wait_for_response": false}),
+            false,
+        ),
+        (
+            serde_json::json!({"location": "client", "approval": "required", "stream_arguments": true}),
+            true,
+        ),
+        (
+            serde_json::json!({"location": "client", "wait_for_response": false, "cancel_on_interruption": true}),
+            true,
+        ),
+        (
+            serde_json::json!({"location": "server", "approval": "always"}),
+            false,
+        ),
+        (
+            serde_json::json!({"location": "server", "mode": "background"}),
+            false,
+        ),
     ];
     for (extra, valid) in cases {
         let manifest = tool(extra.clone());

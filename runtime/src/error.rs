@@ -326,7 +326,9 @@ impl CallError {
         let mut e = CallError::new(
             CallErrorKind::Cancelled,
             tool,
-            format!("The user interrupted, so this call of `{tool}` was cancelled before it finished."),
+            format!(
+                "The user interrupted, so this call of `{tool}` was cancelled before it finished."
+            ),
         );
         e.0.code = Some("interrupted".into());
         e

@@ -133,3 +133,60 @@ async fn reported_progress_reaches_a_client_that_asked_for_it() {
     }
     assert_eq!(progress, [1.0, 2.0, 3.0]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_needs_approval_does_not_run_over_mcp() {
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = ran.clone();
+    let registry = Registry::builder()
+        .definitions(
+            definitions_from_str(
+                "a.tools.yaml",
+                "version: 1\ntools:\n  - name: wipe\n    description: Wipe the disk.\n    location: server\n    approval: required\n",
+            )
+            .unwrap(),
+        )
+        .executor(
+            "wipe",
+            executor_fn_with_context(move |_ctx: CallContext, _args: Value| {
+                let flag = flag.clone();
+                async move {
+                    flag.store(true, Ordering::SeqCst);
+                    Ok(json!({}))
+                }
+            }),
+        )
+        .build()
+        .unwrap();
+    let (client, server) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(McpServer::new(Arc::new(registry)).serve_io(tokio::io::split(server)));
+    let (read, mut write) = tokio::io::split(client);
+    let mut lines = BufReader::new(read).lines();
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "wipe", "arguments": {}}}),
+    ] {
+        let mut line = message.to_string();
+        line.push('\n');
+        write.write_all(line.as_bytes()).await.unwrap();
+    }
+    let result = loop {
+        let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["id"] == 2 {
+            break v;
+        }
+    };
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    assert!(result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("needs the user's approval"));
+    assert!(!ran.load(Ordering::SeqCst));
+}

@@ -177,7 +177,8 @@ impl Harness {
         self.to_model
             .iter()
             .filter(|e| {
-                e["type"] == "conversation.item.create" && e["item"]["type"] == "function_call_output"
+                e["type"] == "conversation.item.create"
+                    && e["item"]["type"] == "function_call_output"
             })
             .map(|e| {
                 (
@@ -215,7 +216,10 @@ impl Harness {
     }
 
     fn browser_of(&self, kind: &str) -> Vec<&Value> {
-        self.to_browser.iter().filter(|e| e["type"] == kind).collect()
+        self.to_browser
+            .iter()
+            .filter(|e| e["type"] == kind)
+            .collect()
     }
 
     fn approval_request(&self) -> Value {
@@ -224,7 +228,12 @@ impl Harness {
         requests[0].clone()
     }
 
-    fn answer_approval(&mut self, approval_id: &str, approved: bool, reason: Option<&str>) -> Verdict {
+    fn answer_approval(
+        &mut self,
+        approval_id: &str,
+        approved: bool,
+        reason: Option<&str>,
+    ) -> Verdict {
         let mut msg = json!({"type": "toolc.approval.response", "approval_id": approval_id, "approved": approved});
         if let Some(reason) = reason {
             msg["reason"] = json!(reason);
@@ -278,7 +287,10 @@ async fn an_approved_server_call_runs_only_after_the_answer() {
     assert_eq!(h.output_of("c1"), json!({"deleted": "ann"}));
     assert_eq!(h.continuations(), 1);
     let counters = h.session.counters().snapshot();
-    assert_eq!((counters.approvals_requested, counters.approvals_granted), (1, 1));
+    assert_eq!(
+        (counters.approvals_requested, counters.approvals_granted),
+        (1, 1)
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -287,13 +299,19 @@ async fn a_denial_reaches_the_model_with_the_users_reason_and_nothing_runs() {
     h.call_in("r1", "c1", "delete_account", r#"{"user":"ann"}"#);
     h.model(&script::response_done("r1", vec![]));
     h.run_for(Duration::from_millis(10)).await;
-    let id = h.approval_request()["approval_id"].as_str().unwrap().to_owned();
+    let id = h.approval_request()["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     h.answer_approval(&id, false, Some("  I changed my mind  "));
     h.run_for(Duration::from_millis(10)).await;
     let error = &h.output_of("c1")["error"];
     assert_eq!(error["kind"], "not_approved");
     assert_eq!(error["code"], "approval_denied");
-    assert!(error["message"].as_str().unwrap().ends_with("Their reason: I changed my mind"));
+    assert!(error["message"]
+        .as_str()
+        .unwrap()
+        .ends_with("Their reason: I changed my mind"));
     assert_eq!(h.seen.deletions.load(Ordering::SeqCst), 0);
     assert_eq!(h.continuations(), 1);
     assert_eq!(h.session.counters().snapshot().approvals_refused, 1);
@@ -305,7 +323,10 @@ async fn an_answer_approves_only_its_own_request_and_only_once() {
     h.call_in("r1", "c1", "delete_account", r#"{"user":"ann"}"#);
     h.model(&script::response_done("r1", vec![]));
     h.run_for(Duration::from_millis(10)).await;
-    let id = h.approval_request()["approval_id"].as_str().unwrap().to_owned();
+    let id = h.approval_request()["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     // Guessed ids, the call's own id, and answers that cannot be read approve nothing.
     for forged in [
         json!({"type": "toolc.approval.response", "approval_id": "approval_2", "approved": true}),
@@ -313,7 +334,11 @@ async fn an_answer_approves_only_its_own_request_and_only_once() {
         json!({"type": "toolc.approval.response", "approval_id": id, "approved": "yes"}),
         json!({"type": "toolc.approval.response", "approved": true}),
     ] {
-        assert_eq!(h.browser(&forged), Verdict::Drop, "never forwarded: {forged}");
+        assert_eq!(
+            h.browser(&forged),
+            Verdict::Drop,
+            "never forwarded: {forged}"
+        );
     }
     h.run_for(Duration::from_millis(10)).await;
     assert_eq!(h.seen.deletions.load(Ordering::SeqCst), 0);
@@ -334,7 +359,10 @@ async fn an_answer_approves_only_its_own_request_and_only_once() {
         n,
         Note::ResultRejected { call_id, reason: RejectReason::NotRoutedToBrowser } if call_id == "c1"
     )));
-    assert!(h.to_model.iter().all(|e| e["type"] != "toolc.approval.response"));
+    assert!(h
+        .to_model
+        .iter()
+        .all(|e| e["type"] != "toolc.approval.response"));
 }
 
 #[tokio::test(start_paused = true)]
@@ -386,11 +414,17 @@ async fn barge_in_during_an_approval_cancels_the_call_and_the_question() {
     let mut h = Harness::new();
     h.call_in("r1", "c1", "delete_account", r#"{"user":"ann"}"#);
     h.run_for(Duration::from_millis(10)).await;
-    let id = h.approval_request()["approval_id"].as_str().unwrap().to_owned();
+    let id = h.approval_request()["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     h.model(&script::response_interrupted("r1", vec![]));
     h.run_for(Duration::from_millis(10)).await;
     let error = &h.output_of("c1")["error"];
-    assert_eq!((error["kind"].as_str(), error["code"].as_str()), (Some("cancelled"), Some("interrupted")));
+    assert_eq!(
+        (error["kind"].as_str(), error["code"].as_str()),
+        (Some("cancelled"), Some("interrupted"))
+    );
     let cancels = h.browser_of("toolc.cancel");
     assert_eq!(cancels.len(), 1, "{cancels:?}");
     assert_eq!(cancels[0]["approval_id"], id.as_str());
@@ -420,17 +454,32 @@ async fn a_background_call_answers_at_once_and_its_result_follows_at_a_quiet_poi
     h.model(&script::response_created("r3"));
     h.run_for(Duration::from_secs(6)).await;
     assert_eq!(h.seen.reports.load(Ordering::SeqCst), 1);
-    assert!(h.system_messages().is_empty(), "never while a response is in progress");
+    assert!(
+        h.system_messages().is_empty(),
+        "never while a response is in progress"
+    );
     assert_eq!(h.continuations(), 1);
     h.model(&script::response_done("r3", vec![]));
     let messages = h.system_messages();
     assert_eq!(messages.len(), 1);
     assert!(messages[0].contains("`generate_report`"), "{}", messages[0]);
-    assert!(messages[0].contains(r#""report":"all about tides""#), "{}", messages[0]);
+    assert!(
+        messages[0].contains(r#""report":"all about tides""#),
+        "{}",
+        messages[0]
+    );
     assert_eq!(h.continuations(), 2, "one response.create for the result");
     // The result item comes before the response.create that answers it.
-    let item = h.to_model.iter().position(|e| e["item"]["role"] == "system").unwrap();
-    let last_create = h.to_model.iter().rposition(|e| e["type"] == "response.create").unwrap();
+    let item = h
+        .to_model
+        .iter()
+        .position(|e| e["item"]["role"] == "system")
+        .unwrap();
+    let last_create = h
+        .to_model
+        .iter()
+        .rposition(|e| e["type"] == "response.create")
+        .unwrap();
     assert!(item < last_create);
     assert_eq!(h.session.counters().snapshot().background_results, 1);
 }
@@ -474,11 +523,18 @@ async fn barge_in_cancels_a_running_server_call_once() {
     h.run_for(Duration::from_secs(1)).await;
     h.model(&script::response_interrupted("r1", vec![]));
     h.run_for(Duration::from_secs(5)).await;
-    assert_eq!(h.seen.searches_cancelled.load(Ordering::SeqCst), 1, "the executor saw its signal");
+    assert_eq!(
+        h.seen.searches_cancelled.load(Ordering::SeqCst),
+        1,
+        "the executor saw its signal"
+    );
     assert_eq!(h.seen.searches_finished.load(Ordering::SeqCst), 0);
     assert_eq!(h.output_of("c1")["error"]["code"], "interrupted");
     assert_eq!(h.continuations(), 0);
-    assert!(h.browser_of("toolc.cancel").is_empty(), "a server call is not the browser's");
+    assert!(
+        h.browser_of("toolc.cancel").is_empty(),
+        "a server call is not the browser's"
+    );
     assert_eq!(h.session.counters().snapshot().interrupted_calls, 1);
 }
 
@@ -561,13 +617,27 @@ async fn a_streaming_client_tool_sends_its_arguments_while_the_model_writes_them
         .browser_of("toolc.arguments.delta")
         .into_iter()
         .map(|e| {
-            assert_eq!((e["call_id"].as_str(), e["name"].as_str()), (Some("c1"), Some("show_card")));
+            assert_eq!(
+                (e["call_id"].as_str(), e["name"].as_str()),
+                (Some("c1"), Some("show_card"))
+            );
             e["partial"].clone()
         })
         .collect();
-    assert!(partials.contains(&json!({"title": "Blue "})), "{partials:#?}");
-    assert!(!partials.iter().any(|p| p.get("price").is_some_and(|v| v != 39.5)), "numbers appear whole");
-    assert_eq!(partials.last(), Some(&json!({"title": "Blue kettle", "price": 39.5})));
+    assert!(
+        partials.contains(&json!({"title": "Blue "})),
+        "{partials:#?}"
+    );
+    assert!(
+        !partials
+            .iter()
+            .any(|p| p.get("price").is_some_and(|v| v != 39.5)),
+        "numbers appear whole"
+    );
+    assert_eq!(
+        partials.last(),
+        Some(&json!({"title": "Blue kettle", "price": 39.5}))
+    );
     // Each partial event says something new.
     assert!(partials.windows(2).all(|w| w[0] != w[1]));
     // The final call is sent and validated as usual.

@@ -198,10 +198,133 @@ async fn every_event_the_runtime_sends_upstream_validates_against_the_ga_schema(
     }
 }
 
+/// Approvals, a background call's result, an interruption and streamed arguments: what the
+/// session sends upstream for them is GA too (the result is a system message).
+#[tokio::test(start_paused = true)]
+async fn the_call_behaviours_send_only_ga_events_upstream() {
+    let manifest = r#"
+version: 1
+tools:
+  - name: delete_account
+    description: Delete the account.
+    location: server
+    approval: required
+  - name: generate_report
+    description: Build a report.
+    location: server
+    mode: async
+  - name: show_card
+    description: Show a card.
+    location: client
+    stream_arguments: true
+    parameters: { type: object, properties: { title: { type: string } } }
+"#;
+    let defs = toolc_runtime::definitions_from_str("b.tools.yaml", manifest).unwrap();
+    let registry = Registry::builder()
+        .definitions(defs)
+        .executor(
+            "delete_account",
+            executor_fn(|_| async { Ok(json!({"deleted": true})) }),
+        )
+        .executor(
+            "generate_report",
+            executor_fn(|_| async {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                Ok(json!({"report": "done"}))
+            }),
+        )
+        .build()
+        .unwrap();
+    let registry = Arc::new(registry);
+    let (mut session, mut events) =
+        Session::new(registry.clone(), Arc::new(SessionConfig::new(&registry)));
+    let mut sent: Vec<Value> = vec![serde_json::from_str(&session.session_update()).unwrap()];
+    let mut to_browser: Vec<Value> = Vec::new();
+    let pump = |session: &mut Session, sent: &mut Vec<Value>, to_browser: &mut Vec<Value>| {
+        for out in session.drain_outputs() {
+            match out {
+                Output::ToModel(t) => sent.push(serde_json::from_str(&t).unwrap()),
+                Output::ToBrowser(t) => to_browser.push(serde_json::from_str(&t).unwrap()),
+            }
+        }
+    };
+    let model_events = [
+        script::response_with_calls(
+            "r1",
+            &[
+                ("c1", "delete_account", "{}"),
+                ("c2", "generate_report", "{}"),
+                ("c3", "show_card", r#"{"title":"Kettle"}"#),
+            ],
+        ),
+        vec![
+            script::response_created("r2"),
+            script::response_interrupted("r2", vec![]),
+        ],
+    ];
+    for event in model_events.iter().flatten() {
+        session.on_model_event(&event.to_string());
+    }
+    pump(&mut session, &mut sent, &mut to_browser);
+    let until = tokio::time::Instant::now() + Duration::from_secs(5);
+    let mut answered = 0;
+    while let Ok(Some(ev)) = tokio::time::timeout_at(until, events.recv()).await {
+        session.on_event(ev);
+        pump(&mut session, &mut sent, &mut to_browser);
+        // The model answers each response.create with a response of its own.
+        let asked: Vec<usize> = sent
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e["type"] == "response.create")
+            .map(|(i, _)| i)
+            .collect();
+        while answered < asked.len() {
+            answered += 1;
+            let id = format!("r_answer_{answered}");
+            session.on_model_event(&script::response_created(&id).to_string());
+            session.on_model_event(&script::response_done(&id, vec![]).to_string());
+            pump(&mut session, &mut sent, &mut to_browser);
+        }
+        if let Some(request) = to_browser
+            .iter()
+            .find(|e| e["type"] == "toolc.approval.request")
+        {
+            let answer = json!({"type":"toolc.approval.response","approval_id":request["approval_id"],"approved":true});
+            session.on_browser_event(&answer.to_string());
+            to_browser.retain(|e| e["type"] != "toolc.approval.request");
+        }
+        if let Some(call) = to_browser
+            .iter()
+            .find(|e| e["type"] == "function_call")
+            .cloned()
+        {
+            let result =
+                json!({"type":"function_call.result","call_id":call["call_id"],"output":"{}"});
+            session.on_browser_event(&result.to_string());
+            to_browser.retain(|e| e["type"] != "function_call");
+        }
+    }
+    let system = sent
+        .iter()
+        .filter(|e| e["item"]["role"] == "system")
+        .count();
+    assert_eq!(system, 1, "the background result was added: {sent:#?}");
+    let declared = sent[0]["session"]["tools"].as_array().unwrap();
+    assert!(declared[0]["description"]
+        .as_str()
+        .unwrap()
+        .contains("approval"));
+    let spec = Spec::new(true);
+    for event in &sent {
+        spec.assert_valid(client_schema(event), event);
+    }
+}
+
 #[test]
 fn the_fake_model_speaks_the_ga_server_events() {
     let spec = Spec::new(true);
     let mut events = script::response_with_calls("r1", &[("c1", "lookup", r#"{"q":"é"}"#)]);
+    events.push(script::response_interrupted("r2", vec![]));
     events.push(script::conversation_item_added(script::function_call_item(
         "i1", "c1", "lookup", "{}",
     )));

@@ -377,12 +377,19 @@ fn compare_policy(
         ));
     }
     if o.streams_arguments() != n.streams_arguments() {
-        let now = if n.streams_arguments() { "now gets" } else { "no longer gets" };
+        let now = if n.streams_arguments() {
+            "now gets"
+        } else {
+            "no longer gets"
+        };
         found.push(change(
             STREAM_ARGUMENTS_CHANGED,
             Impact::Unaffected,
             Impact::Compatible,
-            format!("the page {now} `{}`'s arguments while the model writes them", n.name),
+            format!(
+                "the page {now} `{}`'s arguments while the model writes them",
+                n.name
+            ),
             None,
         ));
     }

@@ -38,7 +38,10 @@ pub use anthropic::{Anthropic, AnthropicStream};
 pub use gemini::{Gemini, GeminiStream};
 pub use openai_chat::{ChatCompletions, ChatCompletionsStream};
 pub use openai_responses::{Responses, ResponsesStream};
-pub use runner::{client_fn, ChannelClient, ClientFn, ClientRequest, TurnOutcome, TurnRunner};
+pub use runner::{
+    client_fn, BackgroundResult, ChannelClient, ClientFn, ClientRequest, PendingApproval,
+    Resolution, TurnOutcome, TurnRunner,
+};
 
 /// One tool call of a model turn, normalized across providers.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,17 +10,20 @@ use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::{CallResult, Codec, DecodeError, ToolCall};
 use crate::context::SessionScope;
-use crate::dispatch::{self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath};
+use crate::dispatch::{
+    self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath, Route,
+};
 use crate::error::CallError;
 use crate::executor::panic_message;
+use crate::Location;
 use crate::Registry;
 
 /// Runs the tool calls of model turns against a registry and a client path.
@@ -40,6 +43,91 @@ pub struct TurnRunner {
     client: Arc<dyn ClientPath>,
     strip_strict_nulls: bool,
     scope: SessionScope,
+    background: Arc<Background>,
+}
+
+/// Results of background (`mode: async`) calls that finished and were not taken yet.
+#[derive(Debug, Default)]
+struct Background {
+    done: Mutex<Vec<BackgroundResult>>,
+    arrived: Notify,
+}
+
+/// The result of a background call's work, for the application to add to the conversation
+/// (the call itself was answered "started" in its turn; a call id takes one result only).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BackgroundResult {
+    pub call: ToolCall,
+    pub result: CallResult,
+}
+
+impl BackgroundResult {
+    /// The result as a sentence for a user or system message of the next request.
+    pub fn message_text(&self) -> String {
+        let what = if self.result.is_error() {
+            "failed"
+        } else {
+            "finished"
+        };
+        format!(
+            "The background call of `{}` (call_id {}) {what}. Its result: {}",
+            self.call.name, self.call.call_id, self.result.output
+        )
+    }
+}
+
+/// A call of a tool with `approval: required`, held until the application has the user's
+/// answer. It holds the validated arguments; the answer ([`PendingApproval::approve`],
+/// [`PendingApproval::deny`]) consumes it, so it decides this call with these arguments once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingApproval {
+    call: ToolCall,
+    routed: dispatch::ToolCall,
+    route: Route,
+    arguments: Value,
+    location: Location,
+}
+
+impl PendingApproval {
+    /// The call as the model made it.
+    pub fn call(&self) -> &ToolCall {
+        &self.call
+    }
+
+    /// The validated arguments, to show the user.
+    pub fn arguments(&self) -> &Value {
+        &self.arguments
+    }
+
+    pub fn location(&self) -> Location {
+        self.location
+    }
+
+    /// The user said yes: the call runs when resolved.
+    pub fn approve(self) -> Resolution {
+        Resolution {
+            pending: self,
+            approved: true,
+            reason: None,
+        }
+    }
+
+    /// The user said no (with their reason, which the model reads).
+    pub fn deny(self, reason: Option<String>) -> Resolution {
+        Resolution {
+            pending: self,
+            approved: false,
+            reason,
+        }
+    }
+}
+
+/// A [`PendingApproval`] with the user's answer, for [`TurnRunner::resolve`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolution {
+    pending: PendingApproval,
+    approved: bool,
+    reason: Option<String>,
 }
 
 impl fmt::Debug for TurnRunner {
@@ -62,6 +150,10 @@ pub struct TurnOutcome {
     /// no result of their own: every provider requires exactly one result per id, and the one
     /// result sent is that of the first call with the id.
     pub duplicates: Vec<ToolCall>,
+    /// Calls of tools with `approval: required` that wait for the user: not run, and not in
+    /// `results`. Ask the user, then [`TurnRunner::resolve`] them for their results; the turn
+    /// is complete when both lists have gone back to the model together.
+    pub pending: Vec<PendingApproval>,
 }
 
 impl TurnOutcome {
@@ -79,6 +171,7 @@ impl TurnRunner {
             client: Arc::new(dispatch::NoClient),
             strip_strict_nulls: true,
             scope: SessionScope::new(),
+            background: Arc::default(),
         }
     }
 
@@ -116,13 +209,130 @@ impl TurnRunner {
 
     /// Decodes a complete response, runs its calls and returns the follow-up messages.
     /// No tool calls → an empty list (the model has finished its answer).
+    ///
+    /// This has no way to ask the user, so calls that need approval are refused (the model
+    /// reads that approval could not be asked for); use [`TurnRunner::run`] and
+    /// [`TurnRunner::resolve`] to ask.
     pub async fn follow_up(
         &self,
         codec: &dyn Codec,
         response: &Value,
     ) -> Result<Vec<Value>, DecodeError> {
         let calls = codec.decode(response)?;
-        Ok(self.run(&calls).await.encode(codec))
+        let mut outcome = self.run(&calls).await;
+        for pending in std::mem::take(&mut outcome.pending) {
+            let error = CallError::approval_unavailable(
+                &pending.call.name,
+                "follow_up cannot ask the user; use TurnRunner::run and resolve",
+            );
+            outcome.results.push(CallResult::new(
+                pending.call.clone(),
+                CallOutcome::failed(&pending.call.call_id, error),
+            ));
+        }
+        // Back in the order of the calls.
+        let position = |id: &str| calls.iter().position(|c| c.call_id == id);
+        outcome.results.sort_by_key(|r| position(&r.call.call_id));
+        Ok(outcome.encode(codec))
+    }
+
+    /// Runs the calls the user decided on: approved ones now (concurrently), denied ones become
+    /// results that say so. One result per resolution, in the order given.
+    pub async fn resolve(&self, resolutions: Vec<Resolution>) -> Vec<CallResult> {
+        let registry = self.registry.as_ref();
+        let client = self.client.as_ref();
+        let futures: Vec<Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>> = resolutions
+            .iter()
+            .map(|r| {
+                let p = &r.pending;
+                let call = &p.routed;
+                if r.approved {
+                    let ctx = self.scope.call(&call.name, &call.call_id);
+                    let route = p.route.clone();
+                    Box::pin(async move {
+                        if self
+                            .registry
+                            .definition(&call.name)
+                            .is_some_and(|d| d.runs_in_background())
+                        {
+                            return self.start_background(p.call.clone(), call.clone(), route);
+                        }
+                        dispatch::run_approved(registry, ctx, call, route, client).await
+                    }) as Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>
+                } else {
+                    let error = CallError::approval_denied(&call.name, r.reason.as_deref());
+                    Box::pin(std::future::ready(CallOutcome::failed(
+                        &call.call_id,
+                        error,
+                    )))
+                }
+            })
+            .collect();
+        let outcomes = join_all(futures).await;
+        resolutions
+            .into_iter()
+            .zip(outcomes)
+            .map(|(r, outcome)| {
+                let call = r.pending.call;
+                let outcome = outcome.unwrap_or_else(|panic| {
+                    let error =
+                        CallError::panic(&call.name, format!("the client path panicked: {panic}"));
+                    CallOutcome::failed(&call.call_id, error)
+                });
+                CallResult::new(call, outcome)
+            })
+            .collect()
+    }
+
+    /// Starts a background call's work on a Tokio task and answers "started"; the work's result
+    /// is kept for [`TurnRunner::background_results`].
+    fn start_background(
+        &self,
+        call: ToolCall,
+        routed: dispatch::ToolCall,
+        route: Route,
+    ) -> CallOutcome {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return CallOutcome::failed(&call.call_id, CallError::no_runtime(&call.name));
+        };
+        let registry = self.registry.clone();
+        let client = self.client.clone();
+        let background = self.background.clone();
+        let ctx = self.scope.call(&call.name, &call.call_id);
+        let started = CallOutcome::started(&call.call_id, &call.name);
+        handle.spawn(async move {
+            let outcome =
+                dispatch::run_approved(&registry, ctx, &routed, route, client.as_ref()).await;
+            let result = CallResult::new(call.clone(), outcome);
+            if let Ok(mut done) = background.done.lock() {
+                done.push(BackgroundResult { call, result });
+            }
+            background.arrived.notify_waiters();
+        });
+        started
+    }
+
+    /// The background calls that finished since the last time, in the order they finished:
+    /// add each to the conversation (e.g. as [`BackgroundResult::message_text`]) before the next
+    /// request.
+    pub fn background_results(&self) -> Vec<BackgroundResult> {
+        self.background
+            .done
+            .lock()
+            .map(|mut done| std::mem::take(&mut *done))
+            .unwrap_or_default()
+    }
+
+    /// Waits until at least one background call has finished, and takes what finished.
+    pub async fn next_background_results(&self) -> Vec<BackgroundResult> {
+        loop {
+            let arrived = self.background.arrived.notified();
+            let done = self.background_results();
+            if !done.is_empty() {
+                return done;
+            }
+            arrived.await;
+        }
     }
 
     /// Runs every call concurrently and returns one result per distinct call id, in call order.
@@ -140,22 +350,63 @@ impl TurnRunner {
                 }
             }
         }
-        let routed: Vec<dispatch::ToolCall> = unique.iter().map(|c| self.prepare(c)).collect();
+        // Calls that need approval wait for the application; the others run now.
+        let mut pending = Vec::new();
+        let mut runnable: Vec<(&ToolCall, dispatch::ToolCall, Route)> = Vec::new();
+        for call in unique {
+            let routed = self.prepare(call);
+            let route = dispatch::plan(&self.registry, &routed);
+            let def = self.registry.definition(&routed.name);
+            let (arguments, location) = match &route {
+                Route::Server { arguments } => (Some(arguments), Location::Server),
+                Route::Client { arguments, .. } | Route::Notify { arguments } => {
+                    (Some(arguments), Location::Client)
+                }
+                Route::Reject(_) => (None, Location::Server),
+            };
+            match arguments {
+                Some(arguments) if def.is_some_and(|d| d.requires_approval()) => {
+                    pending.push(PendingApproval {
+                        call: call.clone(),
+                        arguments: arguments.clone(),
+                        routed,
+                        route,
+                        location,
+                    })
+                }
+                _ => runnable.push((call, routed, route)),
+            }
+        }
         let registry = self.registry.as_ref();
         let client = self.client.as_ref();
-        let scope = &self.scope;
-        let futures: Vec<Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>> = routed
+        let futures: Vec<Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>> = runnable
             .iter()
-            .map(|call| {
-                Box::pin(dispatch::route(registry, scope, call, client))
-                    as Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>
+            .map(|(call, routed, route)| {
+                let background = matches!(route, Route::Server { .. })
+                    && registry
+                        .definition(&routed.name)
+                        .is_some_and(|d| d.runs_in_background());
+                if background {
+                    let started =
+                        self.start_background((*call).clone(), routed.clone(), route.clone());
+                    return Box::pin(std::future::ready(started))
+                        as Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>;
+                }
+                let ctx = self.scope.call(&routed.name, &routed.call_id);
+                Box::pin(dispatch::run_planned(
+                    registry,
+                    ctx,
+                    routed,
+                    route.clone(),
+                    client,
+                )) as Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>
             })
             .collect();
         let outcomes = join_all(futures).await;
-        let results = unique
+        let results = runnable
             .into_iter()
             .zip(outcomes)
-            .map(|(call, outcome)| {
+            .map(|((call, _, _), outcome)| {
                 let outcome = outcome.unwrap_or_else(|panic| {
                     let error =
                         CallError::panic(&call.name, format!("the client path panicked: {panic}"));
@@ -167,6 +418,7 @@ impl TurnRunner {
         TurnOutcome {
             results,
             duplicates,
+            pending,
         }
     }
 

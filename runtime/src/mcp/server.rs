@@ -136,6 +136,21 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let name = request.name.as_ref();
+        // MCP's way to ask the user (elicitation) is not used yet, and the host's own
+        // confirmation cannot be relied on: a call that needs approval does not run here.
+        if self
+            .registry
+            .definition(name)
+            .is_some_and(|d| d.requires_approval())
+        {
+            tracing::info!(
+                tool = name,
+                "MCP call refused: the tool needs the user's approval"
+            );
+            return CallToolResult::error(vec![ContentBlock::text(format!(
+                "`{name}` needs the user's approval before it runs, which this MCP server cannot ask for; it did not run."
+            ))]);
+        }
         let principal = match (
             &self.principal,
             context.extensions.get::<http::request::Parts>(),

@@ -358,9 +358,8 @@ pub fn function_call_output(call_id: &str, output: &str) -> String {
 /// answered with "started" long ago, and a call id takes one output only).
 pub fn background_result(tool: &str, call_id: &str, failed: bool, output: &str) -> String {
     let what = if failed { "failed" } else { "finished" };
-    let text = format!(
-        "The background call of `{tool}` (call_id {call_id}) {what}. Its result: {output}"
-    );
+    let text =
+        format!("The background call of `{tool}` (call_id {call_id}) {what}. Its result: {output}");
     json!({
         "type": "conversation.item.create",
         "item": {

@@ -35,7 +35,11 @@ enum Token {
     None,
     /// Inside a string; `key` when it is an object key; `escape` after a backslash; `unicode`
     /// counts the hex digits still due after `\u`.
-    String { key: bool, escape: bool, unicode: u8 },
+    String {
+        key: bool,
+        escape: bool,
+        unicode: u8,
+    },
     /// Inside a number or literal (`true`, `false`, `null`).
     Scalar,
 }
@@ -295,7 +299,9 @@ mod tests {
         let seen = feed(r#"{"t": "a\u00e9b"}"#);
         assert!(seen.contains(&json!({"t": "a"})));
         assert!(seen.contains(&json!({"t": "aé"})));
-        assert!(seen.iter().all(|v| v["t"].as_str().is_none_or(|t| !t.contains('\\'))));
+        assert!(seen
+            .iter()
+            .all(|v| v["t"].as_str().is_none_or(|t| !t.contains('\\'))));
     }
 
     #[test]

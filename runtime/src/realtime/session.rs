@@ -1243,7 +1243,8 @@ impl Session {
         };
         Counters::bump(counter);
         self.next_seq += 1;
-        self.calls.insert(call_id.to_owned(), CallInfo::new(name, kind, self.next_seq));
+        self.calls
+            .insert(call_id.to_owned(), CallInfo::new(name, kind, self.next_seq));
         let def = self.registry.definition(name);
         let needs_approval = def.is_some_and(|d| d.requires_approval());
         let background = kind == CallKind::Server && def.is_some_and(|d| d.runs_in_background());

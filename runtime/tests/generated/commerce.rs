@@ -186,6 +186,7 @@ impl ::toolc_runtime::Tool for SearchProducts {
             filler: ::std::vec::Vec::new(),
             title: ::std::option::Option::None,
             annotations: ::toolc_runtime::Annotations::NONE,
+            policy: ::toolc_runtime::CallPolicy::DEFAULT,
         }
     }
 }
@@ -265,6 +266,7 @@ impl ::toolc_runtime::Tool for AddToCart {
             ]),
             title: ::std::option::Option::None,
             annotations: ::toolc_runtime::Annotations::NONE,
+            policy: ::toolc_runtime::CallPolicy::DEFAULT,
         }
     }
 }
@@ -383,6 +385,7 @@ impl ::toolc_runtime::Tool for CreateReturn {
             filler: ::std::vec::Vec::new(),
             title: ::std::option::Option::None,
             annotations: ::toolc_runtime::Annotations::NONE,
+            policy: ::toolc_runtime::CallPolicy::DEFAULT,
         }
     }
 }
@@ -458,6 +461,7 @@ impl ::toolc_runtime::Tool for GetCart {
             filler: ::std::vec::Vec::new(),
             title: ::std::option::Option::None,
             annotations: ::toolc_runtime::Annotations::NONE,
+            policy: ::toolc_runtime::CallPolicy::DEFAULT,
         }
     }
 }

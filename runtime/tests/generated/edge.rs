@@ -230,6 +230,7 @@ impl ::toolc_runtime::Tool for EdgeServer2 {
             filler: ::std::vec::Vec::new(),
             title: ::std::option::Option::None,
             annotations: ::toolc_runtime::Annotations::NONE,
+            policy: ::toolc_runtime::CallPolicy::DEFAULT,
         }
     }
 }
@@ -280,6 +281,7 @@ impl ::toolc_runtime::Tool for NoParams {
             filler: ::std::vec::Vec::new(),
             title: ::std::option::Option::None,
             annotations: ::toolc_runtime::Annotations::NONE,
+            policy: ::toolc_runtime::CallPolicy::DEFAULT,
         }
     }
 }
@@ -330,6 +332,7 @@ impl ::toolc_runtime::Tool for EdgeServerArgs2 {
             filler: ::std::vec::Vec::new(),
             title: ::std::option::Option::None,
             annotations: ::toolc_runtime::Annotations::NONE,
+            policy: ::toolc_runtime::CallPolicy::DEFAULT,
         }
     }
 }
@@ -390,6 +393,7 @@ impl ::toolc_runtime::Tool for Contact {
             filler: ::std::vec::Vec::new(),
             title: ::std::option::Option::None,
             annotations: ::toolc_runtime::Annotations::NONE,
+            policy: ::toolc_runtime::CallPolicy::DEFAULT,
         }
     }
 }

@@ -96,6 +96,7 @@ impl ::toolc_runtime::Tool for SearchHelpArticles {
                 idempotent: ::std::option::Option::None,
                 open_world: ::std::option::Option::Some(false),
             },
+            policy: ::toolc_runtime::CallPolicy::DEFAULT,
         }
     }
 }
@@ -201,6 +202,7 @@ impl ::toolc_runtime::Tool for GetOrderStatus {
                 idempotent: ::std::option::Option::Some(true),
                 open_world: ::std::option::Option::None,
             },
+            policy: ::toolc_runtime::CallPolicy::DEFAULT,
         }
     }
 }
@@ -305,6 +307,7 @@ impl ::toolc_runtime::Tool for HighlightElement {
             ]),
             title: ::std::option::Option::None,
             annotations: ::toolc_runtime::Annotations::NONE,
+            policy: ::toolc_runtime::CallPolicy::DEFAULT,
         }
     }
 }
@@ -374,6 +377,7 @@ impl ::toolc_runtime::Tool for ScrollToSection {
             ]),
             title: ::std::option::Option::None,
             annotations: ::toolc_runtime::Annotations::NONE,
+            policy: ::toolc_runtime::CallPolicy::DEFAULT,
         }
     }
 }
@@ -468,6 +472,7 @@ impl ::toolc_runtime::Tool for FillFormField {
             filler: ::std::vec::Vec::new(),
             title: ::std::option::Option::None,
             annotations: ::toolc_runtime::Annotations::NONE,
+            policy: ::toolc_runtime::CallPolicy::DEFAULT,
         }
     }
 }
@@ -550,6 +555,7 @@ impl ::toolc_runtime::Tool for ShowToast {
             filler: ::std::vec::Vec::new(),
             title: ::std::option::Option::None,
             annotations: ::toolc_runtime::Annotations::NONE,
+            policy: ::toolc_runtime::CallPolicy::DEFAULT,
         }
     }
 }

@@ -88,7 +88,10 @@ fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
     let lowered = cx.lower(schema, "");
     let mut out = Map::new();
     out.insert("name".into(), d.name.clone().into());
-    out.insert("description".into(), d.model_description().into_owned().into());
+    out.insert(
+        "description".into(),
+        d.model_description().into_owned().into(),
+    );
     let declared = schema
         .get("properties")
         .and_then(Value::as_object)

@@ -191,7 +191,9 @@ struct Shared {
 impl Shared {
     /// What the model reads as the tool's description ([`ToolDefinition::model_description`]).
     fn description<'a>(&'a self, def: &'a crate::definition::ToolDefinition) -> &'a str {
-        self.noted_description.as_deref().unwrap_or(&def.description)
+        self.noted_description
+            .as_deref()
+            .unwrap_or(&def.description)
     }
 }
 
