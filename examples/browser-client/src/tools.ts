@@ -130,6 +130,8 @@ export type ToolLocation = "server" | "client";
 /** One tool as the manifest defines it (the same fields as the Rust runtime's definitions). */
 export interface ToolDefinition<N extends string = string> {
   readonly name: N;
+  /** A human-readable name, for pages that show tools to people; `null` when the manifest gives none. */
+  readonly title: string | null;
   readonly description: string;
   readonly location: ToolLocation;
   readonly parameters: JsonSchema;
@@ -153,6 +155,7 @@ export interface ToolDefinition<N extends string = string> {
 export const TOOLS: { readonly [N in ToolName]: ToolDefinition<N> } = {
   search_help_articles: {
     name: "search_help_articles",
+    title: "Search help articles",
     description: "Search the help centre and return the most relevant articles. Use it before answering any question about how the product works.",
     location: "server",
     parameters: {"type":"object","properties":{"query":{"type":"string","minLength":1,"description":"What the customer wants to know, in their words."},"limit":{"type":"integer","minimum":1,"maximum":10,"default":3,"description":"How many articles to return."}},"required":["query"],"additionalProperties":false},
@@ -167,6 +170,7 @@ export const TOOLS: { readonly [N in ToolName]: ToolDefinition<N> } = {
   },
   get_order_status: {
     name: "get_order_status",
+    title: "Order status",
     description: "Look up the status of one of the customer's orders by its number.",
     location: "server",
     parameters: {"type":"object","properties":{"order_number":{"type":"string","pattern":"^[A-Z]{2}-[0-9]{6}$","description":"The order number as printed on the receipt, e.g. AB-123456."}},"required":["order_number"],"additionalProperties":false},
@@ -181,6 +185,7 @@ export const TOOLS: { readonly [N in ToolName]: ToolDefinition<N> } = {
   },
   highlight_element: {
     name: "highlight_element",
+    title: null,
     description: "Highlight an element on the page the customer is looking at, to show them where to click.",
     location: "client",
     parameters: {"type":"object","properties":{"selector":{"type":"string","description":"CSS selector of the element to highlight."},"color":{"type":"string","enum":["yellow","green","red"],"default":"yellow","description":"Colour of the highlight."}},"required":["selector"],"additionalProperties":false},
@@ -195,6 +200,7 @@ export const TOOLS: { readonly [N in ToolName]: ToolDefinition<N> } = {
   },
   scroll_to_section: {
     name: "scroll_to_section",
+    title: null,
     description: "Scroll the page so that a help section is in view.",
     location: "client",
     parameters: {"type":"object","properties":{"section_id":{"type":"string","description":"The id of the section element, without `#`."}},"required":["section_id"],"additionalProperties":false},
@@ -209,6 +215,7 @@ export const TOOLS: { readonly [N in ToolName]: ToolDefinition<N> } = {
   },
   fill_form_field: {
     name: "fill_form_field",
+    title: null,
     description: "Fill in a field of the form on the page, so the customer only has to check and submit it.",
     location: "client",
     parameters: {"type":"object","properties":{"field":{"type":"string","enum":["name","email","order_number","message"],"description":"Which field to fill."},"value":{"type":"string","description":"The text to put in the field."}},"required":["field","value"],"additionalProperties":false},
@@ -223,6 +230,7 @@ export const TOOLS: { readonly [N in ToolName]: ToolDefinition<N> } = {
   },
   show_toast: {
     name: "show_toast",
+    title: null,
     description: "Show a short notification on the page. The agent does not wait for it.",
     location: "client",
     parameters: {"type":"object","properties":{"message":{"type":"string","maxLength":140},"level":{"type":"string","enum":["info","success","warning"],"default":"info"}},"required":["message"],"additionalProperties":false},

@@ -3,8 +3,9 @@
 //!
 //! 1. A sentence, then one server call (`search_help_articles`) and two waiting client calls
 //!    (`highlight_element`, `scroll_to_section`) in the same response.
-//! 2. After the single continuation: a sentence, a waiting client call (`fill_form_field`) and a
-//!    fire-and-forget one (`show_toast`).
+//! 2. After the single continuation: a sentence, a waiting client call (`fill_form_field`), a
+//!    fire-and-forget one (`show_toast`) and a server call that needs the customer's approval
+//!    (`submit_refund_request`): the page asks them, and the continuation waits for the answer.
 //! 3. After the next continuation: a closing sentence, no calls.
 //!
 //! The model waits for each `response.create` before it answers, exactly like the real one: the
@@ -73,12 +74,17 @@ pub const TURNS: &[Turn] = &[
                 name: "show_toast",
                 arguments: r#"{"message":"Order AB-123456 added to the refund form","level":"success"}"#,
             },
+            Call {
+                call_id: "call_demo_submit",
+                name: "submit_refund_request",
+                arguments: r#"{"order_number":"AB-123456","reason":"The customer asked for a refund."}"#,
+            },
         ],
     },
     Turn {
         response_id: "resp_demo_3",
-        text: "Add your name and e-mail, check the form and press Send refund request; \
-               a prepaid return label will follow by e-mail. Anything else I can do?",
+        text: "Thanks for confirming. The refund request is on its way, and a prepaid \
+               return label will follow by e-mail. Anything else I can do?",
         calls: &[],
     },
 ];
@@ -257,7 +263,10 @@ mod tests {
             ]
         );
         let second: Vec<&str> = TURNS[1].calls.iter().map(|c| c.name).collect();
-        assert_eq!(second, ["fill_form_field", "show_toast"]);
+        assert_eq!(
+            second,
+            ["fill_form_field", "show_toast", "submit_refund_request"]
+        );
         assert!(TURNS[2].calls.is_empty());
         for turn in TURNS {
             for call in turn.calls {

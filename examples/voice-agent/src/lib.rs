@@ -52,8 +52,9 @@ pub enum Model {
 #[derive(Clone, Debug)]
 pub struct Options {
     pub listen: String,
-    /// The manifest whose tools the relay declares (`manifests/support.tools.yaml`).
-    pub manifest: PathBuf,
+    /// The manifests whose tools the relay declares (`manifests/support.tools.yaml` and this
+    /// demo's `refunds.tools.yaml`).
+    pub manifests: Vec<PathBuf>,
     /// The folder with `index.html`, `style.css` and the compiled `dist/`.
     pub web_dir: PathBuf,
     pub model: Model,
@@ -71,7 +72,10 @@ impl Options {
         let here = Path::new(env!("CARGO_MANIFEST_DIR"));
         Options {
             listen: listen.into(),
-            manifest: here.join("../../manifests/support.tools.yaml"),
+            manifests: vec![
+                here.join("../../manifests/support.tools.yaml"),
+                here.join("refunds.tools.yaml"),
+            ],
             web_dir: here.join("web"),
             model: Model::Scripted {
                 pace: Duration::from_millis(40),
@@ -113,8 +117,8 @@ impl Server {
     /// Loads the manifest, builds the registry, starts the scripted model if it is the one
     /// chosen, and binds the listener.
     pub async fn bind(options: Options) -> Result<Server, String> {
-        let definitions = toolc_runtime::load_definitions([&options.manifest])
-            .map_err(|e| format!("cannot load {}:\n{e}", options.manifest.display()))?;
+        let definitions = toolc_runtime::load_definitions(&options.manifests)
+            .map_err(|e| format!("cannot load the manifests:\n{e}"))?;
         let data = Arc::new(tools::Data::bundled()?);
         let registry = Arc::new(tools::registry(definitions, data)?);
 
@@ -287,6 +291,9 @@ async fn model_report(State(app): State<Arc<App>>) -> Json<Value> {
             "results_rejected": c.results_rejected,
             "continuations": c.continuations,
             "fillers": c.fillers,
+            "approvals_requested": c.approvals_requested,
+            "approvals_granted": c.approvals_granted,
+            "approvals_refused": c.approvals_refused,
         },
     }))
 }

@@ -36,9 +36,10 @@ struct Args {
     /// The folder with the page (index.html, style.css, dist/).
     #[arg(long, value_name = "DIR")]
     web: Option<PathBuf>,
-    /// The tool manifest; its server tools must be the two this demo implements.
+    /// A tool manifest (repeat for several); their server tools must be the three this demo
+    /// implements. Default: the support manifest and `refunds.tools.yaml`.
     #[arg(long, value_name = "PATH")]
-    manifest: Option<PathBuf>,
+    manifest: Vec<PathBuf>,
     /// Serve GET /_test/model: what the scripted model received and the relay's counters. For
     /// the browser test; do not turn it on for anything else.
     #[arg(long)]
@@ -93,8 +94,8 @@ fn options(args: &Args) -> Result<Options, String> {
     if let Some(web) = &args.web {
         options.web_dir = web.clone();
     }
-    if let Some(manifest) = &args.manifest {
-        options.manifest = manifest.clone();
+    if !args.manifest.is_empty() {
+        options.manifests = args.manifest.clone();
     }
     options.test_endpoints = args.test_endpoints;
     let api_key = std::env::var("OPENAI_API_KEY")

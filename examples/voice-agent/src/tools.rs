@@ -131,11 +131,18 @@ struct OrderArgs {
     order_number: String,
 }
 
-/// The manifest's definitions with this demo's two executors. Building the registry checks the
-/// location rule, so a manifest whose server tools differ from these two is refused at startup.
+#[derive(Deserialize)]
+struct RefundArgs {
+    order_number: String,
+}
+
+/// The manifests' definitions with this demo's three executors. Building the registry checks
+/// the location rule, so manifests whose server tools differ from these are refused at startup.
+/// `submit_refund_request` needs approval: the relay runs it only after the page said yes.
 pub fn registry(definitions: Vec<ToolDefinition>, data: Arc<Data>) -> Result<Registry, String> {
     let search_data = data.clone();
-    let order_data = data;
+    let order_data = data.clone();
+    let refund_data = data;
     Registry::builder()
         .definitions(definitions)
         .executor(
@@ -171,6 +178,32 @@ pub fn registry(definitions: Vec<ToolDefinition>, data: Arc<Data>) -> Result<Reg
                         Some(o) => Ok(serde_json::json!({ "status": o.status, "eta": o.eta })),
                         None => Err(ToolError::new(format!(
                             "there is no order {}; ask the customer to read the number on the receipt again",
+                            args.order_number
+                        ))
+                        .with_code("not_found")),
+                    }
+                }
+            }),
+        )
+        .executor(
+            "submit_refund_request",
+            typed_executor(move |args: RefundArgs| {
+                let data = refund_data.clone();
+                async move {
+                    match data.order(&args.order_number) {
+                        Some(o) if o.status == "delivered" => Ok(serde_json::json!({
+                            // The same request for the same order: idempotent, as declared.
+                            "request_id": format!("RR-{}", &o.order_number[3..]),
+                            "order_number": o.order_number,
+                            "status": "submitted",
+                        })),
+                        Some(o) => Err(ToolError::new(format!(
+                            "order {} is {}; refunds are for delivered orders",
+                            o.order_number, o.status
+                        ))
+                        .with_code("not_delivered")),
+                        None => Err(ToolError::new(format!(
+                            "there is no order {}",
                             args.order_number
                         ))
                         .with_code("not_found")),

@@ -128,20 +128,34 @@ async fn another_sites_page_cannot_open_the_relay() {
         .contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo="));
 }
 
-/// Plays the page: reads events until every tool in `names` has been called, answering the
-/// waiting ones with `answers(name)`. Calls of one response reach the page in any order (each
-/// runs on its own task). Returns the calls and every event read.
+/// Plays the page: reads events until every tool in `names` has been called and `approvals`
+/// approval requests came (each approved), answering the waiting calls with `answers(name)`.
+/// Calls of one response reach the page in any order (each runs on its own task). Returns the
+/// calls and every event read.
 async fn take_calls(
     browser: &mut TestBrowser,
     names: &[&str],
+    approvals: usize,
     answers: impl Fn(&str) -> Option<Value>,
 ) -> (Vec<Value>, Vec<Value>) {
     let mut calls: Vec<Value> = Vec::new();
     let mut events = Vec::new();
-    while calls.len() < names.len() {
+    let mut approved = 0;
+    while calls.len() < names.len() || approved < approvals {
         let Some(event) = browser.next_event(LIMIT).await else {
             panic!("calls {names:?} did not all arrive; got {events:?}");
         };
+        if event["type"] == "toolc.approval.request" {
+            assert_eq!(event["name"], "submit_refund_request", "{event}");
+            assert_eq!(event["arguments"]["order_number"], "AB-123456");
+            let yes = json!({
+                "type": "toolc.approval.response",
+                "approval_id": event["approval_id"],
+                "approved": true,
+            });
+            assert!(browser.send(&yes).await);
+            approved += 1;
+        }
         if event["type"] == "function_call" {
             let name = event["name"].as_str().unwrap_or_default().to_owned();
             assert!(names.contains(&name.as_str()), "unexpected call {event}");
@@ -187,11 +201,13 @@ async fn the_scripted_conversation_runs_through_the_relay() {
     let (first, mut seen) = take_calls(
         &mut browser,
         &["highlight_element", "scroll_to_section"],
+        0,
         answer,
     )
     .await;
     assert_eq!(first.len(), 2);
-    let (second, more) = take_calls(&mut browser, &["fill_form_field", "show_toast"], answer).await;
+    let (second, more) =
+        take_calls(&mut browser, &["fill_form_field", "show_toast"], 1, answer).await;
     assert_eq!(second.len(), 2);
     seen.extend(more);
     let (closing, rest) = browser
@@ -227,6 +243,7 @@ async fn the_scripted_conversation_runs_through_the_relay() {
             "call_demo_highlight",
             "call_demo_scroll",
             "call_demo_search",
+            "call_demo_submit",
             "call_demo_toast"
         ]
     );
@@ -236,7 +253,8 @@ async fn the_scripted_conversation_runs_through_the_relay() {
         .count();
     assert_eq!(creates, 3, "the question and one continuation per response");
     assert_eq!(report["counters"]["continuations"], 2);
-    assert_eq!(report["counters"]["server_calls"], 1);
+    assert_eq!(report["counters"]["server_calls"], 2);
+    assert_eq!(report["counters"]["approvals_granted"], 1);
     assert_eq!(report["counters"]["results_accepted"], 3);
     let search = received
         .iter()
@@ -245,8 +263,23 @@ async fn the_scripted_conversation_runs_through_the_relay() {
     let result: Value = serde_json::from_str(search["item"]["output"].as_str().unwrap()).unwrap();
     assert_eq!(result["articles"][0]["section"], "refunds");
 
+    let submitted = received
+        .iter()
+        .find(|e| e["item"]["call_id"] == "call_demo_submit")
+        .unwrap();
+    let result: Value =
+        serde_json::from_str(submitted["item"]["output"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        result["status"], "submitted",
+        "approved, so it ran: {result}"
+    );
+
     let text = serde_json::to_string(&seen).unwrap();
     assert!(!text.contains("call_demo_search"), "{text}");
+    assert!(
+        !text.contains("call_demo_submit"),
+        "a server call's id stays on the server"
+    );
     browser.close().await;
 }
 
@@ -328,7 +361,7 @@ async fn a_remote_model_gets_the_key_and_the_page_does_not() {
         Some("Bearer sk-test-secret")
     );
     let update = &conn.events_of("session.update")[0];
-    assert_eq!(update["session"]["tools"].as_array().unwrap().len(), 6);
+    assert_eq!(update["session"]["tools"].as_array().unwrap().len(), 7);
     assert!(!updated.to_string().contains("sk-test-secret"));
     browser.close().await;
 }

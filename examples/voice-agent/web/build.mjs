@@ -11,7 +11,8 @@ import { fileURLToPath } from "node:url";
 
 export const here = dirname(fileURLToPath(import.meta.url));
 export const repo = resolve(here, "../../..");
-export const manifest = join(repo, "manifests", "support.tools.yaml");
+/** The support manifest and the demo's own refunds manifest: one tools.ts for both. */
+export const manifests = [join(repo, "manifests", "support.tools.yaml"), join(here, "..", "refunds.tools.yaml")];
 const generated = join(here, "src", "generated");
 const tsc = join(here, "node_modules", "typescript", "bin", "tsc");
 
@@ -27,7 +28,7 @@ function main() {
   if (!existsSync(tsc)) {
     throw new Error(`build: ${tsc} is missing; run \`npm ci\` in ${here}`);
   }
-  const toolcArgs = ["build", manifest, "--out", generated, "--emit", "typescript"];
+  const toolcArgs = ["build", ...manifests, "--out", generated, "--emit", "typescript"];
   if (process.env.TOOLC) {
     run(process.env.TOOLC, toolcArgs, repo);
   } else {
@@ -36,7 +37,7 @@ function main() {
   // Stale output of renamed sources must not be served.
   rmSync(join(here, "dist"), { recursive: true, force: true });
   run(process.execPath, [tsc, "-p", here], here);
-  console.error("build: src/generated/tools.ts from the manifest, src/ compiled to dist/");
+  console.error("build: src/generated/tools.ts from the manifests, src/ compiled to dist/");
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

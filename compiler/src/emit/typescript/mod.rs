@@ -420,6 +420,8 @@ fn definitions_table(ir: &Ir, names: &[ToolNames], out: &mut String) {
          /** One tool as the manifest defines it (the same fields as the Rust runtime's definitions). */\n\
          export interface ToolDefinition<N extends string = string> {\n\
          \x20 readonly name: N;\n\
+         \x20 /** A human-readable name, for pages that show tools to people; `null` when the manifest gives none. */\n\
+         \x20 readonly title: string | null;\n\
          \x20 readonly description: string;\n\
          \x20 readonly location: ToolLocation;\n\
          \x20 readonly parameters: JsonSchema;\n\
@@ -448,6 +450,11 @@ fn definitions_table(ir: &Ir, names: &[ToolNames], out: &mut String) {
         out.push_str(": {\n");
         let json = |v: &Value| object_literal(&types::json_text(v));
         let _ = writeln!(out, "    name: {},", json(&Value::String(def.name.clone())));
+        let title = def
+            .title
+            .as_ref()
+            .map_or_else(|| "null".to_owned(), |t| json(&Value::String(t.clone())));
+        let _ = writeln!(out, "    title: {title},");
         let _ = writeln!(
             out,
             "    description: {},",

@@ -5,6 +5,9 @@
 // page's own listener and shown in the side panel.
 import {
   createToolDispatcher,
+  TOOLS,
+  type ApprovalDecision,
+  type ApprovalRequest,
   type ClientToolHandler,
   type ClientToolHandlers,
   type ToolCallInfo,
@@ -28,6 +31,7 @@ const askForm = element("ask", HTMLFormElement);
 const question = element("question", HTMLInputElement);
 const sendButton = element("send", HTMLButtonElement);
 const note = element("note", HTMLParagraphElement);
+const approvals = element("approvals", HTMLDivElement);
 
 element("build-hint", HTMLParagraphElement).hidden = true;
 
@@ -262,6 +266,53 @@ const handlers: ClientToolHandlers = {
   show_toast: traced(showToast, true),
 };
 
+// ---- approvals ---------------------------------------------------------------------------------
+
+/**
+ * `submit_refund_request` has `approval: required`: before it runs, the relay asks this page.
+ * The customer sees what the agent wants to do, with the arguments it would run with, and
+ * answers; the answer is bound to this one request. The question goes away if the relay
+ * withdraws it (the customer interrupted, or it timed out).
+ */
+function approve(request: ApprovalRequest): Promise<ApprovalDecision> {
+  const card = document.createElement("div");
+  card.className = "approval";
+  card.dataset["name"] = request.name;
+  const title = document.createElement("div");
+  title.className = "approval-title";
+  title.textContent = `${TOOLS[request.name].title ?? request.name}?`;
+  const args = document.createElement("div");
+  args.className = "approval-args";
+  args.textContent = `order ${request.arguments.order_number}${request.arguments.reason === undefined ? "" : ` · ${request.arguments.reason}`}`;
+  const buttons = document.createElement("div");
+  buttons.className = "approval-buttons";
+  const yes = document.createElement("button");
+  yes.className = "primary approve";
+  yes.type = "button";
+  yes.textContent = "Approve";
+  const no = document.createElement("button");
+  no.className = "decline";
+  no.type = "button";
+  no.textContent = "Decline";
+  buttons.append(yes, no);
+  card.append(title, args, buttons);
+  approvals.append(card);
+  return new Promise((resolve) => {
+    const finish = (decision: ApprovalDecision, label: string): void => {
+      card.remove();
+      const entry = logCall(request.name, "server", undefined);
+      entry.li.dataset["approval"] = label;
+      entry.done(label === "approved" ? "ok" : "error", row("approval", label), 0);
+      resolve(decision);
+    };
+    yes.addEventListener("click", () => finish(true, "approved"), { once: true });
+    no.addEventListener("click", () => finish({ approved: false, reason: "The customer declined in the page." }, "declined"), {
+      once: true,
+    });
+    request.signal.addEventListener("abort", () => card.remove(), { once: true });
+  });
+}
+
 // ---- the conversation --------------------------------------------------------------------------
 
 const bubbles = new Map<string, HTMLLIElement>();
@@ -391,6 +442,7 @@ async function start(): Promise<void> {
 
   const socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/`);
   const dispatcher = createToolDispatcher(socket, handlers, {
+    approve,
     onError: (error, call) => say("error", `${call?.name ?? "a call"}: ${error instanceof Error ? error.message : String(error)}`),
   });
   socket.addEventListener("open", () => {

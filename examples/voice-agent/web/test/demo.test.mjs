@@ -26,7 +26,8 @@ const SERVER_ARGUMENTS_TEXT = "refund for a delivered order";
 /** A sentence of the search result that only the server and the model may see. */
 const SERVER_RESULT_TEXT = "press Request a refund in the Returns and refunds section";
 const RESPONSE_1_CALLS = ["call_demo_search", "call_demo_highlight", "call_demo_scroll"];
-const RESPONSE_2_CALLS = ["call_demo_fill", "call_demo_toast"];
+const RESPONSE_2_CALLS = ["call_demo_fill", "call_demo_toast", "call_demo_submit"];
+const APPROVED_CALL_ID = "call_demo_submit";
 
 let server;
 let serverExit;
@@ -153,7 +154,20 @@ test("the page connects and starts at the top, nothing done yet", async () => {
 
 test("the scripted conversation runs: highlight, scroll and fill happen in the page", async () => {
   await page.click("#send");
+  // The agent asks before it sends the refund request; the conversation waits for the answer.
+  const card = await page.waitForSelector("#approvals .approval");
+  assert.equal(await card.getAttribute("data-name"), "submit_refund_request");
+  assert.equal(await card.$eval(".approval-title", (e) => e.textContent), "Submit a refund request?");
+  assert.match(await card.$eval(".approval-args", (e) => e.textContent), /^order AB-123456 · /);
+  await page.waitForTimeout(200);
+  assert.equal(
+    await page.evaluate(() => document.body.dataset.responsesDone),
+    "2",
+    "no continuation while the customer has not answered",
+  );
+  await card.$eval("button.approve", (b) => b.click());
   await page.waitForSelector('body[data-responses-done="3"]');
+  assert.equal(await page.$$eval("#approvals .approval", (c) => c.length), 0, "the question is gone");
   // The last response's text has arrived; every client call has finished by then.
   await page.waitForFunction(() => document.querySelectorAll('#calls .call[data-state="running"]').length === 0);
 
@@ -196,12 +210,26 @@ test("the page shows every call: name, where it ran, arguments, result, duration
   const byName = Object.fromEntries(calls.map((c) => [c.name, c]));
   assert.deepEqual(
     calls.map((c) => c.name).sort(),
-    ["fill_form_field", "highlight_element", "scroll_to_section", "search_help_articles", "show_toast"],
+    [
+      "fill_form_field",
+      "highlight_element",
+      "scroll_to_section",
+      "search_help_articles",
+      "show_toast",
+      "submit_refund_request",
+      "submit_refund_request",
+    ],
     JSON.stringify(calls, null, 1),
   );
   for (const call of calls) {
     assert.match(call.time, /^\d+(\.\d)? ms$/, `${call.name} shows its duration`);
   }
+
+  // The approval, then the approved server call (whose arguments and result stay there).
+  const submit = calls.filter((c) => c.name === "submit_refund_request");
+  assert.deepEqual(submit[0].rows, [["approval", "approved"]]);
+  assert.equal(submit[1].location, "server");
+  assert.deepEqual(submit[1].rows[1], ["result", "ok · kept on the server"]);
 
   const search = byName.search_help_articles;
   assert.equal(search.location, "server");
@@ -246,7 +274,10 @@ test("the scripted model got every result and exactly one response.create per re
     "scroll_to_section",
     "search_help_articles",
     "show_toast",
+    "submit_refund_request",
   ]);
+  const submitDeclared = received[0].session.tools.find((t) => t.name === "submit_refund_request");
+  assert.match(submitDeclared.description, /waits for the user's approval/, "the model is told");
 
   // The relay's side of the conversation, in order: results and response requests.
   const flow = received
@@ -258,12 +289,12 @@ test("the scripted model got every result and exactly one response.create per re
     .map((e) => (e.type === "response.create" ? "create" : e.item.call_id));
   const fillers = received.filter((e) => e.type === "response.create" && e.response?.conversation === "none");
   assert.equal(fillers.length, 0, "no filler responses in the scripted run");
-  assert.equal(flow.length, 8, flow.join(" "));
+  assert.equal(flow.length, 9, flow.join(" "));
   assert.equal(flow[0], "create", "the customer's question");
   assert.deepEqual(flow.slice(1, 4).sort(), [...RESPONSE_1_CALLS].sort(), "response 1's three results");
   assert.equal(flow[4], "create", "one continuation after the last result of response 1");
-  assert.deepEqual(flow.slice(5, 7).sort(), [...RESPONSE_2_CALLS].sort(), "response 2's two results");
-  assert.equal(flow[7], "create", "one continuation after the last result of response 2");
+  assert.deepEqual(flow.slice(5, 8).sort(), [...RESPONSE_2_CALLS].sort(), "response 2's three results");
+  assert.equal(flow[8], "create", "one continuation after the last result of response 2");
 
   const outputs = Object.fromEntries(
     received
@@ -275,6 +306,11 @@ test("the scripted model got every result and exactly one response.create per re
   assert.deepEqual(outputs.call_demo_scroll, { scrolled: true });
   assert.deepEqual(outputs.call_demo_fill, { filled: true });
   assert.equal(outputs.call_demo_toast.status, "sent", "fire-and-forget is acknowledged by the relay");
+  assert.deepEqual(
+    outputs.call_demo_submit,
+    { request_id: "RR-123456", order_number: "AB-123456", status: "submitted" },
+    "approved in the page, so the server ran it",
+  );
 
   // No late continuation after the closing response.
   await new Promise((resolve) => setTimeout(resolve, 300));
@@ -283,6 +319,8 @@ test("the scripted model got every result and exactly one response.create per re
   assert.equal(again.counters.continuations, 2);
   assert.equal(again.counters.results_accepted, 3);
   assert.equal(again.counters.results_rejected, 0);
+  assert.equal(again.counters.approvals_requested, 1);
+  assert.equal(again.counters.approvals_granted, 1);
   assert.equal(again.connections[0].script_finished, true);
 });
 
@@ -291,7 +329,7 @@ test("the page never saw the server call's id, arguments or result", () => {
   assert.ok(framesIn.length > 20, `the page received the conversation (${framesIn.length} frames)`);
   assert.ok(seen.includes("call_demo_highlight"), "client calls do reach the page");
   assert.ok(seen.includes('"type":"toolc.trace"'), "the relay sent its trace events");
-  for (const hidden of [SERVER_CALL_ID, SERVER_ARGUMENTS_TEXT, SERVER_RESULT_TEXT, "item_call_demo_search"]) {
+  for (const hidden of [SERVER_CALL_ID, SERVER_ARGUMENTS_TEXT, SERVER_RESULT_TEXT, "item_call_demo_search", APPROVED_CALL_ID, "RR-123456"]) {
     assert.ok(!seen.includes(hidden), `the page received \`${hidden}\``);
   }
   const sent = framesOut.map((f) => JSON.parse(f));
@@ -299,6 +337,13 @@ test("the page never saw the server call's id, arguments or result", () => {
     sent.filter((m) => m.type === "function_call.result").map((m) => m.call_id).sort(),
     ["call_demo_fill", "call_demo_highlight", "call_demo_scroll"],
     "the page answered its three waiting calls and nothing else",
+  );
+  const requests = framesIn.map((f) => JSON.parse(f)).filter((m) => m.type === "toolc.approval.request");
+  assert.equal(requests.length, 1);
+  assert.deepEqual(
+    sent.filter((m) => m.type === "toolc.approval.response"),
+    [{ type: "toolc.approval.response", approval_id: requests[0].approval_id, approved: true }],
+    "one answer, bound to the request's id",
   );
   assert.equal(stderr.includes("page error"), false, stderr);
 });
