@@ -85,5 +85,5 @@ fn every_scripted_event_is_a_valid_ga_server_event() {
         assert!(checked.contains_key(kind), "{kind} missing: {checked:?}");
     }
     assert_eq!(checked["response.done"], 3);
-    assert_eq!(checked["response.function_call_arguments.done"], 5);
+    assert_eq!(checked["response.function_call_arguments.done"], 6);
 }
