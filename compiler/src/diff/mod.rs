@@ -314,13 +314,11 @@ fn fingerprint(tool: &IrTool) -> String {
     )
 }
 
+/// Makes one change of a tool: code, impact for the model and for code, message, help.
+type MakeChange<'a> = dyn Fn(&'static str, Impact, Impact, String, Option<&str>) -> Change + 'a;
+
 /// The call policy of a tool whose location stayed: approval, mode, interruption, streaming.
-fn compare_policy(
-    old: &IrTool,
-    new: &IrTool,
-    change: &dyn Fn(&'static str, Impact, Impact, String, Option<&str>) -> Change,
-    out: &mut Vec<Change>,
-) {
+fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut Vec<Change>) {
     let (o, n) = (&old.def, &new.def);
     let mut found = Vec::new();
     if o.requires_approval() != n.requires_approval() {
