@@ -18,7 +18,8 @@ mod tools;
 /// Options: `name = "..."`, `client` (a bodiless declaration of a browser tool),
 /// `manifest = "path"` (relative to `CARGO_MANIFEST_DIR`; the signature is checked against the
 /// manifest's tool at compile time), `description = "..."`, `timeout = "5s"`,
-/// `wait_for_response = false`, `crate = path` (where `toolc_runtime` is).
+/// `wait_for_response = false`, `approval = "required"`, `mode = "async"` (server tools; see
+/// the README's call behaviours), `crate = path` (where `toolc_runtime` is).
 ///
 /// On parameters: `#[arg(name = "...", description = "...")]`, or `#[args]` on the only
 /// parameter to take one struct deriving `JsonSchema` + `Deserialize`.

@@ -18,6 +18,8 @@ struct Options {
     description: Option<syn::LitStr>,
     timeout: Option<(syn::LitStr, u64)>,
     wait_for_response: Option<syn::LitBool>,
+    approval: Option<syn::LitStr>,
+    mode: Option<syn::LitStr>,
     krate: syn::Path,
 }
 
@@ -29,6 +31,8 @@ fn parse_options(attr: TokenStream, errors: &mut Errors) -> Options {
         description: None,
         timeout: None,
         wait_for_response: None,
+        approval: None,
+        mode: None,
         krate: common::default_crate(),
     };
     let mut late = Vec::new();
@@ -46,6 +50,26 @@ fn parse_options(attr: TokenStream, errors: &mut Errors) -> Options {
             "description" => o.description = Some(meta.value()?.parse()?),
             "crate" => o.krate = common::parse_crate(&meta)?,
             "wait_for_response" => o.wait_for_response = Some(meta.value()?.parse()?),
+            "approval" => {
+                let lit: syn::LitStr = meta.value()?.parse()?;
+                if !toolc::manifest::APPROVAL_VALUES.contains(&lit.value().as_str()) {
+                    late.push(syn::Error::new(
+                        lit.span(),
+                        format!("`approval` is `\"required\"` or `\"none\"`, not `{}`", lit.value()),
+                    ));
+                }
+                o.approval = Some(lit);
+            }
+            "mode" => {
+                let lit: syn::LitStr = meta.value()?.parse()?;
+                if !toolc::manifest::MODE_VALUES.contains(&lit.value().as_str()) {
+                    late.push(syn::Error::new(
+                        lit.span(),
+                        format!("`mode` is `\"sync\"` or `\"async\"`, not `{}`", lit.value()),
+                    ));
+                }
+                o.mode = Some(lit);
+            }
             "timeout" => {
                 let lit: syn::LitStr = meta.value()?.parse()?;
                 // The manifests' grammar and range, so a timeout means the same in both.
@@ -71,7 +95,7 @@ fn parse_options(attr: TokenStream, errors: &mut Errors) -> Options {
             }
             _ => {
                 return Err(meta.error(
-                    "unknown `#[tool]` option; the options are `name`, `client`, `manifest`, `description`, `timeout`, `wait_for_response` and `crate`",
+                    "unknown `#[tool]` option; the options are `name`, `client`, `manifest`, `description`, `timeout`, `wait_for_response`, `approval`, `mode` and `crate`",
                 ))
             }
         }
@@ -360,6 +384,8 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                 "wait_for_response",
                 options.wait_for_response.as_ref().map(|l| l.span),
             ),
+            ("approval", options.approval.as_ref().map(|l| l.span())),
+            ("mode", options.mode.as_ref().map(|l| l.span())),
         ] {
             if let Some(span) = span {
                 errors.at(span, common::message(
@@ -375,6 +401,31 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                     "set it in the manifest's schema, or remove `manifest = ...`",
                 ));
             }
+        }
+    }
+    if let (Location::Client, Some(mode)) = (location, &options.mode) {
+        errors.at(
+            mode.span(),
+            common::message(
+                &format!("`mode` is only for server tools, and `{name}` is a client tool"),
+                "remove `mode`; a client tool that should not hold up the model can be `wait_for_response = false`",
+            ),
+        );
+    }
+    let fire_and_forget = options.wait_for_response.as_ref().is_some_and(|b| !b.value);
+    if let Some(approval) = options
+        .approval
+        .as_ref()
+        .filter(|l| l.value() == "required")
+    {
+        if fire_and_forget {
+            errors.at(
+                approval.span(),
+                common::message(
+                    &format!("tool `{name}` needs approval but is fire-and-forget (`wait_for_response = false`)"),
+                    "remove `approval = \"required\"`, or `wait_for_response = false` so the model waits for the approved call",
+                ),
+            );
         }
     }
     if let Some(bound) = &bound {
@@ -641,6 +692,14 @@ fn definition_from_rust(
         None => quote!(::core::option::Option::None),
     };
     let wait = options.wait_for_response.as_ref().is_none_or(|b| b.value);
+    let approval = match options.approval.as_ref().map(|l| l.value()).as_deref() {
+        Some("required") => quote!(#fns::Approval::Required),
+        _ => quote!(#fns::Approval::None),
+    };
+    let mode = match options.mode.as_ref().map(|l| l.value()).as_deref() {
+        Some("async") => quote!(#fns::Mode::Async),
+        _ => quote!(#fns::Mode::Sync),
+    };
     quote! {
         #fns::FnDefinition {
             name: #name,
@@ -651,6 +710,12 @@ fn definition_from_rust(
             returns: #returns,
             timeout_ms: #timeout,
             wait_for_response: #wait,
+            policy: #fns::CallPolicy {
+                approval: #approval,
+                mode: #mode,
+                cancel_on_interruption: ::core::option::Option::None,
+                stream_arguments: false,
+            },
         }
         .build()
     }

@@ -18,7 +18,7 @@ pub use crate::context::CallContext;
 pub use crate::error::ToolError;
 pub use crate::executor::{Executor, ToolFuture};
 pub use crate::registry::RegistryBuilder;
-pub use crate::{Location, ToolDefinition};
+pub use crate::{Approval, CallPolicy, Location, Mode, ToolDefinition};
 
 /// Implemented by the companion type that `#[tool]` puts beside each fn (a struct with the fn's
 /// name, which lives in the type namespace and so does not clash with the fn).
@@ -138,6 +138,8 @@ pub struct FnDefinition {
     pub returns: Option<SchemaSource>,
     pub timeout_ms: Option<u64>,
     pub wait_for_response: bool,
+    /// `#[tool(approval = "required")]`, `#[tool(mode = "async")]`.
+    pub policy: CallPolicy,
 }
 
 fn generator() -> SchemaGenerator {
@@ -233,7 +235,7 @@ impl FnDefinition {
         ToolDefinition {
             title: None,
             annotations: Default::default(),
-            policy: Default::default(),
+            policy: self.policy,
             name: self.name.to_owned(),
             description: self.description.to_owned(),
             location: self.location,
@@ -399,6 +401,7 @@ mod tests {
             returns: Some(SchemaSource::Typed(subschema::<Vec<Filter>>)),
             timeout_ms: Some(1500),
             wait_for_response: true,
+            policy: CallPolicy::DEFAULT,
         }
         .build();
         assert_eq!(
@@ -435,6 +438,7 @@ mod tests {
             returns: None,
             timeout_ms: None,
             wait_for_response: true,
+            policy: CallPolicy::DEFAULT,
         }
         .build();
         assert_eq!(def.parameters["type"], "object");

@@ -72,11 +72,21 @@ pub fn show_toast(message: String, level: Option<String>);
 #[tool(client, timeout = "3s")]
 pub fn get_selection() -> String;
 
+/// Archive old logs; slow, so it runs in the background, and only once the user agreed.
+#[tool(approval = "required", mode = "async")]
+pub async fn archive_logs() -> Result<u64, ToolError> {
+    Ok(0)
+}
+
 fn main() {
-    let registry = tools![search_logs, ping, uptime, show_toast, get_selection]
+    let registry = tools![search_logs, ping, uptime, show_toast, get_selection, archive_logs]
         .build()
         .unwrap();
-    assert_eq!(registry.len(), 5);
+    assert_eq!(registry.len(), 6);
+    let archive = registry.definition("archive_logs").unwrap();
+    assert!(archive.requires_approval() && archive.runs_in_background());
+    assert!(!archive.cancels_on_interruption());
+    assert!(!registry.definition("ping-host").unwrap().requires_approval());
     assert_eq!(
         registry.definition("uptime").unwrap().parameters,
         toolc_runtime::ToolDefinition::empty_parameters()
