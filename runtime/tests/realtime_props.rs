@@ -27,6 +27,21 @@ tools:
     description: Fire and forget.
     location: client
     wait_for_response: false
+  - name: ask
+    description: Needs approval.
+    location: server
+    approval: required
+  - name: bg
+    description: Runs in the background.
+    location: server
+    mode: async
+    approval: required
+  - name: stream
+    description: Streams its arguments.
+    location: client
+    stream_arguments: true
+    approval: required
+    timeout: 100ms
 "#;
 
 fn registry() -> Arc<Registry> {
@@ -34,6 +49,14 @@ fn registry() -> Arc<Registry> {
     Arc::new(
         Registry::builder()
             .definitions(defs)
+            .executor("ask", executor_fn(|_| async { Ok(json!({"asked": true})) }))
+            .executor(
+                "bg",
+                executor_fn(|_| async {
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                    Ok(json!({"done": true}))
+                }),
+            )
             .executor(
                 "srv",
                 executor_fn(|a: Value| async move {
@@ -221,6 +244,106 @@ fn conversation(responses: Vec<Vec<Call>>, fillers: bool) {
     });
 }
 
+/// A response of the behaviours property: its calls (tool, approve?, reply?) and whether the
+/// user interrupts it.
+type BehaviourResponse = (Vec<(&'static str, bool, bool)>, bool);
+
+/// Approvals answered or not, interruptions, background calls: one result per call whatever
+/// happens, a background result only for a call that started, nothing left open.
+fn behaviours(responses: Vec<BehaviourResponse>) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let registry = registry();
+        let mut config = SessionConfig::new(&registry);
+        config.filler_delay = None;
+        config.approval_timeout = Duration::from_millis(200);
+        let (mut session, mut events) = Session::new(registry, Arc::new(config));
+        let mut out = Run { to_model: Vec::new() };
+        let mut to_browser: Vec<Value> = Vec::new();
+        let mut expected = BTreeSet::new();
+        for (r, (calls, interrupted)) in responses.iter().enumerate() {
+            let rid = format!("b{r}");
+            let list: Vec<(String, &str, String)> = calls
+                .iter()
+                .enumerate()
+                .map(|(i, (tool, _, _))| (format!("b{r}_{i}"), *tool, r#"{"n":0}"#.to_owned()))
+                .collect();
+            let refs: Vec<(&str, &str, &str)> = list.iter().map(|(a, b, c)| (a.as_str(), *b, c.as_str())).collect();
+            let mut script_events = script::response_with_calls(&rid, &refs);
+            if *interrupted {
+                let done = script_events.pop().unwrap();
+                script_events.push(script::response_interrupted(&rid, done["response"]["output"].as_array().unwrap().clone()));
+            }
+            for e in script_events {
+                session.on_model_event(&e.to_string());
+            }
+            expected.extend(list.iter().map(|(id, _, _)| id.clone()));
+            // The page answers what it was asked, as each call's plan says.
+            for _ in 0..3 {
+                let until = tokio::time::Instant::now() + Duration::from_millis(5);
+                while let Ok(Some(e)) = tokio::time::timeout_at(until, events.recv()).await {
+                    session.on_event(e);
+                }
+                for o in session.drain_outputs() {
+                    match o {
+                        Output::ToModel(t) => out.to_model.push(serde_json::from_str(&t).unwrap()),
+                        Output::ToBrowser(t) => to_browser.push(serde_json::from_str(&t).unwrap()),
+                    }
+                }
+                for e in std::mem::take(&mut to_browser) {
+                    let plan = |id: &str| list.iter().position(|(c, _, _)| c == id).map(|i| calls[i]);
+                    if e["type"] == "toolc.approval.request" {
+                        // Approval ids are not call ids: answer by the only open question's tool.
+                        let approve = list.iter().zip(calls).any(|((_, t, _), c)| *t == e["name"] && c.1);
+                        let answer = json!({"type":"toolc.approval.response","approval_id":e["approval_id"],"approved":approve});
+                        session.on_browser_event(&answer.to_string());
+                    } else if e["type"] == "function_call" {
+                        if let Some((_, _, reply)) = plan(e["call_id"].as_str().unwrap_or_default()) {
+                            if reply {
+                                let r = json!({"type":"function_call.result","call_id":e["call_id"],"output":"{}"});
+                                session.on_browser_event(&r.to_string());
+                            }
+                        }
+                    }
+                }
+            }
+            // The model answers each response.create the session sent.
+            let creates = out.to_model.iter().filter(|e| e["type"] == "response.create").count();
+            for k in 0..creates {
+                let id = format!("{rid}_answer{k}");
+                session.on_model_event(&script::response_created(&id).to_string());
+                session.on_model_event(&script::response_done(&id, vec![]).to_string());
+            }
+        }
+        run(&mut session, &mut events, &mut out, Duration::from_secs(2)).await;
+
+        let mut per_call: BTreeMap<String, usize> = BTreeMap::new();
+        let mut started = BTreeSet::new();
+        for e in &out.to_model {
+            if e["type"] == "conversation.item.create" && e["item"]["type"] == "function_call_output" {
+                let id = e["item"]["call_id"].as_str().unwrap().to_owned();
+                if e["item"]["output"].as_str().unwrap().contains("\"started\"") {
+                    started.insert(id.clone());
+                }
+                *per_call.entry(id).or_default() += 1;
+            }
+        }
+        assert_eq!(per_call.keys().cloned().collect::<BTreeSet<_>>(), expected);
+        assert!(per_call.values().all(|n| *n == 1), "{per_call:?}");
+        for e in &out.to_model {
+            if e["item"]["role"] == "system" {
+                let text = e["item"]["content"][0]["text"].as_str().unwrap();
+                assert!(started.iter().any(|id| text.contains(&format!("(call_id {id})"))), "{text}");
+            }
+        }
+        assert_eq!(session.open_calls(), 0);
+    });
+}
+
 fn arbitrary_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
@@ -279,13 +402,20 @@ fn tool_shaped() -> impl Strategy<Value = Value> {
             Just("tool.result"),
             Just("conversation.item.create"),
             Just("session.update"),
+            Just("toolc.approval.response"),
+            Just("toolc.cancel"),
         ],
         arbitrary_json(),
         arbitrary_json(),
         arbitrary_json(),
+        prop_oneof![Just("cli"), Just("ask"), Just("bg"), Just("stream"), Just("srv")],
+        prop_oneof![Just("completed"), Just("cancelled"), Just("in_progress")],
     )
-        .prop_map(|(kind, a, b, c)| {
-            let mut e = json!({"type": kind, "call_id": a, "item": b, "response": c.clone(), "name": "cli", "arguments": "{}", "output": c});
+        .prop_map(|(kind, a, b, c, name, status)| {
+            let mut e = json!({"type": kind, "call_id": a, "item": b, "response": c.clone(), "name": name, "arguments": "{}", "output": c, "delta": "{\"a\": [1, \"x", "approval_id": "approval_1", "approved": true});
+            if let Some(response) = e["response"].as_object_mut() {
+                response.insert("status".into(), json!(status));
+            }
             if let Some(item) = e["item"].as_object_mut() {
                 item.insert("type".into(), json!("function_call"));
             }
@@ -327,6 +457,23 @@ proptest! {
         conversation(responses, fillers);
     }
 
+    /// Approvals (given, refused, unanswered), interruptions and background calls.
+    #[test]
+    fn behaviours_keep_one_result_per_call(
+        responses in prop::collection::vec(
+            (
+                prop::collection::vec(
+                    (prop_oneof![Just("srv"), Just("cli"), Just("ask"), Just("bg"), Just("stream")], any::<bool>(), any::<bool>()),
+                    0..4,
+                ),
+                proptest::bool::weighted(0.3),
+            ),
+            1..4,
+        ),
+    ) {
+        behaviours(responses);
+    }
+
     /// Garbage from either side never panics the session, and no call is answered twice.
     #[test]
     fn arbitrary_events_never_panic(inputs in prop::collection::vec(input(), 0..40)) {
@@ -348,7 +495,7 @@ proptest! {
             run(&mut session, &mut events, &mut out, Duration::from_secs(1)).await;
             let mut seen = BTreeSet::new();
             for e in &out.to_model {
-                if e["type"] == "conversation.item.create" {
+                if e["type"] == "conversation.item.create" && e["item"]["type"] == "function_call_output" {
                     let id = e["item"]["call_id"].as_str().unwrap().to_owned();
                     assert!(seen.insert(id.clone()), "call {id} answered twice");
                 }
