@@ -1,33 +1,21 @@
 //! toolc: the one core behind the `toolc` CLI, the build.rs [`Builder`] and the `#[tool]` macros.
 //!
-//! The pipeline is layered: YAML with spans ([`yaml`]) → validated tools ([`manifest`],
-//! [`schema_check`]) → cross-item checks ([`checks`]) → the [`ir::Ir`] → emitters ([`emit`]).
-//! Every stage pushes problems into one [`Diagnostics`] context, so a user sees all of them at once.
+//! The front end (YAML with spans, manifest loading, schema checks, cross-item checks, the IR)
+//! is the `toolc-core` crate, re-exported here under the same paths; this crate adds the
+//! emitters ([`emit`]), output writing ([`output`]), [`diff`] and the [`Builder`]. Every stage
+//! pushes problems into one [`Diagnostics`] context, so a user sees all of them at once.
 
 pub mod builder;
-pub mod checks;
-pub mod definition;
-pub mod diagnostic;
 pub mod diff;
 pub mod emit;
-pub mod fn_tools;
-pub mod ident;
-pub mod ir;
-pub mod manifest;
-pub mod manifest_schema;
-mod name_set;
 pub mod output;
-mod parallel;
-pub mod schema_check;
-mod schema_semantics;
-pub mod schema_util;
-pub mod source;
-pub mod suggest;
-#[doc(hidden)]
-pub mod synthetic;
-pub mod yaml;
 
-use std::path::Path;
+pub use toolc_core::{
+    checks, definition, diagnostic, ident, ir, manifest, manifest_paths, manifest_schema,
+    schema_check, schema_util, source, suggest, yaml, Session,
+};
+#[doc(hidden)]
+pub use toolc_core::{name_set, parallel, synthetic};
 
 pub use builder::Builder;
 pub use definition::{
@@ -36,137 +24,3 @@ pub use definition::{
 pub use diagnostic::{Diagnostic, Diagnostics, HumanRenderer, Severity};
 pub use ir::{Ir, IrTool};
 pub use source::{FileId, SourceMap, Span};
-
-/// One compilation: the files read, the problems found, and (when there were no errors) the IR.
-#[derive(Debug, Default)]
-pub struct Session {
-    pub sources: SourceMap,
-    pub diagnostics: Diagnostics,
-    pub limits: yaml::Limits,
-    manifests: Vec<FileId>,
-}
-
-impl Session {
-    pub fn new() -> Session {
-        Session::default()
-    }
-
-    /// Adds a manifest from memory. Bytes that are not UTF-8 are reported with their position.
-    pub fn add_manifest(&mut self, name: &str, bytes: &[u8]) -> Option<FileId> {
-        match std::str::from_utf8(bytes) {
-            Ok(text) => {
-                let id = self.sources.add(name, text);
-                self.manifests.push(id);
-                Some(id)
-            }
-            Err(e) => {
-                let valid = &bytes[..e.valid_up_to()];
-                let text = String::from_utf8_lossy(valid).into_owned();
-                let at = text.len();
-                let id = self.sources.add(name, text);
-                self.diagnostics.push(
-                    Diagnostic::error("toolc::invalid-utf8", "the manifest is not valid UTF-8")
-                        .at(
-                            Span::new(id, at, at),
-                            "invalid byte sequence after this point",
-                        )
-                        .help("save the file as UTF-8"),
-                );
-                None
-            }
-        }
-    }
-
-    /// Reads a manifest from disk.
-    pub fn add_path(&mut self, path: &Path) -> std::io::Result<Option<FileId>> {
-        let bytes = std::fs::read(path)?;
-        Ok(self.add_manifest(&path.display().to_string(), &bytes))
-    }
-
-    /// Loads and checks every manifest added. Returns the IR when there are no errors; warnings
-    /// stay in [`Session::diagnostics`] either way.
-    pub fn check(&mut self) -> Option<Ir> {
-        let files = self.manifests.clone();
-        let ir = self.check_files(&files);
-        // A file that could not be added (not UTF-8) fails the compilation too.
-        ir.filter(|_| !self.diagnostics.has_errors())
-    }
-
-    /// Loads and checks only `files` (each added before), as one set of tools: how `toolc diff`
-    /// holds two versions in one session, so that diagnostics and changes can quote both.
-    /// Returns the IR when these files have no errors.
-    pub fn check_files(&mut self, files: &[FileId]) -> Option<Ir> {
-        let errors_before = self.diagnostics.error_count();
-        let mut tools = Vec::new();
-        for &file in files {
-            tools.extend(manifest::load_file(
-                &self.sources,
-                file,
-                self.limits,
-                &mut self.diagnostics,
-            ));
-        }
-        checks::check_tools(&tools, &mut self.diagnostics);
-        if self.diagnostics.error_count() > errors_before {
-            None
-        } else {
-            Some(Ir { tools })
-        }
-    }
-
-    /// The diagnostics as text; with `colour`, ANSI colours for a terminal.
-    pub fn render(&self, colour: bool) -> String {
-        HumanRenderer { colour }.render(&self.sources, &self.diagnostics)
-    }
-
-    pub fn render_json(&self) -> String {
-        diagnostic::render_json(&self.sources, &self.diagnostics)
-    }
-}
-
-/// The manifest files that `paths` name: a file as it is, a folder as its `*.tools.yaml` files
-/// (sorted, so that the order is stable). A folder without any is an error, since it is almost
-/// always the wrong folder. A file named twice (`dir dir/a.tools.yaml`, `x ./x`, a symlink) is
-/// read once, where it is first named: otherwise its tools would clash with themselves.
-pub fn manifest_paths(paths: &[std::path::PathBuf]) -> std::io::Result<Vec<std::path::PathBuf>> {
-    let mut seen = std::collections::HashSet::new();
-    let mut unique = Vec::new();
-    for path in expand_folders(paths)? {
-        // A path that cannot be resolved (it does not exist) is kept, for its read to fail
-        // with its own name.
-        let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-        if seen.insert(key) {
-            unique.push(path);
-        }
-    }
-    Ok(unique)
-}
-
-fn expand_folders(paths: &[std::path::PathBuf]) -> std::io::Result<Vec<std::path::PathBuf>> {
-    let mut out = Vec::new();
-    for path in paths {
-        if !path.is_dir() {
-            out.push(path.clone());
-            continue;
-        }
-        let cannot_read = |e: std::io::Error| {
-            std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
-        };
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir(path).map_err(cannot_read)? {
-            let entry_path = entry.map_err(cannot_read)?.path();
-            if entry_path.to_string_lossy().ends_with(".tools.yaml") {
-                found.push(entry_path);
-            }
-        }
-        if found.is_empty() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!("{} holds no *.tools.yaml files", path.display()),
-            ));
-        }
-        found.sort();
-        out.extend(found);
-    }
-    Ok(out)
-}

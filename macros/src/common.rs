@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::fn_tools::{Manifest, ManifestError};
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
-use toolc::fn_tools::{Manifest, ManifestError};
 
 /// Errors pushed as they are found and reported together, in the style of serde_derive's `Ctxt`.
 #[derive(Default)]

@@ -9,6 +9,7 @@
 use proc_macro::TokenStream;
 
 mod common;
+mod fn_tools;
 mod tool;
 mod tools;
 

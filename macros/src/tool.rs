@@ -1,12 +1,12 @@
 //! `#[tool]`: parse the fn and its options, ask the core, generate the companion type.
 
+use crate::fn_tools::{self, FnParam, FnTool, RustType, Target};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 use syn::{Attribute, Block, FnArg, Pat, Signature, Token, Type, Visibility};
-use toolc::fn_tools::{self, FnParam, FnTool, RustType, Target};
-use toolc::Location;
+use toolc_core::Location;
 
 use crate::common::{self, Bound, Errors};
 
@@ -52,7 +52,7 @@ fn parse_options(attr: TokenStream, errors: &mut Errors) -> Options {
             "wait_for_response" => o.wait_for_response = Some(meta.value()?.parse()?),
             "approval" => {
                 let lit: syn::LitStr = meta.value()?.parse()?;
-                if !toolc::manifest::APPROVAL_VALUES.contains(&lit.value().as_str()) {
+                if !toolc_core::manifest::APPROVAL_VALUES.contains(&lit.value().as_str()) {
                     late.push(syn::Error::new(
                         lit.span(),
                         format!("`approval` is `\"required\"` or `\"none\"`, not `{}`", lit.value()),
@@ -62,7 +62,7 @@ fn parse_options(attr: TokenStream, errors: &mut Errors) -> Options {
             }
             "mode" => {
                 let lit: syn::LitStr = meta.value()?.parse()?;
-                if !toolc::manifest::MODE_VALUES.contains(&lit.value().as_str()) {
+                if !toolc_core::manifest::MODE_VALUES.contains(&lit.value().as_str()) {
                     late.push(syn::Error::new(
                         lit.span(),
                         format!("`mode` is `\"sync\"` or `\"async\"`, not `{}`", lit.value()),
@@ -73,18 +73,18 @@ fn parse_options(attr: TokenStream, errors: &mut Errors) -> Options {
             "timeout" => {
                 let lit: syn::LitStr = meta.value()?.parse()?;
                 // The manifests' grammar and range, so a timeout means the same in both.
-                match toolc::manifest::parse_timeout(&lit.value()) {
+                match toolc_core::manifest::parse_timeout(&lit.value()) {
                     Ok(d) => o.timeout = Some((lit, d.as_millis() as u64)),
                     // Reported without stopping, so the other options are still checked.
-                    Err(toolc::manifest::TimeoutError::Invalid(why)) => late.push(syn::Error::new(
+                    Err(toolc_core::manifest::TimeoutError::Invalid(why)) => late.push(syn::Error::new(
                         lit.span(),
                         format!(
                             "invalid timeout `{}`: {why}; write {}",
                             lit.value(),
-                            toolc::manifest::TIMEOUT_GRAMMAR
+                            toolc_core::manifest::TIMEOUT_GRAMMAR
                         ),
                     )),
-                    Err(toolc::manifest::TimeoutError::OutOfRange) => late.push(syn::Error::new(
+                    Err(toolc_core::manifest::TimeoutError::OutOfRange) => late.push(syn::Error::new(
                         lit.span(),
                         format!(
                             "timeout `{}` is out of range: it must be more than 0 and at most 1h",
@@ -202,7 +202,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let name = match &options.name {
         Some(lit) => {
             let name = lit.value();
-            if !toolc::manifest::is_valid_name(&name) {
+            if !toolc_core::manifest::is_valid_name(&name) {
                 errors.at(
                     lit.span(),
                     common::message(

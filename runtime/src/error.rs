@@ -178,7 +178,7 @@ impl CallError {
 
     pub(crate) fn unknown_tool(tool: &str, known: &[&str]) -> CallError {
         let mut message = format!("There is no tool named `{tool}`.");
-        if let Some(close) = toolc::suggest::closest(tool, known.iter().copied()) {
+        if let Some(close) = toolc_core::suggest::closest(tool, known.iter().copied()) {
             message.push_str(&format!(" Did you mean `{close}`?"));
         }
         if known.is_empty() {

@@ -36,7 +36,7 @@ pub use executor::{
 };
 pub use registry::{Registry, RegistryBuilder};
 pub use tool::Tool;
-pub use toolc::definition::{
+pub use toolc_core::definition::{
     Annotations, Approval, CallPolicy, Location, Mode, ToolDefinition, DEFAULT_CLIENT_TIMEOUT,
 };
 /// `#[tool]` derives a tool from a fn signature; `tools![...]` assembles a registry builder.
@@ -71,9 +71,9 @@ impl std::error::Error for LoadError {}
 pub fn load_definitions<P: AsRef<Path>>(
     paths: impl IntoIterator<Item = P>,
 ) -> Result<Vec<ToolDefinition>, LoadError> {
-    let mut session = toolc::Session::new();
+    let mut session = toolc_core::Session::new();
     let given: Vec<std::path::PathBuf> = paths.into_iter().map(|p| p.as_ref().to_owned()).collect();
-    let files = toolc::manifest_paths(&given).map_err(|e| LoadError {
+    let files = toolc_core::manifest_paths(&given).map_err(|e| LoadError {
         rendered: format!("error: {e}\n"),
     })?;
     for path in &files {
@@ -88,12 +88,12 @@ pub fn load_definitions<P: AsRef<Path>>(
 
 /// Loads one manifest from memory; `name` is used in diagnostics.
 pub fn definitions_from_str(name: &str, yaml: &str) -> Result<Vec<ToolDefinition>, LoadError> {
-    let mut session = toolc::Session::new();
+    let mut session = toolc_core::Session::new();
     session.add_manifest(name, yaml.as_bytes());
     finish(session)
 }
 
-fn finish(mut session: toolc::Session) -> Result<Vec<ToolDefinition>, LoadError> {
+fn finish(mut session: toolc_core::Session) -> Result<Vec<ToolDefinition>, LoadError> {
     match session.check() {
         Some(ir) => Ok(ir.definitions()),
         None => Err(LoadError {

@@ -3,7 +3,7 @@
 pub mod providers;
 pub mod rust;
 pub mod schemas;
-pub mod strict;
+pub use toolc_core::strict;
 pub mod typescript;
 
 use crate::diagnostic::Diagnostics;
@@ -180,9 +180,4 @@ fn emit_one(ir: &Ir, kind: Kind) -> (Outputs, Diagnostics) {
     (outputs, diags)
 }
 
-/// Pretty JSON with a final newline; key order is the IR's (source order), so it is deterministic.
-pub fn to_json_text(value: &serde_json::Value) -> String {
-    let mut text = serde_json::to_string_pretty(value).expect("JSON values always serialise");
-    text.push('\n');
-    text
-}
+pub use toolc_core::to_json_text;

@@ -463,7 +463,7 @@ impl CatalogClient {
         let Some(tool) = catalog.tool(name) else {
             let known: Vec<&str> = catalog.tools.iter().map(|t| t.name.as_str()).collect();
             let mut message = format!("There is no tool named `{name}` in the catalog.");
-            if let Some(close) = toolc::suggest::closest(name, known.iter().copied()) {
+            if let Some(close) = toolc_core::suggest::closest(name, known.iter().copied()) {
                 message.push_str(&format!(" Did you mean `{close}`?"));
             }
             return Err(self.refused(CatalogError::new(CatalogErrorKind::UnknownTool, message)));
@@ -647,7 +647,7 @@ fn read_tool(entry: &Value) -> Result<CatalogTool, (String, String)> {
 }
 
 fn valid_name(name: &str) -> bool {
-    toolc::manifest::is_valid_name(name)
+    toolc_core::manifest::is_valid_name(name)
 }
 
 /// A catalog's tools, ready to be merged into a registry.

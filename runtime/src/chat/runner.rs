@@ -434,7 +434,7 @@ impl TurnRunner {
         };
         // Text that is not JSON is left alone: the dispatcher reports it to the model.
         if let Ok(mut args) = serde_json::from_str::<Value>(&call.arguments) {
-            toolc::emit::strict::strip_strict_nulls(&def.parameters, &mut args);
+            toolc_core::strict::strip_strict_nulls(&def.parameters, &mut args);
             routed.arguments = args.to_string();
         }
         routed

@@ -268,7 +268,7 @@ fn observe(state: &Mutex<State>, tools: &[Tool]) {
 /// be one.
 fn definition(tool: &Tool) -> Result<(ToolDefinition, Arc<jsonschema::Validator>), String> {
     let name = tool.name.to_string();
-    if !toolc::manifest::is_valid_name(&name) {
+    if !toolc_core::manifest::is_valid_name(&name) {
         return Err("the name is not a toolc tool name (letters, digits, `_`, `-`)".into());
     }
     let parameters = Value::Object((*tool.input_schema).clone());

@@ -274,7 +274,7 @@ impl std::error::Error for McpError {}
 /// schema when it is an object schema (MCP requires that of it).
 pub fn mcp_tool(definition: &ToolDefinition) -> Tool {
     // As `mcp.json` declares it: `true`/`false` property schemas become objects (2025-11-25).
-    let input = match toolc::emit::providers::mcp::input_schema(&definition.parameters) {
+    let input = match toolc_core::schema_util::mcp_input_schema(&definition.parameters) {
         Value::Object(map) => map,
         _ => JsonObject::new(),
     };

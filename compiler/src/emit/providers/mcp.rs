@@ -4,12 +4,13 @@
 //! of `inputSchema.properties` to be a schema object (not `true`/`false`); 2026-07-28 requires
 //! `resultType`, `cacheScope` and `ttlMs` in the result. The file satisfies both.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::text::{self, Json};
-use super::{codes, object_root, returns_span, Shared};
+use super::{codes, returns_span, Shared};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ir::IrTool;
+use toolc_core::schema_util::mcp_lowered_input_schema as lowered_input_schema;
 
 /// Writes the declaration at `depth`. The whole result around the declarations (`resultType`,
 /// `cacheScope: public`, `ttlMs: 0`) is written by the caller: the declarations hold no user
@@ -61,36 +62,10 @@ pub(super) fn write(
     text::write(out, &Json::Object(members), depth);
 }
 
-/// The `inputSchema` of a tool's parameters: the schema as written, with `true`/`false`
-/// property schemas as the objects of the same meaning (2025-11-25 requires objects there). The
-/// runtime's MCP server declares its tools with this too.
+/// The `inputSchema` of a tool's parameters (see [`toolc_core::schema_util::mcp_input_schema`],
+/// which the runtime's MCP server declares its tools with too).
 pub fn input_schema(parameters: &Value) -> Value {
-    lowered_input_schema(parameters).unwrap_or_else(|| object_root(parameters).into_owned())
-}
-
-/// `inputSchema` when the schema as written cannot be it: `None` unless a property's schema is
-/// `true` or `false`, which become the objects with the same meaning.
-fn lowered_input_schema(parameters: &Value) -> Option<Value> {
-    let schema = object_root(parameters);
-    let is_bool = |props: &serde_json::Map<String, Value>| props.values().any(Value::is_boolean);
-    if !schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .is_some_and(is_bool)
-    {
-        return None;
-    }
-    let mut schema = schema.into_owned();
-    if let Some(Value::Object(props)) = schema.get_mut("properties") {
-        for sub in props.values_mut() {
-            match sub {
-                Value::Bool(true) => *sub = json!({}),
-                Value::Bool(false) => *sub = json!({ "not": {} }),
-                _ => {}
-            }
-        }
-    }
-    Some(schema)
+    toolc_core::schema_util::mcp_input_schema(parameters)
 }
 
 fn output_warning(tool: &IrTool, returns: &Value) -> Diagnostic {

@@ -18,9 +18,7 @@ pub mod mcp;
 mod openai;
 mod text;
 
-use std::borrow::Cow;
-
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::emit::strict::{self, StrictIssue};
@@ -379,32 +377,13 @@ fn describe_pointer(pointer: &str) -> String {
     }
 }
 
-/// The parameters schema with `type: object` at the root, which every provider requires (the
-/// manifest checks demand it; tools built from Rust definitions may leave it implicit). Borrowed
-/// when it already is.
-fn object_root(schema: &Value) -> Cow<'_, Value> {
-    match schema {
-        Value::Object(map) if map.get("type").and_then(Value::as_str) == Some("object") => {
-            Cow::Borrowed(schema)
-        }
-        Value::Object(map) => {
-            let mut out = serde_json::Map::new();
-            out.insert("type".into(), "object".into());
-            for (k, v) in map {
-                if k != "type" {
-                    out.insert(k.clone(), v.clone());
-                }
-            }
-            Cow::Owned(Value::Object(out))
-        }
-        _ => Cow::Owned(json!({ "type": "object" })),
-    }
-}
+use toolc_core::schema_util::object_root;
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::emit::to_json_text;
+    use serde_json::json;
 
     #[test]
     fn name_rules_follow_each_provider() {

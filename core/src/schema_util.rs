@@ -121,6 +121,63 @@ pub fn named_definition(reference: &str) -> Option<(&'static str, String)> {
     Some((container, unescape_segment(name).into_owned()))
 }
 
+/// `schema` with `type: object` at its root (parameters always are objects; the manifest checks
+/// demand it; tools built from Rust definitions may leave it implicit). Borrowed when it already
+/// is.
+pub fn object_root(schema: &serde_json::Value) -> std::borrow::Cow<'_, serde_json::Value> {
+    use serde_json::Value;
+    use std::borrow::Cow;
+    match schema {
+        Value::Object(map) if map.get("type").and_then(Value::as_str) == Some("object") => {
+            Cow::Borrowed(schema)
+        }
+        Value::Object(map) => {
+            let mut out = serde_json::Map::new();
+            out.insert("type".into(), "object".into());
+            for (k, v) in map {
+                if k != "type" {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+            Cow::Owned(Value::Object(out))
+        }
+        _ => Cow::Owned(serde_json::json!({ "type": "object" })),
+    }
+}
+
+/// MCP's `inputSchema` of a tool's parameters: the schema as written (with `type: object` at
+/// the root), with `true`/`false` property schemas as the objects of the same meaning
+/// (2025-11-25 requires objects there). `mcp.json` and the runtime's MCP server both use it.
+pub fn mcp_input_schema(parameters: &serde_json::Value) -> serde_json::Value {
+    mcp_lowered_input_schema(parameters).unwrap_or_else(|| object_root(parameters).into_owned())
+}
+
+/// [`mcp_input_schema`] when it differs from the schema as written: `None` unless a property's
+/// schema is `true` or `false`.
+pub fn mcp_lowered_input_schema(parameters: &serde_json::Value) -> Option<serde_json::Value> {
+    use serde_json::{json, Value};
+    let schema = object_root(parameters);
+    let is_bool = |props: &serde_json::Map<String, Value>| props.values().any(Value::is_boolean);
+    if !schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(is_bool)
+    {
+        return None;
+    }
+    let mut schema = schema.into_owned();
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        for sub in props.values_mut() {
+            match sub {
+                Value::Bool(true) => *sub = json!({}),
+                Value::Bool(false) => *sub = json!({ "not": {} }),
+                _ => {}
+            }
+        }
+    }
+    Some(schema)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -81,7 +81,7 @@ pub const KEYWORDS: &[&str] = &[
 ];
 
 /// Keywords whose value is one subschema.
-pub(crate) const SUBSCHEMA: &[&str] = &[
+pub const SUBSCHEMA: &[&str] = &[
     "additionalProperties",
     "items",
     "contains",
@@ -95,7 +95,7 @@ pub(crate) const SUBSCHEMA: &[&str] = &[
     "contentSchema",
 ];
 /// Keywords whose value maps names to subschemas.
-pub(crate) const SUBSCHEMA_MAP: &[&str] = &[
+pub const SUBSCHEMA_MAP: &[&str] = &[
     "properties",
     "patternProperties",
     "$defs",
@@ -103,7 +103,7 @@ pub(crate) const SUBSCHEMA_MAP: &[&str] = &[
     "dependentSchemas",
 ];
 /// Keywords whose value is a list of subschemas.
-pub(crate) const SUBSCHEMA_LIST: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+pub const SUBSCHEMA_LIST: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
 
 /// Checks one schema and returns its JSON value. `object_root` demands `type: object` at the root.
 pub fn check_schema(

@@ -1,10 +1,10 @@
-//! Tools derived from Rust fn signatures (the `#[tool]` macro's logic, kept here so that it can be
-//! unit tested and reused): the syntactic mapping of parameter types to JSON Schema, doc-comment
+//! Tools derived from Rust fn signatures (the `#[tool]` macro's logic, beside the macros and
+//! unit tested here; the manifest side comes from `toolc-core`): the syntactic mapping of parameter types to JSON Schema, doc-comment
 //! parsing, and the comparison of a signature with a manifest tool, with the manifest file and
 //! line in every message.
 //!
-//! The proc-macro crate only parses with syn, calls into this module and turns each [`Problem`]
-//! into a `syn::Error` on the span its [`Target`] names.
+//! The macros only parse with syn, call into this module and turn each [`Problem`] into a
+//! `syn::Error` on the span its [`Target`] names.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
-use crate::definition::Location;
-use crate::ir::{Ir, IrTool};
-use crate::schema_util::escape_segment as escape_pointer;
-use crate::source::{SourceMap, Span};
-use crate::suggest::did_you_mean;
-use crate::Session;
+use toolc_core::definition::Location;
+use toolc_core::ir::{Ir, IrTool};
+use toolc_core::schema_util::escape_segment as escape_pointer;
+use toolc_core::source::{SourceMap, Span};
+use toolc_core::suggest::did_you_mean;
+use toolc_core::Session;
 
 /// What a Rust parameter type means as JSON, decided from its syntax alone.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,6 +117,7 @@ impl RustType {
     }
 
     /// Whether a schema can be written at compile time (no part asks schemars).
+    #[cfg(test)]
     pub fn is_static(&self) -> bool {
         match self {
             RustType::Array(t) | RustType::Optional(t) => t.is_static(),
@@ -125,7 +126,7 @@ impl RustType {
         }
     }
 
-    /// The JSON Schema of this type, when it is [static](RustType::is_static). Unsigned and
+    /// The JSON Schema of this type, when it is static (no part asks schemars). Unsigned and
     /// narrow integers carry their bounds, so that the validator refuses what would not fit.
     pub fn schema(&self) -> Option<Value> {
         Some(match self {
@@ -340,8 +341,6 @@ fn split_argument(item: &str) -> Option<(String, String)> {
 pub struct Manifest {
     /// The path as the user wrote it; shown in messages.
     pub display: String,
-    /// The absolute path that was read.
-    pub path: PathBuf,
     pub sources: SourceMap,
     pub ir: Ir,
 }
@@ -380,19 +379,18 @@ impl Manifest {
                 return Ok(manifest.clone());
             }
         }
-        let manifest = Arc::new(Manifest::from_bytes(path, display, &bytes)?);
+        let manifest = Arc::new(Manifest::from_bytes(display, &bytes)?);
         map.insert(path.to_owned(), (bytes, manifest.clone()));
         Ok(manifest)
     }
 
     /// Checks a manifest from memory (what [`Manifest::load`] does after reading).
-    pub fn from_bytes(path: &Path, display: &str, bytes: &[u8]) -> Result<Manifest, ManifestError> {
+    pub fn from_bytes(display: &str, bytes: &[u8]) -> Result<Manifest, ManifestError> {
         let mut session = Session::new();
         session.add_manifest(display, bytes);
         match session.check() {
             Some(ir) => Ok(Manifest {
                 display: display.to_owned(),
-                path: path.to_owned(),
                 sources: session.sources,
                 ir,
             }),
@@ -672,7 +670,7 @@ fn extra_hint(param: &str, props: &Map<String, Value>, params: &[FnParam]) -> St
 }
 
 fn rust_ident(name: &str) -> String {
-    if crate::ident::is_rust_keyword(name) {
+    if toolc_core::ident::is_rust_keyword(name) {
         format!("r#{name}")
     } else if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         && !name.starts_with(|c: char| c.is_ascii_digit())
@@ -681,7 +679,7 @@ fn rust_ident(name: &str) -> String {
     } else {
         format!(
             "#[arg(name = \"{name}\")] {}",
-            crate::ident::snake_case(name)
+            toolc_core::ident::snake_case(name)
         )
     }
 }
@@ -953,7 +951,7 @@ tools:
 "##;
 
     fn manifest() -> Manifest {
-        Manifest::from_bytes(Path::new("/m.yaml"), "m.yaml", MANIFEST.as_bytes()).unwrap()
+        Manifest::from_bytes("m.yaml", MANIFEST.as_bytes()).unwrap()
     }
 
     fn tool(location: Location, params: &[(&str, &str)]) -> FnTool {
@@ -1030,7 +1028,6 @@ tools:
         let p = check_with("limit", ("limit", "Option<i8>"));
         assert!(p.is_empty(), "{p:?}");
         let m = Manifest::from_bytes(
-            Path::new("/m"),
             "m",
             MANIFEST
                 .replace("minimum: 1, maximum: 10", "maximum: 1000")
@@ -1172,8 +1169,7 @@ tools:
 
     #[test]
     fn invalid_manifests_report_every_diagnostic() {
-        let err =
-            Manifest::from_bytes(Path::new("/x"), "x.yaml", b"version: 2\ntools: 3\n").unwrap_err();
+        let err = Manifest::from_bytes("x.yaml", b"version: 2\ntools: 3\n").unwrap_err();
         let ManifestError::Invalid(text) = err else {
             panic!("expected an invalid manifest")
         };

@@ -148,5 +148,5 @@ pub fn manifest_json_schema() -> Value {
 
 /// The text of `toolc.schema.json`.
 pub fn manifest_json_schema_text() -> String {
-    crate::emit::to_json_text(&manifest_json_schema())
+    crate::to_json_text(&manifest_json_schema())
 }

@@ -4,12 +4,13 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The cores this process may use.
-pub(crate) fn cores() -> usize {
+pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// The items not taken yet.
-pub(crate) struct Queue {
+#[derive(Debug)]
+pub struct Queue {
     next: AtomicUsize,
 }
 
@@ -19,7 +20,7 @@ impl Queue {
     }
 
     /// Every thread stops after its current item (the result is abandoned anyway).
-    pub(crate) fn stop(&self) {
+    pub fn stop(&self) {
         self.next.store(usize::MAX / 2, Ordering::Relaxed);
     }
 }
@@ -29,7 +30,7 @@ impl Queue {
 /// crosses threads). Returns the results in index order: all of them, or after [`Queue::stop`]
 /// those of the items that were done. With one thread (or one item) it runs on the caller's
 /// thread and spawns nothing. A panic in a thread is raised again here.
-pub(crate) fn each_index<S, R: Send>(
+pub fn each_index<S, R: Send>(
     count: usize,
     threads: usize,
     init: impl Fn() -> S + Sync,

@@ -5,7 +5,8 @@ use foldhash::HashSet;
 /// A set of names: scanned while it holds the usual handful, hashed when a schema lists
 /// thousands, so that testing every property of an object against it stays linear. The names
 /// keep their order for suggestions and messages.
-pub(crate) struct NameSet<'a> {
+#[derive(Debug)]
+pub struct NameSet<'a> {
     names: Vec<&'a str>,
     hashed: Option<HashSet<&'a str>>,
 }
@@ -14,7 +15,7 @@ pub(crate) struct NameSet<'a> {
 const SCANNED: usize = 16;
 
 impl<'a> NameSet<'a> {
-    pub(crate) fn contains(&self, name: &str) -> bool {
+    pub fn contains(&self, name: &str) -> bool {
         match &self.hashed {
             Some(hashed) => hashed.contains(name),
             None => self.names.contains(&name),
@@ -22,7 +23,7 @@ impl<'a> NameSet<'a> {
     }
 
     /// The names in their original order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &'a str> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = &'a str> + '_ {
         self.names.iter().copied()
     }
 }
