@@ -13,7 +13,7 @@ pub fn check_tools(tools: &[IrTool], diags: &mut Diagnostics) {
     for tool in tools {
         let name = tool.def.name.as_str();
         if let Some(first) = by_name.get(name) {
-            let mut d = Diagnostic::error("toolc::duplicate-name", format!("tool `{name}` is defined twice"))
+            let mut d = Diagnostic::error(crate::codes::DUPLICATE_NAME, format!("tool `{name}` is defined twice"))
                 .help("tool names are unique across all manifests compiled together; rename or remove one of them");
             if let Some(span) = tool.origin.name {
                 d = d.at(span, "defined again here");
@@ -35,7 +35,7 @@ pub fn check_tools(tools: &[IrTool], diags: &mut Diagnostics) {
             let key = (kind.to_owned(), ident.clone());
             if let Some(first) = by_ident.get(&key) {
                 let mut d = Diagnostic::error(
-                    "toolc::identifier-collision",
+                    crate::codes::IDENTIFIER_COLLISION,
                     format!(
                         "tools `{}` and `{name}` both become the {kind} name `{ident}`",
                         first.def.name

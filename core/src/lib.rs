@@ -8,6 +8,7 @@
 //! not build them.
 
 pub mod checks;
+pub mod codes;
 pub mod definition;
 pub mod diagnostic;
 pub mod ident;
@@ -18,6 +19,7 @@ pub mod manifest_schema;
 pub mod name_set;
 #[doc(hidden)]
 pub mod parallel;
+pub mod provider;
 pub mod schema_check;
 mod schema_semantics;
 pub mod schema_util;

@@ -54,7 +54,7 @@ pub fn load_file(
 
 fn empty_manifest(file_start: Span) -> Diagnostic {
     Diagnostic::error(
-        "toolc::missing-field",
+        crate::codes::MISSING_FIELD,
         "the manifest is empty: it has no `version` and no `tools`",
     )
     .at(file_start, "expected `version: 1` and a `tools` list")
@@ -89,7 +89,7 @@ fn load_file_whole(
         } else {
             diags.push(
                 Diagnostic::error(
-                    "toolc::invalid-field",
+                    crate::codes::INVALID_FIELD,
                     format!("the manifest must be a mapping, found {}", root.kind()),
                 )
                 .at(root.span, "expected `version` and `tools` here")
@@ -102,7 +102,7 @@ fn load_file_whole(
 
     match root.get("version") {
         None => diags.push(
-            Diagnostic::error("toolc::missing-field", "the manifest has no `version`")
+            Diagnostic::error(crate::codes::MISSING_FIELD, "the manifest has no `version`")
                 .at(root.span, "expected `version: 1` in this mapping")
                 .help("add `version: 1` at the top of the file"),
         ),
@@ -110,7 +110,7 @@ fn load_file_whole(
             Value::Number(n) if n.as_u64() == Some(FORMAT_VERSION) => {}
             _ => diags.push(
                 Diagnostic::error(
-                    "toolc::unsupported-version",
+                    crate::codes::UNSUPPORTED_VERSION,
                     format!("unsupported manifest version {}", v.to_json()),
                 )
                 .at(v.span, "this version of toolc reads format version 1")
@@ -121,9 +121,12 @@ fn load_file_whole(
 
     let Some((_, tools)) = root.get("tools") else {
         diags.push(
-            Diagnostic::error("toolc::missing-field", "the manifest has no `tools` list")
-                .at(root.span, "expected a `tools` list in this mapping")
-                .help("add `tools:` followed by one `- name: ...` entry per tool"),
+            Diagnostic::error(
+                crate::codes::MISSING_FIELD,
+                "the manifest has no `tools` list",
+            )
+            .at(root.span, "expected a `tools` list in this mapping")
+            .help("add `tools:` followed by one `- name: ...` entry per tool"),
         );
         return Vec::new();
     };
@@ -131,7 +134,7 @@ fn load_file_whole(
         if tools.value != Value::Null {
             diags.push(
                 Diagnostic::error(
-                    "toolc::invalid-field",
+                    crate::codes::INVALID_FIELD,
                     format!("`tools` must be a list, found {}", tools.kind()),
                 )
                 .at(tools.span, "expected a list of tools")
@@ -320,7 +323,7 @@ fn check_fields(entries: &[(Node, Node)], known: &[&str], what: &str, diags: &mu
             Some(k) if k.starts_with("x-") => {} // extension fields are the user's own
             Some(k) => diags.push(
                 Diagnostic::error(
-                    "toolc::unknown-field",
+                    crate::codes::UNKNOWN_FIELD,
                     format!("unknown field `{k}` in {what}"),
                 )
                 .at(key.span, "not a field of format version 1")
@@ -336,7 +339,7 @@ fn check_fields(entries: &[(Node, Node)], known: &[&str], what: &str, diags: &mu
             ),
             None => diags.push(
                 Diagnostic::error(
-                    "toolc::invalid-field",
+                    crate::codes::INVALID_FIELD,
                     format!("keys in {what} must be strings, found {}", key.kind()),
                 )
                 .at(key.span, "not a string key")
@@ -355,7 +358,7 @@ fn load_tool(
     let Some(entries) = item.as_map() else {
         diags.push(
             Diagnostic::error(
-                "toolc::invalid-field",
+                crate::codes::INVALID_FIELD,
                 format!("a tool must be a mapping, found {}", item.kind()),
             )
             .at(item.span, "expected `name`, `description`, `location`, ...")
@@ -380,7 +383,7 @@ fn load_tool(
                 return None;
             }
             diags.push(
-                Diagnostic::error("toolc::missing-field", "a tool has no `name`")
+                Diagnostic::error(crate::codes::MISSING_FIELD, "a tool has no `name`")
                     .at(item.span, "this tool")
                     .help("add `name: your_tool_name`"),
             );
@@ -402,7 +405,7 @@ fn load_tool(
         None if misspelt("description") => String::new(),
         None => {
             diags.push(
-                Diagnostic::error("toolc::missing-field", format!("{what} has no `description`"))
+                Diagnostic::error(crate::codes::MISSING_FIELD, format!("{what} has no `description`"))
                     .at(name_span, "this tool")
                     .help("add `description:` saying what the tool does and when the model should call it"),
             );
@@ -411,7 +414,7 @@ fn load_tool(
         Some((_, v)) => match v.as_str() {
             Some(s) if s.trim().is_empty() => {
                 diags.push(
-                    Diagnostic::error("toolc::empty-description", format!("{what} has an empty description"))
+                    Diagnostic::error(crate::codes::EMPTY_DESCRIPTION, format!("{what} has an empty description"))
                         .at(v.span, "empty")
                         .help("the model chooses tools by their description: say what the tool does and when to call it"),
                 );
@@ -431,7 +434,7 @@ fn load_tool(
         None if misspelt("location") => Location::Server,
         None => {
             diags.push(
-                Diagnostic::error("toolc::missing-field", format!("{what} has no `location`"))
+                Diagnostic::error(crate::codes::MISSING_FIELD, format!("{what} has no `location`"))
                     .at(name_span, "this tool")
                     .help("add `location: server` (runs in-process) or `location: client` (runs in the browser)"),
             );
@@ -445,7 +448,7 @@ fn load_tool(
                 other => {
                     let shown = other.map_or_else(|| v.kind().to_owned(), |s| format!("`{s}`"));
                     diags.push(
-                        Diagnostic::error("toolc::unknown-location", format!("unknown location {shown} for {what}"))
+                        Diagnostic::error(crate::codes::UNKNOWN_LOCATION, format!("unknown location {shown} for {what}"))
                             .at(v.span, "expected `server` or `client`")
                             .help(format!(
                                 "{}`server` tools run in-process with one executor; `client` tools run in the browser",
@@ -463,7 +466,7 @@ fn load_tool(
             if let Some((k, _)) = field(f) {
                 diags.push(
                     Diagnostic::error(
-                        "toolc::client-only-field",
+                        crate::codes::CLIENT_ONLY_FIELD,
                         format!("`{f}` is only for client tools, and {what} is a server tool"),
                     )
                     .at(k.span, "only meaningful for `location: client`")
@@ -480,7 +483,7 @@ fn load_tool(
             if let Some((k, _)) = field(f) {
                 diags.push(
                     Diagnostic::error(
-                        "toolc::server-only-field",
+                        crate::codes::SERVER_ONLY_FIELD,
                         format!("`{f}` is only for server tools, and {what} is a client tool"),
                     )
                     .at(k.span, "only meaningful for `location: server`")
@@ -516,7 +519,7 @@ fn load_tool(
                         Some(s) if !s.trim().is_empty() => filler.push(s.to_owned()),
                         _ => diags.push(
                             Diagnostic::error(
-                                "toolc::invalid-field",
+                                crate::codes::INVALID_FIELD,
                                 format!(
                                     "filler phrases must be non-empty strings, found {}",
                                     item.kind()
@@ -606,7 +609,7 @@ fn take_schema_nodes(item: Node) -> (Option<Node>, Option<Node>) {
 
 fn type_error(field: &str, expected: &str, found: &Node) -> Diagnostic {
     Diagnostic::error(
-        "toolc::invalid-field",
+        crate::codes::INVALID_FIELD,
         format!("`{field}` must be {expected}, found {}", found.kind()),
     )
     .at(found.span, format!("expected {expected}"))
@@ -650,7 +653,7 @@ fn check_name(name: &str, span: Span, diags: &mut Diagnostics) {
     };
     diags.push(
         Diagnostic::error(
-            "toolc::invalid-name",
+            crate::codes::INVALID_NAME,
             format!("tool name `{name}` is not valid for every provider: {why}"),
         )
         .at(span, "must match ^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -685,7 +688,7 @@ fn parse_policy<'n>(
                 let expected: Vec<String> = words.iter().map(|w| format!("`{w}`")).collect();
                 diags.push(
                     Diagnostic::error(
-                        "toolc::invalid-field",
+                        crate::codes::INVALID_FIELD,
                         format!(
                             "`{name}` of {what} must be {}, found {shown}",
                             expected.join(" or ")
@@ -741,7 +744,7 @@ fn parse_policy<'n>(
         if let Some((key, _)) = field("approval") {
             diags.push(
                 Diagnostic::error(
-                    "toolc::approval-on-fire-and-forget",
+                    crate::codes::APPROVAL_ON_FIRE_AND_FORGET,
                     format!("{what} needs approval but is fire-and-forget (`wait_for_response: false`)"),
                 )
                 .at(key.span, "approval makes the model wait for the user's answer")
@@ -775,7 +778,7 @@ fn parse_annotations(v: &Node, what: &str, diags: &mut Diagnostics) -> Annotatio
             _ => {
                 diags.push(
                     Diagnostic::error(
-                        "toolc::unknown-field",
+                        crate::codes::UNKNOWN_FIELD,
                         format!("unknown annotation `{name}` in {what}"),
                     )
                     .at(key.span, "not an annotation")
@@ -801,7 +804,7 @@ fn parse_timeout_field(v: &Node, what: &str, diags: &mut Diagnostics) -> Option<
         Value::Number(n) => {
             diags.push(
                 Diagnostic::error(
-                    "toolc::invalid-timeout",
+                    crate::codes::INVALID_TIMEOUT,
                     format!("the timeout of {what} has no unit"),
                 )
                 .at(v.span, "a bare number")
@@ -818,7 +821,7 @@ fn parse_timeout_field(v: &Node, what: &str, diags: &mut Diagnostics) -> Option<
         Err(TimeoutError::Invalid(why)) => {
             diags.push(
                 Diagnostic::error(
-                    "toolc::invalid-timeout",
+                    crate::codes::INVALID_TIMEOUT,
                     format!("invalid timeout `{text}` for {what}: {why}"),
                 )
                 .at(
@@ -831,7 +834,7 @@ fn parse_timeout_field(v: &Node, what: &str, diags: &mut Diagnostics) -> Option<
         }
         Err(TimeoutError::OutOfRange) => {
             diags.push(
-                Diagnostic::error("toolc::timeout-out-of-range", format!("timeout `{text}` of {what} is out of range"))
+                Diagnostic::error(crate::codes::TIMEOUT_OUT_OF_RANGE, format!("timeout `{text}` of {what} is out of range"))
                     .at(v.span, "must be more than 0 and at most 1h")
                     .help("pick a deadline between `1ms` and `1h`; a tool that needs longer should start a job and return at once"),
             );

@@ -151,7 +151,7 @@ pub fn check_schema(
         let (span, keyword) = span_at(node, &path);
         diags.push(
             Diagnostic::error(
-                "toolc::invalid-schema",
+                crate::codes::INVALID_SCHEMA,
                 format!("`{field}` of {what} is not valid JSON Schema 2020-12: {error}"),
             )
             .at(span, format!("invalid `{keyword}`"))
@@ -170,7 +170,7 @@ pub fn check_schema(
             let (span, keyword) = span_at(node, &path);
             diags.push(
                 Diagnostic::error(
-                    "toolc::invalid-schema",
+                    crate::codes::INVALID_SCHEMA,
                     format!("`{field}` of {what} cannot be compiled: {error}"),
                 )
                 .at(span, format!("problem in `{keyword}`"))
@@ -292,7 +292,7 @@ impl Walker<'_> {
         self.error(
             String::new(),
             Diagnostic::error(
-                "toolc::parameters-not-object",
+                crate::codes::PARAMETERS_NOT_OBJECT,
                 format!("the `{}` schema of {} must be an object schema, found {found}", self.field, self.what),
             )
             .at(span, "the root of `parameters` must be `type: object`")
@@ -308,7 +308,7 @@ impl Walker<'_> {
                 self.error(
                     pointer.to_owned(),
                     Diagnostic::error(
-                        "toolc::invalid-schema",
+                        crate::codes::INVALID_SCHEMA,
                         format!(
                             "`{}` of {} has a schema that is {}",
                             self.field,
@@ -353,7 +353,7 @@ impl Walker<'_> {
                         self.error(
                             here,
                             Diagnostic::error(
-                                "toolc::unknown-keyword",
+                                crate::codes::UNKNOWN_KEYWORD,
                                 format!("unknown JSON Schema keyword `{k}` in `{}` of {}", self.field, self.what),
                             )
                             .at(key.span, format!("did you mean `{suggestion}`?"))
@@ -362,7 +362,7 @@ impl Walker<'_> {
                     } else {
                         self.diags.push(
                             Diagnostic::warning(
-                                "toolc::unknown-keyword",
+                                crate::codes::UNKNOWN_KEYWORD,
                                 format!("unknown JSON Schema keyword `{k}` in `{}` of {}", self.field, self.what),
                             )
                             .at(key.span, "not a JSON Schema 2020-12 keyword; it is kept as an annotation")
@@ -382,7 +382,7 @@ impl Walker<'_> {
                 self.error(
                     pointer.to_owned(),
                     Diagnostic::error(
-                        "toolc::invalid-schema",
+                        crate::codes::INVALID_SCHEMA,
                         format!(
                             "`type` must be a type name or a list of them, found {}",
                             value.kind()
@@ -419,7 +419,7 @@ impl Walker<'_> {
             self.error(
                 pointer.to_owned(),
                 Diagnostic::error(
-                    "toolc::unknown-type",
+                    crate::codes::UNKNOWN_TYPE,
                     format!("unknown type {shown} in `{}` of {}", self.field, self.what),
                 )
                 .at(
@@ -439,7 +439,7 @@ impl Walker<'_> {
         let Some(items) = value.as_seq() else {
             self.error(
                 pointer.to_owned(),
-                Diagnostic::error("toolc::invalid-schema", format!("`required` must be a list of property names, found {}", value.kind()))
+                Diagnostic::error(crate::codes::INVALID_SCHEMA, format!("`required` must be a list of property names, found {}", value.kind()))
                     .at(value.span, "expected a list")
                     .help("write `required: [name, other]`; in JSON Schema 2020-12 `required` is not a flag on the property"),
             );
@@ -464,7 +464,7 @@ impl Walker<'_> {
                 self.error(
                     format!("{pointer}/{i}"),
                     Diagnostic::error(
-                        "toolc::invalid-schema",
+                        crate::codes::INVALID_SCHEMA,
                         format!("`required` lists property names, found {}", item.kind()),
                     )
                     .at(item.span, "expected a property name")
@@ -483,7 +483,7 @@ impl Walker<'_> {
                 self.error(
                     format!("{pointer}/{i}"),
                     Diagnostic::error(
-                        "toolc::undeclared-required",
+                        crate::codes::UNDECLARED_REQUIRED,
                         format!("`required` names `{name}`, which is not declared in `properties` (`{}` of {})", self.field, self.what),
                     )
                     .at(item.span, "not a declared property")
@@ -502,7 +502,7 @@ impl Walker<'_> {
             self.error(
                 pointer.to_owned(),
                 Diagnostic::error(
-                    "toolc::invalid-schema",
+                    crate::codes::INVALID_SCHEMA,
                     format!("`$ref` must be a string, found {}", value.kind()),
                 )
                 .at(value.span, "expected e.g. `#/$defs/Address`")
@@ -529,7 +529,7 @@ impl Walker<'_> {
             self.error(
                 pointer.to_owned(),
                 Diagnostic::error(
-                    "toolc::unresolved-ref",
+                    crate::codes::UNRESOLVED_REF,
                     format!(
                         "`$ref: {target}` in `{}` of {} does not resolve",
                         self.field, self.what
@@ -626,7 +626,7 @@ impl Walker<'_> {
         self.error(
             keyword_at.to_owned(),
             Diagnostic::error(
-                "toolc::ref-cycle",
+                crate::codes::REF_CYCLE,
                 format!(
                     "in `{}` of {}, {subject} ({}), so no type is ever given",
                     self.field,
@@ -785,7 +785,7 @@ mod tests {
         session.add_manifest("p.tools.yaml", text.as_bytes());
         assert!(session.check().is_none());
         let d = &session.diagnostics.iter().next().expect("one diagnostic");
-        assert_eq!(d.code, "toolc::invalid-schema");
+        assert_eq!(d.code, crate::codes::INVALID_SCHEMA);
         let span = d.primary.as_ref().expect("a span").span;
         assert!(text[span.start..].starts_with("\"(unclosed\""), "{span:?}");
     }
@@ -813,11 +813,14 @@ mod tests {
             json!({"type": "object", "$defs": {"a/b": {"$ref": "#/$defs/a~1b"}}}),
         ];
         for schema in &cycles {
-            assert_eq!(codes_for(schema), ["toolc::ref-cycle"], "{schema}");
+            assert_eq!(codes_for(schema), [crate::codes::REF_CYCLE], "{schema}");
         }
         let two = json!({"type": "object", "$defs": {
             "A": {"$ref": "#/$defs/A"}, "B": {"$ref": "#/$defs/C"}, "C": {"$ref": "#/$defs/B"}}});
-        assert_eq!(codes_for(&two), ["toolc::ref-cycle", "toolc::ref-cycle"]);
+        assert_eq!(
+            codes_for(&two),
+            [crate::codes::REF_CYCLE, crate::codes::REF_CYCLE]
+        );
         let recursions = [
             json!({"type": "object", "properties": {"next": {"$ref": "#"}}}),
             json!({"type": "object", "$defs": {"Tree": {"type": "object", "properties": {
@@ -839,7 +842,7 @@ mod tests {
         assert!(codes_for(&keys).is_empty());
         // With `additionalProperties: false` the keys can never be there: one error.
         let closed = json!({"type": "object", "required": ["id"], "additionalProperties": false});
-        assert_eq!(codes_for(&closed), ["toolc::unsatisfiable-schema"]);
+        assert_eq!(codes_for(&closed), [crate::codes::UNSATISFIABLE_SCHEMA]);
     }
 
     #[test]
@@ -867,37 +870,37 @@ mod tests {
         let wrong = [
             (
                 json!({"type": "object", "properties": {"p": {"type": "string", "pattern": "^[A-Z]{2}$", "default": "abc"}}}),
-                "toolc::invalid-default",
+                crate::codes::INVALID_DEFAULT,
             ),
             (
                 json!({"type": "object", "properties": {"r": {"$ref": "#/$defs/C", "default": "blue"}},
                     "$defs": {"C": {"type": "string", "enum": ["red"]}}}),
-                "toolc::invalid-default",
+                crate::codes::INVALID_DEFAULT,
             ),
             (
                 json!({"type": "object", "properties": {"o": {"type": "object", "properties": {"k": {"type": "string"}},
                     "required": ["k"], "default": {}}}}),
-                "toolc::invalid-default",
+                crate::codes::INVALID_DEFAULT,
             ),
             (
                 json!({"type": "object", "properties": {"e": {"exclusiveMinimum": 1, "maximum": 1}}}),
-                "toolc::unsatisfiable-schema",
+                crate::codes::UNSATISFIABLE_SCHEMA,
             ),
             (
                 json!({"type": "object", "properties": {"e": {"minimum": 1, "exclusiveMaximum": 1}}}),
-                "toolc::unsatisfiable-schema",
+                crate::codes::UNSATISFIABLE_SCHEMA,
             ),
             (
                 json!({"type": "object", "properties": {"a": {"type": "array", "minItems": 3, "maxItems": 1}}}),
-                "toolc::unsatisfiable-schema",
+                crate::codes::UNSATISFIABLE_SCHEMA,
             ),
             (
                 json!({"type": "object", "minProperties": 2, "maxProperties": 1}),
-                "toolc::unsatisfiable-schema",
+                crate::codes::UNSATISFIABLE_SCHEMA,
             ),
             (
                 json!({"type": "object", "properties": {"c": {"type": "string", "const": 5}}}),
-                "toolc::unsatisfiable-schema",
+                crate::codes::UNSATISFIABLE_SCHEMA,
             ),
         ];
         for (schema, code) in &wrong {
@@ -924,7 +927,10 @@ mod tests {
         });
         assert_eq!(
             codes_for(&typo),
-            ["toolc::undeclared-required", "toolc::undeclared-required"]
+            [
+                crate::codes::UNDECLARED_REQUIRED,
+                crate::codes::UNDECLARED_REQUIRED
+            ]
         );
     }
 }

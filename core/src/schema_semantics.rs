@@ -285,7 +285,7 @@ impl Pass<'_> {
         if let Some(value) = map.get("default") {
             if let Some(why) = self.rejects(map, &["default", "examples"], value) {
                 let mut diagnostic = Diagnostic::warning(
-                    "toolc::invalid-default",
+                    crate::codes::INVALID_DEFAULT,
                     format!(
                         "the `default` {} in {} does not satisfy its own schema: {why}",
                         shown(value),
@@ -311,7 +311,7 @@ impl Pass<'_> {
                     };
                     self.diags.push(
                         Diagnostic::warning(
-                            "toolc::invalid-example",
+                            crate::codes::INVALID_EXAMPLE,
                             format!(
                                 "the example {} in {} does not satisfy its own schema: {why}",
                                 shown(example),
@@ -472,7 +472,7 @@ impl Pass<'_> {
 }
 
 fn unsatisfiable(message: String, span: Span, label: &str, help: String) -> Diagnostic {
-    Diagnostic::error("toolc::unsatisfiable-schema", message)
+    Diagnostic::error(crate::codes::UNSATISFIABLE_SCHEMA, message)
         .at(span, label.to_owned())
         .help(help)
 }

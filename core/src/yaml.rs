@@ -274,7 +274,7 @@ fn parse_at(
     if text.len() > limits.max_file_bytes {
         errors.push(
             Diagnostic::error(
-                "toolc::too-large",
+                crate::codes::TOO_LARGE,
                 format!(
                     "the file is {} bytes; the limit is {} bytes",
                     text.len(),
@@ -346,7 +346,7 @@ fn report_unprintable(file: FileId, text: &str, base: usize, errors: &mut Vec<Di
         let at = base + at;
         errors.push(
             Diagnostic::error(
-                "toolc::yaml-syntax",
+                crate::codes::YAML_SYNTAX,
                 format!(
                     "invalid YAML: the control character U+{:04X} is not allowed in a YAML file",
                     c as u32
@@ -363,7 +363,7 @@ fn report_unprintable(file: FileId, text: &str, base: usize, errors: &mut Vec<Di
     if more > 0 {
         errors.push(
             Diagnostic::error(
-                "toolc::yaml-syntax",
+                crate::codes::YAML_SYNTAX,
                 format!("invalid YAML: {more} more control characters after these"),
             )
             .at(Span::new(file, base, base), "file starts here")
@@ -397,9 +397,14 @@ fn syntax_error(file: FileId, text: &str, offsets: &Offsets, e: &ScanError) -> D
     }
     if info.contains("recursion limit") {
         // The scanner has its own limit on flow nesting (`[[[...`), below ours.
-        return Diagnostic::error("toolc::too-deep", "nesting too deep for the YAML scanner")
-            .at(Span::new(file, at, at), "this level is one too many")
-            .help("flatten the structure or move shared parts into `$defs` and refer to them with `$ref`");
+        return Diagnostic::error(
+            crate::codes::TOO_DEEP,
+            "nesting too deep for the YAML scanner",
+        )
+        .at(Span::new(file, at, at), "this level is one too many")
+        .help(
+            "flatten the structure or move shared parts into `$defs` and refer to them with `$ref`",
+        );
     }
     // The scanner's messages are terse; name the usual cause when we recognise one.
     let help = if info.contains("mapping values are not allowed") {
@@ -411,7 +416,7 @@ fn syntax_error(file: FileId, text: &str, offsets: &Offsets, e: &ScanError) -> D
     } else {
         "fix the YAML syntax at this position"
     };
-    Diagnostic::error("toolc::yaml-syntax", format!("invalid YAML: {info}"))
+    Diagnostic::error(crate::codes::YAML_SYNTAX, format!("invalid YAML: {info}"))
         .at(Span::new(file, at, at), "here")
         .help(help)
 }
@@ -515,7 +520,7 @@ impl Builder<'_> {
                 self.documents += 1;
                 if self.documents > 1 {
                     self.errors.push(
-                        Diagnostic::error("toolc::yaml-syntax", "a manifest holds one YAML document, this is a second one")
+                        Diagnostic::error(crate::codes::YAML_SYNTAX, "a manifest holds one YAML document, this is a second one")
                             .at(self.span(start, end), "second document starts here")
                             .help("put the tools of this document in their own file, or merge them into the first document's `tools` list"),
                     );
@@ -532,7 +537,7 @@ impl Builder<'_> {
                     .map(|(_, n)| n)
                 else {
                     self.errors.push(
-                        Diagnostic::error("toolc::yaml-syntax", "alias to an unknown anchor")
+                        Diagnostic::error(crate::codes::YAML_SYNTAX, "alias to an unknown anchor")
                             .at(
                                 self.span(start, end),
                                 "no anchor with this name was defined before",
@@ -642,7 +647,7 @@ impl Builder<'_> {
         if self.stack.len() >= self.limits.max_depth {
             self.errors.push(
                 Diagnostic::error(
-                    "toolc::too-deep",
+                    crate::codes::TOO_DEEP,
                     format!("nesting deeper than {} levels", self.limits.max_depth),
                 )
                 .at(self.span(start, end), "this level is one too many")
@@ -658,7 +663,7 @@ impl Builder<'_> {
         if self.nodes > self.limits.max_nodes {
             self.errors.push(
                 Diagnostic::error(
-                    "toolc::too-large",
+                    crate::codes::TOO_LARGE,
                     format!("the document expands to more than {} nodes", self.limits.max_nodes),
                 )
                 .at(self.span(start, end), "the limit was passed here")
@@ -717,7 +722,7 @@ impl Builder<'_> {
                                 _ => "this key".into(),
                             };
                             let diagnostic = Diagnostic::error(
-                                "toolc::duplicate-key",
+                                crate::codes::DUPLICATE_KEY,
                                 format!("duplicate key {shown} in one mapping"),
                             )
                             .at(k.span, "written again here")
@@ -816,7 +821,7 @@ mod tests {
     fn duplicate_keys_are_reported_with_both_places() {
         let (_, errors) = load("a: 1\nb: 2\na: 3\n");
         assert_eq!(errors.len(), 1);
-        assert_eq!(errors[0].code, "toolc::duplicate-key");
+        assert_eq!(errors[0].code, crate::codes::DUPLICATE_KEY);
         assert_eq!(errors[0].primary.as_ref().unwrap().span.start, 10);
         assert_eq!(errors[0].secondary[0].span.start, 0);
     }
@@ -884,7 +889,7 @@ mod tests {
         }
         let (node, errors) = load(&text);
         assert!(node.is_none());
-        assert_eq!(errors[0].code, "toolc::too-large");
+        assert_eq!(errors[0].code, crate::codes::TOO_LARGE);
     }
 
     #[test]
@@ -892,7 +897,7 @@ mod tests {
         let text = "[".repeat(100_000);
         let (node, errors) = load(&text);
         assert!(node.is_none());
-        assert_eq!(errors[0].code, "toolc::too-deep");
+        assert_eq!(errors[0].code, crate::codes::TOO_DEEP);
     }
 
     #[test]

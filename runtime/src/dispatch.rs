@@ -19,12 +19,18 @@ use crate::context::{CallContext, SessionScope};
 use crate::error::{CallError, CallErrorKind, ToolError};
 use crate::{Location, Registry, DEFAULT_CLIENT_TIMEOUT};
 
-/// One tool call in provider-neutral form. `arguments` is the JSON text the model produced.
+/// One tool call in provider-neutral form, on every path (realtime, chat, markers, MCP).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolCall {
+    /// The provider's id of the call; results are matched to calls by it. For Gemini responses
+    /// without ids it is synthesized from the call's position (see [`ToolCall::synthesized_id`]).
     pub call_id: String,
     pub name: String,
+    /// The arguments as the JSON text the model produced (for providers that send an object,
+    /// that object serialized). Not checked here: routing validates it.
     pub arguments: String,
+    /// True when the provider gave no id and `call_id` was made up; such ids are never sent back.
+    pub synthesized_id: bool,
 }
 
 impl ToolCall {
@@ -37,6 +43,7 @@ impl ToolCall {
             call_id: call_id.into(),
             name: name.into(),
             arguments: arguments.into(),
+            synthesized_id: false,
         }
     }
 }

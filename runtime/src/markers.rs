@@ -20,13 +20,11 @@
 //! - memory is bounded by the configured maximum marker length, whatever the stream length.
 
 mod catalog;
-pub mod flow;
 
 use std::collections::BTreeSet;
 use std::fmt;
 
 pub use catalog::catalog_instructions;
-pub use flow::{MarkerCounters, MarkerFlowConfig};
 
 /// Default upper bound of one marker, from `<<<` to `>>>` inclusive.
 pub const DEFAULT_MAX_MARKER_LEN: usize = 64 * 1024;

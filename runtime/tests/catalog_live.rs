@@ -169,7 +169,8 @@ async fn tools_that_join_or_leave_the_catalog_reach_running_sessions() {
 /// catalog too, and keep the instructions the application and then the browser set.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn marker_instructions_follow_the_live_catalog_and_keep_the_browsers_own() {
-    use toolc_runtime::markers::{MarkerFlowConfig, MarkerTag};
+    use toolc_runtime::markers::MarkerTag;
+    use toolc_runtime::realtime::MarkerFlowConfig;
 
     let mut needs_sign_in = tool("get_balance");
     needs_sign_in["requires_auth"] = json!(true);

@@ -57,13 +57,13 @@ fn answered_ids(provider: Provider, follow_up: &[Value]) -> Vec<String> {
             .collect()
     };
     match provider {
-        Provider::OpenAiChat => {
+        Provider::OpenaiChat => {
             assert!(follow_up
                 .iter()
                 .all(|m| m["role"] == "tool" && m["content"].is_string()));
             strs(follow_up.iter().map(|m| &m["tool_call_id"]).collect())
         }
-        Provider::OpenAiResponses => {
+        Provider::OpenaiResponses => {
             assert!(follow_up
                 .iter()
                 .all(|m| m["type"] == "function_call_output" && m["output"].is_string()));
@@ -92,18 +92,19 @@ fn answered_ids(provider: Provider, follow_up: &[Value]) -> Vec<String> {
                     .collect(),
             )
         }
+        other => unreachable!("{other:?} has no chat codec"),
     }
 }
 
 /// A response of `provider` that makes `calls`.
 fn response(provider: Provider, calls: &[ToolCall]) -> Value {
     match provider {
-        Provider::OpenAiChat => json!({ "choices": [{ "index": 0, "message": {
+        Provider::OpenaiChat => json!({ "choices": [{ "index": 0, "message": {
             "role": "assistant", "content": null,
             "tool_calls": calls.iter().map(|c| json!({ "id": c.call_id, "type": "function",
                 "function": { "name": c.name, "arguments": c.arguments } })).collect::<Vec<_>>()
         } }] }),
-        Provider::OpenAiResponses => json!({ "output": calls.iter().map(|c| json!({
+        Provider::OpenaiResponses => json!({ "output": calls.iter().map(|c| json!({
             "type": "function_call", "id": format!("fc_{}", c.call_id), "call_id": c.call_id,
             "name": c.name, "arguments": c.arguments })).collect::<Vec<_>>() }),
         // These two carry arguments as objects: malformed text cannot be expressed there.
@@ -113,6 +114,7 @@ fn response(provider: Provider, calls: &[ToolCall]) -> Value {
         Provider::Gemini => json!({ "candidates": [{ "content": { "role": "model",
             "parts": calls.iter().map(|c| json!({ "functionCall": { "id": c.call_id,
                 "name": c.name, "args": object_args(&c.arguments) } })).collect::<Vec<_>>() } }] }),
+        other => unreachable!("{other:?} has no chat codec"),
     }
 }
 

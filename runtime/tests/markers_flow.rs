@@ -10,8 +10,9 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use session_common::Wire;
-use toolc_runtime::markers::flow::{text_response, MARKER_CALL_PREFIX, RESULT_ITEM_PREFIX};
-use toolc_runtime::markers::{MarkerFlowConfig, MarkerTag};
+use toolc_runtime::markers::MarkerTag;
+use toolc_runtime::realtime::marker_flow::{text_response, MARKER_CALL_PREFIX, RESULT_ITEM_PREFIX};
+use toolc_runtime::realtime::MarkerFlowConfig;
 use toolc_runtime::realtime::{Session, SessionConfig, Verdict};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolc_runtime::markers::flow::{text_response, RESULT_ITEM_PREFIX};
-use toolc_runtime::markers::{MarkerFlowConfig, MarkerTag};
+use toolc_runtime::markers::MarkerTag;
+use toolc_runtime::realtime::marker_flow::{text_response, RESULT_ITEM_PREFIX};
+use toolc_runtime::realtime::MarkerFlowConfig;
 use toolc_runtime::relay::testing::{FakeModel, Script, TestBrowser};
 use toolc_runtime::relay::{Relay, RelayConfig};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};

@@ -122,7 +122,7 @@ pub fn untyped_warnings(ir: &Ir, diags: &mut Diagnostics) {
             .map(|(place, reason)| format!("{place} ({reason})"))
             .collect();
         let mut warning = Diagnostic::warning(
-            "toolc::untyped-rust",
+            toolc_core::codes::UNTYPED_RUST,
             format!(
                 "`{}` has {} the generated Rust leaves as `serde_json::Value`: {}",
                 tool.def.name,

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use toolc_runtime::catalog::{CatalogClient, LiveCatalog};
-use toolc_runtime::markers::{MarkerFlowConfig, MarkerTag};
+use toolc_runtime::markers::MarkerTag;
+use toolc_runtime::realtime::MarkerFlowConfig;
 use toolc_runtime::realtime::{openai, Naming};
 use toolc_runtime::relay::{Relay, RelayConfig, StaticTokens};
 use toolc_runtime::Registry;

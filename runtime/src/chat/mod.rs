@@ -32,7 +32,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::dispatch::{self, CallOutcome, Status};
+use crate::dispatch::{CallOutcome, Status};
 
 pub use anthropic::{Anthropic, AnthropicStream};
 pub use gemini::{Gemini, GeminiStream};
@@ -43,40 +43,8 @@ pub use runner::{
     Resolution, TurnOutcome, TurnRunner,
 };
 
-/// One tool call of a model turn, normalized across providers.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ToolCall {
-    /// The provider's id of the call; results are matched to calls by it. For Gemini responses
-    /// without ids it is synthesized from the call's position (see [`ToolCall::synthesized_id`]).
-    pub call_id: String,
-    pub name: String,
-    /// The arguments as the JSON text the provider sent (for providers that send an object,
-    /// that object serialized). Not checked here: the runner validates it.
-    pub arguments: String,
-    /// True when the provider gave no id and `call_id` was made up; such ids are never sent back.
-    pub synthesized_id: bool,
-}
-
-impl ToolCall {
-    pub fn new(
-        call_id: impl Into<String>,
-        name: impl Into<String>,
-        arguments: impl Into<String>,
-    ) -> ToolCall {
-        ToolCall {
-            call_id: call_id.into(),
-            name: name.into(),
-            arguments: arguments.into(),
-            synthesized_id: false,
-        }
-    }
-}
-
-impl From<&ToolCall> for dispatch::ToolCall {
-    fn from(call: &ToolCall) -> dispatch::ToolCall {
-        dispatch::ToolCall::new(&call.call_id, &call.name, &call.arguments)
-    }
-}
+/// One tool call of a model turn, normalized across providers: the same type every path routes.
+pub use crate::dispatch::ToolCall;
 
 /// The outcome of one call, ready to be encoded for any provider.
 #[derive(Clone, Debug, PartialEq)]
@@ -116,25 +84,8 @@ impl CallResult {
     }
 }
 
-/// Which wire format a codec speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Provider {
-    OpenAiChat,
-    OpenAiResponses,
-    Anthropic,
-    Gemini,
-}
-
-impl Provider {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::OpenAiChat => "openai-chat",
-            Provider::OpenAiResponses => "openai-responses",
-            Provider::Anthropic => "anthropic",
-            Provider::Gemini => "gemini",
-        }
-    }
-}
+/// Which wire format a codec speaks: the compiler's provider names.
+pub use toolc_core::provider::Provider;
 
 /// A response whose tool calls cannot be read: its structure is not the provider's. Argument
 /// text that is not JSON is *not* a decode error; it is reported to the model as a call result.
@@ -170,7 +121,7 @@ impl fmt::Display for DecodeError {
         write!(
             f,
             "cannot read the {} response at {at}: {}",
-            self.provider.as_str(),
+            self.provider.name(),
             self.message
         )
     }

@@ -21,7 +21,7 @@ use super::{
     DecodeError, Provider, ToolCall,
 };
 
-const P: Provider = Provider::OpenAiChat;
+const P: Provider = Provider::OpenaiChat;
 
 /// The Chat Completions codec.
 #[derive(Clone, Copy, Debug, Default)]

@@ -20,7 +20,7 @@ use super::{
     Provider, ToolCall,
 };
 
-const P: Provider = Provider::OpenAiResponses;
+const P: Provider = Provider::OpenaiResponses;
 
 /// The Responses codec.
 #[derive(Clone, Copy, Debug, Default)]

@@ -82,7 +82,7 @@ impl BackgroundResult {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingApproval {
     call: ToolCall,
-    routed: dispatch::ToolCall,
+    routed: ToolCall,
     route: Route,
     arguments: Value,
     location: Location,
@@ -286,12 +286,7 @@ impl TurnRunner {
 
     /// Starts a background call's work on a Tokio task and answers "started"; the work's result
     /// is kept for [`TurnRunner::background_results`].
-    fn start_background(
-        &self,
-        call: ToolCall,
-        routed: dispatch::ToolCall,
-        route: Route,
-    ) -> CallOutcome {
+    fn start_background(&self, call: ToolCall, routed: ToolCall, route: Route) -> CallOutcome {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return CallOutcome::failed(&call.call_id, CallError::no_runtime(&call.name));
         };
@@ -352,7 +347,7 @@ impl TurnRunner {
         }
         // Calls that need approval wait for the application; the others run now.
         let mut pending = Vec::new();
-        let mut runnable: Vec<(&ToolCall, dispatch::ToolCall, Route)> = Vec::new();
+        let mut runnable: Vec<(&ToolCall, ToolCall, Route)> = Vec::new();
         for call in unique {
             let routed = self.prepare(call);
             let route = dispatch::plan(&self.registry, &routed);
@@ -423,8 +418,8 @@ impl TurnRunner {
     }
 
     /// The call as the dispatcher should see it: strict-mode nulls removed.
-    fn prepare(&self, call: &ToolCall) -> dispatch::ToolCall {
-        let mut routed = dispatch::ToolCall::from(call);
+    fn prepare(&self, call: &ToolCall) -> ToolCall {
+        let mut routed = call.clone();
         // Only arguments that contain a `null` can change, and most do not: skip the re-parse.
         if !self.strip_strict_nulls || !call.arguments.contains("null") {
             return routed;

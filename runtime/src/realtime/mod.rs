@@ -13,6 +13,7 @@
 
 pub mod browser;
 pub mod guard;
+pub mod marker_flow;
 pub mod openai;
 pub mod partial;
 pub mod script;
@@ -20,6 +21,7 @@ mod session;
 mod tracker;
 
 pub use browser::Naming;
+pub use marker_flow::{MarkerCounters, MarkerFlowConfig};
 pub use session::{
     CounterSnapshot, Counters, Note, Observer, Output, RejectReason, Session, SessionConfig,
     SessionEvent, SessionEvents, Verdict, DEFAULT_FILLER_DELAY,

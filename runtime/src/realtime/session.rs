@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::browser::{self, BrowserResult, Malformed, Naming};
 use super::guard;
+use super::marker_flow::{Found, MarkerFlow, MarkerFlowConfig};
 use super::openai::{self, str_field, Head};
 use super::partial::PartialArguments;
 use super::tracker::{Resolved, Tracker};
@@ -27,7 +28,6 @@ use crate::dispatch::{
 };
 use crate::error::{CallError, CallErrorKind};
 use crate::live::LiveTools;
-use crate::markers::flow::{Found, MarkerFlow, MarkerFlowConfig};
 use crate::Registry;
 
 /// What the driver does with the event it just passed in.
@@ -266,7 +266,7 @@ pub struct SessionConfig {
     /// `toolc.trace` event ([`browser::encode_trace`]), so a page can show server calls in its
     /// log. Off by default.
     pub trace_calls: bool,
-    /// Opt-in: the two-pass text-marker flow ([`crate::markers::flow`]) for models that write
+    /// Opt-in: the two-pass text-marker flow ([`super::marker_flow`]) for models that write
     /// `<<<TAG:NAME=...>>>` markers instead of native calls. `None` (the default) leaves text
     /// untouched.
     pub markers: Option<Arc<MarkerFlowConfig>>,
@@ -766,7 +766,7 @@ impl Session {
     fn marker_instructions(&self) -> Option<String> {
         let markers = self.config.markers.as_ref()?;
         let catalog = markers.instructions_with(self.config.live_tools.as_deref());
-        Some(crate::markers::flow::merge(
+        Some(super::marker_flow::merge(
             self.their_instructions.as_deref(),
             &catalog,
         ))

@@ -37,15 +37,15 @@ use std::sync::Arc;
 use memchr::memmem;
 use serde_json::{json, Map, Value};
 
-use super::{
-    catalog_instructions, MarkerError, MarkerEvent, MarkerScanner, MarkerTag, ScanEvent,
-    DEFAULT_MAX_MARKER_LEN,
-};
+use super::openai::{self, str_field, Head};
+use super::Verdict;
 use crate::dispatch::{CallOutcome, Status};
 use crate::error::{CallError, CallErrorKind};
 use crate::live::LiveTools;
-use crate::realtime::openai::{self, str_field, Head};
-use crate::realtime::Verdict;
+use crate::markers::{
+    catalog_instructions, MarkerError, MarkerEvent, MarkerScanner, MarkerTag, ScanEvent,
+    DEFAULT_MAX_MARKER_LEN,
+};
 use crate::{Registry, ToolDefinition};
 
 /// Call ids of marker calls start with this (the browser sees them for client tools).

@@ -1,0 +1,95 @@
+//! Every diagnostic code of the front end and the emitters, in one place: the codes are part of
+//! the interface (CI filters on them, the README documents each), so they are spelt once.
+//! `toolc diff`'s change codes are `toolc::diff::*`, beside the comparison.
+
+/// `anyOf`/`oneOf`/`allOf` at the root of `parameters`, which Anthropic rejects.
+pub const ANTHROPIC_UNSUPPORTED: &str = "toolc::anthropic-unsupported";
+/// Error: `approval: required` on a tool with `wait_for_response: false` (nobody would wait
+/// for the approved call)
+pub const APPROVAL_ON_FIRE_AND_FORGET: &str = "toolc::approval-on-fire-and-forget";
+/// Error: `wait_for_response` or `stream_arguments` on a server tool
+pub const CLIENT_ONLY_FIELD: &str = "toolc::client-only-field";
+/// Error: a key appears twice in one mapping (both places are shown)
+pub const DUPLICATE_KEY: &str = "toolc::duplicate-key";
+/// Error: two tools with one name, in one file or across files (both places are shown)
+pub const DUPLICATE_NAME: &str = "toolc::duplicate-name";
+/// Error: a blank description
+pub const EMPTY_DESCRIPTION: &str = "toolc::empty-description";
+/// A non-string `enum`/`const`, which Gemini does not take; the values moved into the
+/// description.
+pub const GEMINI_ENUM: &str = "toolc::gemini-non-string-enum";
+/// A recursive `$ref`, which Gemini cannot express; unrolled a few levels, deeper ones left
+/// out.
+pub const GEMINI_RECURSIVE_REF: &str = "toolc::gemini-recursive-ref";
+/// A keyword Gemini's `Schema` cannot express was dropped (its meaning moved into the
+/// description).
+pub const GEMINI_UNSUPPORTED: &str = "toolc::gemini-unsupported";
+/// Error: two names that become the same Rust/TypeScript identifier
+pub const IDENTIFIER_COLLISION: &str = "toolc::identifier-collision";
+/// Warning: a `default` its own schema rejects (`default: "ten"` on an integer, `default: yes`
+/// on a boolean: YAML 1.2 reads a string)
+pub const INVALID_DEFAULT: &str = "toolc::invalid-default";
+/// Warning: an entry of `examples` its own schema rejects
+pub const INVALID_EXAMPLE: &str = "toolc::invalid-example";
+/// Error: a field has the wrong type (e.g. `wait_for_response: "no"`)
+pub const INVALID_FIELD: &str = "toolc::invalid-field";
+/// Error: a tool name that some provider rejects; a fixed name is suggested
+pub const INVALID_NAME: &str = "toolc::invalid-name";
+/// Error: anything else the JSON Schema 2020-12 meta-schema or the validator compiler rejects
+/// (`minLength: -1`, a bad `pattern`)
+pub const INVALID_SCHEMA: &str = "toolc::invalid-schema";
+/// Error: a timeout without a unit or with an unknown unit
+pub const INVALID_TIMEOUT: &str = "toolc::invalid-timeout";
+/// A `returns` schema that is not an object schema; MCP's `outputSchema` is left out.
+pub const MCP_OUTPUT_SCHEMA: &str = "toolc::mcp-output-schema";
+/// Error: `version`, `tools`, or a tool's `name`, `description` or `location` is missing; also
+/// an empty or comment-only file
+pub const MISSING_FIELD: &str = "toolc::missing-field";
+/// Error: the root of `parameters` is not `type: object`
+pub const PARAMETERS_NOT_OBJECT: &str = "toolc::parameters-not-object";
+/// A tool name a provider does not accept; the tool is left out of that provider's file.
+pub const PROVIDER_NAME: &str = "toolc::provider-name";
+/// Error: a schema that is, through `$ref`s and `anyOf`/`oneOf`/`allOf` members, only itself
+/// (`A: {$ref: A}`): it has no type, and Rust and TypeScript reject the alias
+pub const REF_CYCLE: &str = "toolc::ref-cycle";
+/// Error: `mode` on a client tool
+pub const SERVER_ONLY_FIELD: &str = "toolc::server-only-field";
+/// OpenAI strict mode is not possible for a tool; it is declared with `strict: false`.
+pub const STRICT_MODE_UNAVAILABLE: &str = "toolc::strict-mode-unavailable";
+/// Error: a timeout of 0 or over 1h
+pub const TIMEOUT_OUT_OF_RANGE: &str = "toolc::timeout-out-of-range";
+/// Error: nesting deeper than 128 levels
+pub const TOO_DEEP: &str = "toolc::too-deep";
+/// Error: file over 64 MiB, or aliases expanding past 4,000,000 nodes
+pub const TOO_LARGE: &str = "toolc::too-large";
+/// Error: `required` names a property that `properties` does not declare (inside
+/// `allOf`/`anyOf`/`oneOf`/`not`/`if`/`then`/`else` it names the properties declared beside
+/// them, as in `anyOf: [{required: [email]}, {required: [phone]}]`, and is not checked; an
+/// object without `properties` may require any keys)
+pub const UNDECLARED_REQUIRED: &str = "toolc::undeclared-required";
+/// Error: a field that format version 1 does not have, with "did you mean"
+pub const UNKNOWN_FIELD: &str = "toolc::unknown-field";
+/// Error or warning: a misspelt keyword (`proprties`) is an error; any other unknown keyword a
+/// warning (name your own annotations `x-...`)
+pub const UNKNOWN_KEYWORD: &str = "toolc::unknown-keyword";
+/// Error: `location` is not `server` or `client`
+pub const UNKNOWN_LOCATION: &str = "toolc::unknown-location";
+/// Error: a `type` that JSON Schema does not have (`strng` → `string`, `int` → `integer`)
+pub const UNKNOWN_TYPE: &str = "toolc::unknown-type";
+/// Error: a `$ref` that does not resolve inside the schema (remote refs are not fetched)
+pub const UNRESOLVED_REF: &str = "toolc::unresolved-ref";
+/// Error: no value can satisfy the schema, or the model is offered one that is always refused:
+/// an `enum` value or `const` the rest of its schema rejects (`type: boolean` with `enum:
+/// ["True", "False"]`, `type: array` with an enum of strings), an empty `enum`, a `const`
+/// outside the `enum`, `minimum` above `maximum` (and the exclusive forms),
+/// `minLength`/`minItems`/`minProperties`/`minContains` above their maximum, a `required`
+/// property that `additionalProperties: false` forbids
+pub const UNSATISFIABLE_SCHEMA: &str = "toolc::unsatisfiable-schema";
+/// Error: `version` is not `1`
+pub const UNSUPPORTED_VERSION: &str = "toolc::unsupported-version";
+/// Warning: a schema the generated Rust can only type as `serde_json::Value`.
+pub const UNTYPED_RUST: &str = "toolc::untyped-rust";
+/// Error: the file is not valid YAML (or holds a second document); each control character YAML
+/// forbids (a tab used for indentation, an ESC or a bell in a value) is reported where it is,
+/// and manifest text in a diagnostic never reaches your terminal as a control character
+pub const YAML_SYNTAX: &str = "toolc::yaml-syntax";
