@@ -20,8 +20,14 @@ fn build(text: &str, out: &Path) -> usize {
     let mut session = Session::new();
     session.add_manifest("bench.tools.yaml", text.as_bytes());
     let ir = session.check().expect("synthetic manifests are valid");
-    let (report, _) = emit::emit_into(&ir, &Kind::ALL, out, &mut session.diagnostics)
-        .expect("temp dir is writable");
+    let (report, _) = emit::emit_into(
+        &ir,
+        &Kind::ALL,
+        &emit::Config::default(),
+        out,
+        &mut session.diagnostics,
+    )
+    .expect("temp dir is writable");
     report.written.len()
 }
 
@@ -116,12 +122,12 @@ fn bench_phases(c: &mut Criterion, folders: &FreshFolders) {
         group.bench_function(format!("emit {}", kind.name()), |b| {
             b.iter(|| {
                 let mut diags = toolc::Diagnostics::default();
-                emit::emit(&ir, &[kind], &mut diags).len()
+                emit::emit(&ir, &[kind], &emit::Config::default(), &mut diags).len()
             })
         });
     }
     let mut diags = toolc::Diagnostics::default();
-    let outputs = emit::emit(&ir, &Kind::ALL, &mut diags);
+    let outputs = emit::emit(&ir, &Kind::ALL, &emit::Config::default(), &mut diags);
     group.bench_function("write, fresh folder", |b| {
         b.iter_batched(
             || folders.next(),

@@ -55,7 +55,12 @@ fn bench_typescript(c: &mut Criterion) {
             let mut session = Session::new();
             session.add_manifest("bench.tools.yaml", text.as_bytes());
             let ir = session.check().expect("valid");
-            let outputs = emit::emit(&ir, &[Kind::TypeScript], &mut session.diagnostics);
+            let outputs = emit::emit(
+                &ir,
+                &[Kind::TypeScript],
+                &emit::Config::default(),
+                &mut session.diagnostics,
+            );
             outputs.values().map(String::len).sum::<usize>()
         })
     });

@@ -17,7 +17,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::emit::rust::{generate, server_trait_for, RustOptions};
+use crate::emit::rust::{generate, server_trait_for};
+use crate::emit::Config;
 use crate::output::write_if_changed;
 use crate::Session;
 
@@ -26,7 +27,7 @@ use crate::Session;
 pub struct Builder {
     manifests: Vec<PathBuf>,
     out_dir: Option<PathBuf>,
-    runtime_path: String,
+    config: Config,
     cargo_directives: bool,
     baseline: Option<String>,
     deny_breaking: bool,
@@ -37,7 +38,7 @@ impl Default for Builder {
         Builder {
             manifests: Vec::new(),
             out_dir: None,
-            runtime_path: RustOptions::default().runtime_path,
+            config: Config::default(),
             cargo_directives: true,
             baseline: None,
             deny_breaking: false,
@@ -103,7 +104,14 @@ impl Builder {
     /// The path through which generated code reaches the runtime (default `::toolc_runtime`),
     /// for crates that rename or re-export it.
     pub fn runtime_path(mut self, path: impl Into<String>) -> Builder {
-        self.runtime_path = path.into();
+        self.config.runtime_path = path.into();
+        self
+    }
+
+    /// The settings the CLI and the library's emitters share ([`Config`]); an invalid one fails
+    /// the build with its diagnostics.
+    pub fn config(mut self, config: Config) -> Builder {
+        self.config = config;
         self
     }
 
@@ -157,6 +165,16 @@ impl Builder {
                 ))
             }
         };
+        let problems = self.config.check();
+        if !problems.is_empty() {
+            let mut diagnostics = crate::Diagnostics::default();
+            for problem in problems {
+                diagnostics.push(problem);
+            }
+            let rendered = crate::HumanRenderer { colour: false }
+                .render(&crate::SourceMap::default(), &diagnostics);
+            return Err(self.fail(rendered));
+        }
         let mut rendered = String::new();
         let mut generated = Vec::new();
         let mut modules: Vec<(String, &Path)> = Vec::new();
@@ -214,11 +232,10 @@ impl Builder {
                             }
                         }
                     }
-                    let options = RustOptions {
-                        runtime_path: self.runtime_path.clone(),
-                        server_trait: server_trait_for(&module),
-                        source: Some(manifest.display().to_string().replace('\\', "/")),
-                    };
+                    let options = self.config.rust_options(
+                        &server_trait_for(&module),
+                        Some(manifest.display().to_string().replace('\\', "/")),
+                    );
                     let code = generate(&ir, &options);
                     let path = out_dir.join(format!("{module}.rs"));
                     match write_if_changed(&path, &code) {

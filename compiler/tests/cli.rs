@@ -118,6 +118,66 @@ fn emit_selects_outputs() {
     let _ = std::fs::remove_dir_all(out);
 }
 
+/// The CLI's `--runtime-path` is the Builder's `runtime_path`: generated code goes through it,
+/// and a path that is not a Rust path is an error before anything is read or written.
+#[test]
+fn runtime_path_is_used_and_checked() {
+    let out = temp_dir("runtime-path");
+    let o = toolc(&[
+        "build",
+        "manifests/support.tools.yaml",
+        "--out",
+        out.to_str().unwrap(),
+        "--emit",
+        "rust",
+        "--runtime-path",
+        "crate::rt",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rust = std::fs::read_to_string(out.join("tools.rs")).unwrap();
+    assert!(
+        rust.contains("crate::rt::Tool for"),
+        "the runtime path is used"
+    );
+    assert!(!rust.contains("::toolc_runtime"));
+    let _ = std::fs::remove_dir_all(&out);
+
+    for bad in ["not a path", "Vec<u8>", "", "::"] {
+        let o = toolc(&[
+            "build",
+            "manifests/support.tools.yaml",
+            "--out",
+            out.to_str().unwrap(),
+            "--runtime-path",
+            bad,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+        let text = stderr(&o);
+        assert!(text.contains("toolc::invalid-config"), "{bad:?}: {text}");
+        assert!(!out.exists(), "nothing written for {bad:?}");
+    }
+}
+
+/// The Builder refuses an invalid runtime path the same way, naming the code.
+#[test]
+fn the_builder_checks_the_runtime_path() {
+    let out = temp_dir("builder-runtime-path");
+    std::fs::create_dir_all(&out).unwrap();
+    let error = toolc::Builder::new()
+        .manifest(repo().join("manifests/support.tools.yaml"))
+        .out_dir(&out)
+        .cargo_directives(false)
+        .runtime_path("my crate::rt")
+        .compile()
+        .unwrap_err();
+    assert!(error.rendered.contains("toolc::invalid-config"), "{error}");
+    assert!(
+        std::fs::read_dir(&out).unwrap().next().is_none(),
+        "nothing written"
+    );
+    let _ = std::fs::remove_dir_all(out);
+}
+
 const ONE_TOOL: &str = "version: 1\ntools:\n  - name: NAME\n    description: d\n    location: server\n    parameters: { type: object, properties: { q: { type: string } } }\n    returns: { type: object }\n";
 
 #[test]

@@ -99,7 +99,12 @@ fn long_chains_of_definitions_build() {
         let mut session = Session::new();
         session.add_manifest("chain.tools.yaml", text.as_bytes());
         let ir = session.check().expect("a chain is valid");
-        let outputs = toolc::emit::emit(&ir, &toolc::emit::Kind::ALL, &mut session.diagnostics);
+        let outputs = toolc::emit::emit(
+            &ir,
+            &toolc::emit::Kind::ALL,
+            &toolc::emit::Config::default(),
+            &mut session.diagnostics,
+        );
         assert!(outputs["tools.rs"].contains("pub struct ChainArgs"));
         assert!(outputs["providers/gemini.json"].contains("\"chain\""));
     }
@@ -127,7 +132,12 @@ fn wide_objects_and_long_enums_build() {
     let mut session = Session::new();
     session.add_manifest("wide.tools.yaml", text.as_bytes());
     let ir = session.check().expect("a wide schema is valid");
-    let outputs = toolc::emit::emit(&ir, &toolc::emit::Kind::ALL, &mut session.diagnostics);
+    let outputs = toolc::emit::emit(
+        &ir,
+        &toolc::emit::Kind::ALL,
+        &toolc::emit::Config::default(),
+        &mut session.diagnostics,
+    );
     let ts = &outputs["tools.ts"];
     assert!(ts.contains("p0: string;") && ts.contains("p1?: string;"));
     assert!(ts.contains("\"value-9999\""));

@@ -118,7 +118,12 @@ fn ten_thousand_tools_build() {
     let ir = ir.unwrap();
     assert_eq!(ir.tools.len(), 10_000);
     let mut diags = toolc::Diagnostics::default();
-    let outputs = emit::emit(&ir, &[Kind::Schemas, Kind::Providers], &mut diags);
+    let outputs = emit::emit(
+        &ir,
+        &[Kind::Schemas, Kind::Providers],
+        &emit::Config::default(),
+        &mut diags,
+    );
     assert!(outputs.len() > 10_000);
 }
 

@@ -122,7 +122,12 @@ fn run(tools: &[Value]) {
     }
     let _ = session.render(false);
     if let Some(ir) = ir {
-        let outputs = emit::emit(&ir, &Kind::ALL, &mut session.diagnostics);
+        let outputs = emit::emit(
+            &ir,
+            &Kind::ALL,
+            &emit::Config::default(),
+            &mut session.diagnostics,
+        );
         assert!(outputs.contains_key("tools.rs") && outputs.contains_key("tools.ts"));
     }
 }

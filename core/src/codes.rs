@@ -26,6 +26,9 @@ pub const GEMINI_RECURSIVE_REF: &str = "toolc::gemini-recursive-ref";
 pub const GEMINI_UNSUPPORTED: &str = "toolc::gemini-unsupported";
 /// Error: two names that become the same Rust/TypeScript identifier
 pub const IDENTIFIER_COLLISION: &str = "toolc::identifier-collision";
+/// Error: a setting of the build itself (the CLI, the `Builder`) is invalid, such as a
+/// `--runtime-path` that is not a Rust path.
+pub const INVALID_CONFIG: &str = "toolc::invalid-config";
 /// Warning: a `default` its own schema rejects (`default: "ten"` on an integer, `default: yes`
 /// on a boolean: YAML 1.2 reads a string)
 pub const INVALID_DEFAULT: &str = "toolc::invalid-default";

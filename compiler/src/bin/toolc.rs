@@ -58,6 +58,10 @@ enum Command {
         /// Also write one TypeScript handler stub per client tool into this folder (never overwrites).
         #[arg(long)]
         ts_stubs: Option<PathBuf>,
+        /// The path through which the generated Rust reaches the runtime (default
+        /// `::toolc_runtime`), for crates that rename or re-export it.
+        #[arg(long, value_name = "PATH")]
+        runtime_path: Option<String>,
     },
     /// Print one provider's declarations to stdout.
     Schema {
@@ -136,8 +140,22 @@ fn run(cli: &Cli) -> Result<(), u8> {
             out,
             emit: kinds,
             ts_stubs,
+            runtime_path,
         } => {
             let kinds = parse_kinds(kinds)?;
+            let mut config = emit::Config::default();
+            if let Some(path) = runtime_path {
+                config.runtime_path = path.clone();
+            }
+            let problems = config.check();
+            if !problems.is_empty() {
+                let mut session = toolc::Session::new();
+                for problem in problems {
+                    session.diagnostics.push(problem);
+                }
+                print_diagnostics(cli, &session);
+                return Err(USAGE_OR_IO);
+            }
             let (mut session, ir) = compile(cli, files)?;
             if cli.deny_warnings {
                 // Nothing is written when a warning is denied, so they are found first.
@@ -148,7 +166,7 @@ fn run(cli: &Cli) -> Result<(), u8> {
                     return Err(code);
                 }
             }
-            let built = emit::emit_into(&ir, &kinds, out, &mut session.diagnostics);
+            let built = emit::emit_into(&ir, &kinds, &config, out, &mut session.diagnostics);
             print_diagnostics(cli, &session);
             let (report, outputs) = built.map_err(|e| {
                 eprintln!("error: cannot write to {}: {e}", out.display());

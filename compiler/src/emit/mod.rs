@@ -6,7 +6,7 @@ pub mod schemas;
 pub use toolc_core::strict;
 pub mod typescript;
 
-use crate::diagnostic::Diagnostics;
+use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ir::Ir;
 use crate::output::{self, OutputWriter, Outputs, WriteReport};
 
@@ -55,15 +55,67 @@ impl Kind {
     }
 }
 
+/// How the outputs are written beyond what the manifests say: one set of settings for the CLI
+/// (`--runtime-path`), the build.rs [`crate::Builder`] and the library's emit functions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// The path through which generated Rust reaches the runtime: `::toolc_runtime` (the
+    /// default), or where a crate re-exports it (`crate::rt`, `::my_sdk::toolc_runtime`).
+    pub runtime_path: String,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            runtime_path: "::toolc_runtime".into(),
+        }
+    }
+}
+
+impl Config {
+    /// The settings' problems, as diagnostics (`toolc::invalid-config`); none when they are
+    /// usable. Emitting with an invalid config writes nothing.
+    pub fn check(&self) -> Vec<Diagnostic> {
+        let mut problems = Vec::new();
+        let path = self.runtime_path.trim();
+        let plain = syn::parse_str::<syn::Path>(path).is_ok_and(|p| {
+            p.segments
+                .iter()
+                .all(|s| matches!(s.arguments, syn::PathArguments::None))
+        });
+        if !plain {
+            problems.push(
+                Diagnostic::error(
+                    toolc_core::codes::INVALID_CONFIG,
+                    format!("the runtime path `{path}` is not a plain Rust path"),
+                )
+                .help("give the path through which generated code reaches toolc_runtime, such as `::toolc_runtime` or `crate::rt` (no generics, no spaces inside a name)"),
+            );
+        }
+        problems
+    }
+
+    /// The Rust emitter's options for one module.
+    pub fn rust_options(&self, server_trait: &str, source: Option<String>) -> rust::RustOptions {
+        rust::RustOptions {
+            runtime_path: self.runtime_path.trim().to_owned(),
+            server_trait: server_trait.to_owned(),
+            source,
+        }
+    }
+}
+
 /// Runs the emitters for `kinds`, each on its own thread (they only read the IR). Provider
 /// warnings are merged in the order of `kinds`; the outputs are keyed by path, so the result does
-/// not depend on which thread finishes first.
-pub fn emit(ir: &Ir, kinds: &[Kind], diags: &mut Diagnostics) -> Outputs {
+/// not depend on which thread finishes first. With an invalid `config` nothing is emitted and
+/// its problems are in `diags`.
+pub fn emit(ir: &Ir, kinds: &[Kind], config: &Config, diags: &mut Diagnostics) -> Outputs {
     let mut outputs = Outputs::new();
-    let collected: Result<(), std::convert::Infallible> = emit_each(ir, kinds, diags, |out| {
-        outputs.extend(out);
-        Ok(())
-    });
+    let collected: Result<(), std::convert::Infallible> =
+        emit_each(ir, kinds, config, diags, |out| {
+            outputs.extend(out);
+            Ok(())
+        });
     let Ok(()) = collected;
     outputs
 }
@@ -75,9 +127,17 @@ pub fn emit(ir: &Ir, kinds: &[Kind], diags: &mut Diagnostics) -> Outputs {
 pub fn emit_each<E>(
     ir: &Ir,
     kinds: &[Kind],
+    config: &Config,
     diags: &mut Diagnostics,
     mut each: impl FnMut(Outputs) -> Result<(), E>,
 ) -> Result<(), E> {
+    let problems = config.check();
+    if !problems.is_empty() {
+        for problem in problems {
+            diags.push(problem);
+        }
+        return Ok(());
+    }
     let mut kind_diags: Vec<Option<Diagnostics>> = kinds.iter().map(|_| None).collect();
     let mut result = Ok(());
     std::thread::scope(|scope| {
@@ -88,7 +148,7 @@ pub fn emit_each<E>(
             .map(|(index, &kind)| {
                 let sender = sender.clone();
                 scope.spawn(move || {
-                    let (outputs, diags) = emit_one(ir, kind);
+                    let (outputs, diags) = emit_one(ir, kind, config);
                     // The receiver outlives every sender: it is dropped after the scope.
                     let _ = sender.send((index, outputs, diags));
                 })
@@ -123,13 +183,21 @@ pub fn emit_each<E>(
 pub fn emit_into(
     ir: &Ir,
     kinds: &[Kind],
+    config: &Config,
     dir: &std::path::Path,
     diags: &mut Diagnostics,
 ) -> std::io::Result<(WriteReport, Outputs)> {
+    let problems = config.check();
+    if !problems.is_empty() {
+        for problem in problems {
+            diags.push(problem);
+        }
+        return Ok((WriteReport::default(), Outputs::new()));
+    }
     let previous = output::read_record(dir);
     let mut writer = OutputWriter::begin(dir)?;
     let mut outputs = Outputs::new();
-    emit_each(ir, kinds, diags, |files| {
+    emit_each(ir, kinds, config, diags, |files| {
         writer.add(&files)?;
         outputs.extend(files);
         Ok::<(), std::io::Error>(())
@@ -160,7 +228,7 @@ pub fn output_warnings(ir: &Ir, diags: &mut Diagnostics) {
     rust::untyped_warnings(ir, diags);
 }
 
-fn emit_one(ir: &Ir, kind: Kind) -> (Outputs, Diagnostics) {
+fn emit_one(ir: &Ir, kind: Kind, config: &Config) -> (Outputs, Diagnostics) {
     let mut outputs = Outputs::new();
     let mut diags = Diagnostics::default();
     match kind {
@@ -170,7 +238,7 @@ fn emit_one(ir: &Ir, kind: Kind) -> (Outputs, Diagnostics) {
             rust::untyped_warnings(ir, &mut diags);
             outputs.insert(
                 "tools.rs".into(),
-                rust::generate(ir, &rust::RustOptions::default()),
+                rust::generate(ir, &config.rust_options("ToolServer", None)),
             );
         }
         Kind::TypeScript => {

@@ -49,7 +49,7 @@ fn rust_definitions_reach_every_output() {
     assert_eq!(registry.location("open_note"), Some(Location::Client));
     let ir = Ir::from_definitions(registry.definitions().cloned());
     let mut diagnostics = Diagnostics::default();
-    let outputs = emit::emit(&ir, &Kind::ALL, &mut diagnostics);
+    let outputs = emit::emit(&ir, &Kind::ALL, &emit::Config::default(), &mut diagnostics);
     let names: Vec<&str> = outputs.keys().map(String::as_str).collect();
     for expected in [
         "schemas/add_note.parameters.json",

@@ -26,7 +26,7 @@ fn main() -> ExitCode {
     };
     let ir = Ir::from_definitions(registry.definitions().cloned());
     let mut diagnostics = Diagnostics::default();
-    let outputs = emit::emit(&ir, &Kind::ALL, &mut diagnostics);
+    let outputs = emit::emit(&ir, &Kind::ALL, &emit::Config::default(), &mut diagnostics);
     // Tools defined in Rust have no manifest to point into, so problems are printed by message.
     for d in diagnostics.iter() {
         eprintln!("{:?}[{}]: {}", d.severity, d.code, d.message);
