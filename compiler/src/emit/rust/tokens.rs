@@ -1,0 +1,453 @@
+//! The token printer: planned items as `quote!` tokens, pretty-printed by prettyplease. Every
+//! item can be printed this way; the text printer ([`super::text`]) is the fast path for the
+//! common ones.
+
+use super::plan::*;
+use super::*;
+
+impl<'a> Tokens<'a> {
+    pub(super) fn new(ir: &'a Ir, options: &RustOptions, trait_name: &'a str) -> Tokens<'a> {
+        let path = options.runtime_path.trim();
+        let rt: syn::Path = syn::parse_str(path)
+            .unwrap_or_else(|_| syn::parse_str("::toolc_runtime").expect("a literal path parses"));
+        let serde_crate = format!(
+            "{}::__private::serde",
+            quote!(#rt).to_string().replace(' ', "")
+        );
+        Tokens {
+            ir,
+            rt: quote!(#rt),
+            serde_crate,
+            trait_name,
+        }
+    }
+
+    pub(super) fn serde_arg(arg: &SerdeArg) -> TokenStream {
+        match arg {
+            SerdeArg::Rename(wire) => quote!(rename = #wire),
+            SerdeArg::DefaultFn(path) => quote!(default = #path),
+            SerdeArg::Default => quote!(default),
+            SerdeArg::SkipIfNone => quote!(skip_serializing_if = "::std::option::Option::is_none"),
+        }
+    }
+
+    pub(super) fn default_expr(value: &DefaultExpr) -> TokenStream {
+        match value {
+            DefaultExpr::I64(n) => {
+                let lit = Literal::i64_suffixed(*n);
+                quote!(#lit)
+            }
+            DefaultExpr::F64(f) => {
+                let lit = Literal::f64_suffixed(*f);
+                quote!(#lit)
+            }
+            DefaultExpr::Bool(b) => quote!(#b),
+            DefaultExpr::String(s) => quote!(::std::string::String::from(#s)),
+            DefaultExpr::Variant { ty, variant } => {
+                let ty = ident(ty);
+                let variant = ident(variant);
+                quote!(#ty::#variant)
+            }
+        }
+    }
+
+    pub(super) fn ty(&self, ty: &Ty) -> TokenStream {
+        let rt = &self.rt;
+        match ty {
+            Ty::String => quote!(::std::string::String),
+            Ty::I64 => quote!(i64),
+            Ty::F64 => quote!(f64),
+            Ty::Bool => quote!(bool),
+            Ty::Value(_) => quote!(#rt::__private::serde_json::Value),
+            Ty::Map => quote!(#rt::__private::serde_json::Map<
+                ::std::string::String,
+                #rt::__private::serde_json::Value
+            >),
+            Ty::MapOf(t) => {
+                let t = self.ty(t);
+                quote!(::std::collections::BTreeMap<::std::string::String, #t>)
+            }
+            Ty::Vec(t) => {
+                let t = self.ty(t);
+                quote!(::std::vec::Vec<#t>)
+            }
+            Ty::Option(t) => {
+                let t = self.ty(t);
+                quote!(::std::option::Option<#t>)
+            }
+            Ty::Boxed(t) => {
+                let t = self.ty(t);
+                quote!(::std::boxed::Box<#t>)
+            }
+            Ty::Named(name) => {
+                let name = ident(name);
+                quote!(#name)
+            }
+        }
+    }
+
+    pub(super) fn derives(&self, extra: TokenStream) -> TokenStream {
+        let rt = &self.rt;
+        let serde_crate = &self.serde_crate;
+        quote! {
+            #[derive(Debug, Clone, #extra #rt::__private::serde::Serialize, #rt::__private::serde::Deserialize)]
+            #[serde(crate = #serde_crate)]
+        }
+    }
+
+    pub(super) fn item(&self, item: &Item) -> TokenStream {
+        match item {
+            Item::Struct { name, docs, fields } => {
+                let docs = doc_attrs(docs);
+                let derives = self.derives(quote!(PartialEq,));
+                let name = ident(name);
+                let fields = fields.iter().map(|f| {
+                    let docs = doc_attrs(&f.docs);
+                    let rust = ident(&f.rust);
+                    let ty = self.ty(&f.ty);
+                    let serde = if f.serde.is_empty() {
+                        quote!()
+                    } else {
+                        let args = f.serde.iter().map(Tokens::serde_arg);
+                        quote!(#[serde(#(#args),*)])
+                    };
+                    quote! {
+                        #docs
+                        #serde
+                        pub #rust: #ty,
+                    }
+                });
+                quote! {
+                    #docs
+                    #derives
+                    #[allow(dead_code)]
+                    pub struct #name {
+                        #(#fields)*
+                    }
+                }
+            }
+            Item::Enum {
+                name,
+                docs,
+                variants,
+            } => {
+                let docs = doc_attrs(docs);
+                let derives = self.derives(quote!(Copy, PartialEq, Eq, Hash,));
+                let name = ident(name);
+                let variants = variants.iter().map(|(variant, wire)| {
+                    let v = ident(variant);
+                    let doc = format!(" `{wire}`");
+                    if variant == wire {
+                        quote!(#[doc = #doc] #v,)
+                    } else {
+                        quote!(#[doc = #doc] #[serde(rename = #wire)] #v,)
+                    }
+                });
+                quote! {
+                    #docs
+                    #derives
+                    #[allow(dead_code)]
+                    pub enum #name {
+                        #(#variants)*
+                    }
+                }
+            }
+            Item::Alias { name, docs, ty } => {
+                let docs = doc_attrs(docs);
+                let name = ident(name);
+                let ty = self.ty(ty);
+                quote! {
+                    #docs
+                    #[allow(dead_code)]
+                    pub type #name = #ty;
+                }
+            }
+            Item::DefaultFn { name, ty, value } => {
+                let name = ident(name);
+                let ty = self.ty(ty);
+                let value = Tokens::default_expr(value);
+                quote! {
+                    #[doc(hidden)]
+                    fn #name() -> #ty {
+                        #value
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn marker(&self, tool: &IrTool, names: &ToolNames) -> TokenStream {
+        let rt = &self.rt;
+        let def = &tool.def;
+        let marker = ident(&names.marker);
+        let args = ident(&names.args);
+        let output = ident(&names.output);
+        let name = &def.name;
+        let description = &def.description;
+        let location = match def.location {
+            Location::Server => quote!(#rt::Location::Server),
+            Location::Client => quote!(#rt::Location::Client),
+        };
+        let parameters = raw_string(&def.parameters.to_string());
+        let returns = match &def.returns {
+            Some(r) => {
+                let lit = raw_string(&r.to_string());
+                quote!(::std::option::Option::Some(#rt::__private::schema(#lit)))
+            }
+            None => quote!(::std::option::Option::None),
+        };
+        let timeout = match def.timeout {
+            Some(d) => {
+                let ms = Literal::u64_suffixed(d.as_millis() as u64);
+                quote!(::std::option::Option::Some(::std::time::Duration::from_millis(#ms)))
+            }
+            None => quote!(::std::option::Option::None),
+        };
+        let wait = def.wait_for_response;
+        let filler = if def.filler.is_empty() {
+            quote!(::std::vec::Vec::new())
+        } else {
+            let phrases = def.filler.iter();
+            quote!(::std::vec::Vec::from([#(::std::string::String::from(#phrases)),*]))
+        };
+        let title = match &def.title {
+            Some(t) => quote!(::std::option::Option::Some(::std::string::String::from(#t))),
+            None => quote!(::std::option::Option::None),
+        };
+        let annotations = if def.annotations.is_empty() {
+            quote!(#rt::Annotations::NONE)
+        } else {
+            let hint = |h: Option<bool>| match h {
+                Some(b) => quote!(::std::option::Option::Some(#b)),
+                None => quote!(::std::option::Option::None),
+            };
+            let a = &def.annotations;
+            let (r, d, i, o) = (
+                hint(a.read_only),
+                hint(a.destructive),
+                hint(a.idempotent),
+                hint(a.open_world),
+            );
+            quote!(#rt::Annotations {
+                read_only: #r,
+                destructive: #d,
+                idempotent: #i,
+                open_world: #o,
+            })
+        };
+        let policy = if def.policy.is_default() {
+            quote!(#rt::CallPolicy::DEFAULT)
+        } else {
+            let p = &def.policy;
+            let approval = match p.approval {
+                Approval::None => quote!(#rt::Approval::None),
+                Approval::Required => quote!(#rt::Approval::Required),
+            };
+            let mode = match p.mode {
+                Mode::Sync => quote!(#rt::Mode::Sync),
+                Mode::Async => quote!(#rt::Mode::Async),
+            };
+            let cancel = match p.cancel_on_interruption {
+                Some(b) => quote!(::std::option::Option::Some(#b)),
+                None => quote!(::std::option::Option::None),
+            };
+            let stream = p.stream_arguments;
+            quote!(#rt::CallPolicy {
+                approval: #approval,
+                mode: #mode,
+                cancel_on_interruption: #cancel,
+                stream_arguments: #stream,
+            })
+        };
+        let docs = doc_attrs(&marker_docs(tool));
+        quote! {
+            #docs
+            #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+            #[allow(dead_code)]
+            pub struct #marker;
+
+            impl #rt::Tool for #marker {
+                const NAME: &'static str = #name;
+                const LOCATION: #rt::Location = #location;
+                type Args = #args;
+                type Output = #output;
+
+                fn definition() -> #rt::ToolDefinition {
+                    #rt::ToolDefinition {
+                        name: ::std::string::String::from(#name),
+                        description: ::std::string::String::from(#description),
+                        location: #location,
+                        parameters: #rt::__private::schema(#parameters),
+                        returns: #returns,
+                        timeout: #timeout,
+                        wait_for_response: #wait,
+                        filler: #filler,
+                        title: #title,
+                        annotations: #annotations,
+                        policy: #policy,
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn server_tools<'n>(
+        &self,
+        names: &'n [ToolNames],
+    ) -> Vec<(&'a IrTool, &'n ToolNames)> {
+        self.ir
+            .tools
+            .iter()
+            .zip(names)
+            .filter(|(t, _)| t.def.location == Location::Server)
+            .collect()
+    }
+
+    pub(super) fn server_trait(&self, names: &[ToolNames]) -> TokenStream {
+        let rt = &self.rt;
+        let trait_name = ident(self.trait_name);
+        let server = self.server_tools(names);
+        let tools: Vec<&IrTool> = server.iter().map(|(t, _)| *t).collect();
+        let (docs, [message, label, note]) = server_trait_texts(self.trait_name, &tools);
+        let methods = server.iter().map(|(tool, n)| {
+            let method = ident(&field_ident_text(&tool.def.name));
+            let args = ident(&n.args);
+            let output = ident(&n.output);
+            let docs = doc_attrs(&executor_docs(tool));
+            quote! {
+                #docs
+                fn #method(&self, ctx: &#rt::CallContext, args: #args) -> impl ::std::future::Future<
+                    Output = ::std::result::Result<#output, #rt::ToolError>
+                > + ::std::marker::Send;
+            }
+        });
+        let docs = doc_attrs(&docs);
+        quote! {
+            #docs
+            #[diagnostic::on_unimplemented(message = #message, label = #label, note = #note)]
+            pub trait #trait_name: ::std::marker::Send + ::std::marker::Sync + 'static {
+                #(#methods)*
+            }
+        }
+    }
+
+    pub(super) fn definitions_fn(&self, names: &[ToolNames]) -> TokenStream {
+        let rt = &self.rt;
+        let markers = names.iter().map(|n| ident(&n.marker));
+        quote! {
+            /// The definitions of every tool of this manifest, in declaration order.
+            #[allow(dead_code)]
+            pub fn definitions() -> ::std::vec::Vec<#rt::ToolDefinition> {
+                ::std::vec::Vec::from([#(<#markers as #rt::Tool>::definition()),*])
+            }
+        }
+    }
+
+    pub(super) fn registry_fn(&self, names: &[ToolNames]) -> TokenStream {
+        let rt = &self.rt;
+        let trait_name = ident(self.trait_name);
+        let server = self.server_tools(names);
+        let executors = server.iter().map(|(tool, n)| {
+            let name = &tool.def.name;
+            let method = ident(&field_ident_text(name));
+            let args = ident(&n.args);
+            quote! {
+                .executor(#name, #rt::__private::typed_executor_with_context({
+                    let server = ::std::sync::Arc::clone(&server);
+                    move |ctx, args: #args| {
+                        let server = ::std::sync::Arc::clone(&server);
+                        async move { server.#method(&ctx, args).await }
+                    }
+                }))
+            }
+        });
+        let setup = if server.is_empty() {
+            quote!(let _ = server;)
+        } else {
+            quote!(let server = ::std::sync::Arc::new(server);)
+        };
+        quote! {
+            /// The runtime registry of this manifest, with `server` as the executor of every server
+            /// tool. It fails only if a schema cannot be compiled, which the toolc checks rule out.
+            #[allow(dead_code)]
+            pub fn registry<S: #trait_name>(
+                server: S,
+            ) -> ::std::result::Result<#rt::Registry, #rt::RegistryError> {
+                #setup
+                #rt::Registry::builder()
+                    .definitions(definitions())
+                    #(#executors)*
+                    .build()
+            }
+        }
+    }
+}
+
+pub(super) fn marker_docs(tool: &IrTool) -> Vec<String> {
+    let def = &tool.def;
+    let mut docs = vec![format!("The {} tool `{}`.", def.location, def.name)];
+    docs.push(String::new());
+    docs.extend(doc_lines(&def.description));
+    if let Some(file) = &tool.origin.file {
+        docs.push(String::new());
+        docs.push(format!("Declared in `{file}`, line {}.", tool.origin.line));
+    }
+    docs
+}
+
+pub(super) fn executor_docs(tool: &IrTool) -> Vec<String> {
+    let mut docs = vec![format!("Executor of the server tool `{}`.", tool.def.name)];
+    docs.push(String::new());
+    docs.extend(doc_lines(&tool.def.description));
+    if let Some(t) = tool.def.timeout {
+        docs.push(String::new());
+        docs.push(format!(
+            "The registry stops the call after {} ms.",
+            t.as_millis()
+        ));
+    }
+    docs
+}
+
+/// The server trait's docs and its `on_unimplemented` message, label and note.
+pub(super) fn server_trait_texts(
+    trait_name: &str,
+    server: &[&IrTool],
+) -> (Vec<String>, [String; 3]) {
+    let list = if server.is_empty() {
+        "none: this manifest has no server tools".to_owned()
+    } else {
+        server
+            .iter()
+            .map(|t| format!("`{}`", t.def.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let message =
+        format!("`{{Self}}` is not the executor of this manifest's server tools ({list})");
+    let label = format!("`{{Self}}` does not implement `{trait_name}`");
+    let note =
+        format!("add `impl {trait_name} for {{Self}}` with one `async fn` per server tool: {list}");
+    let docs = vec![
+        "The executors of the server tools: one method per server tool, none with a default body,"
+            .to_owned(),
+        "so a server tool without an executor does not compile. Client tools are not here: they run"
+            .to_owned(),
+        "in the browser and may not have an executor.".to_owned(),
+        String::new(),
+        format!("Server tools: {list}."),
+    ];
+    (docs, [message, label, note])
+}
+
+pub(super) fn doc_attrs(lines: &[String]) -> TokenStream {
+    let lines = lines.iter().map(|l| {
+        let l = if l.is_empty() {
+            String::new()
+        } else {
+            format!(" {l}")
+        };
+        quote!(#[doc = #l])
+    });
+    quote!(#(#lines)*)
+}
