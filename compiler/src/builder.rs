@@ -14,7 +14,6 @@
 //! changes, `cargo::rerun-if-changed` is printed for every file read, and diagnostics are printed
 //! as `cargo::error=` / `cargo::warning=` lines so that cargo shows them cleanly.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::emit::rust::{generate, server_trait_for};
@@ -57,27 +56,8 @@ pub struct Generated {
     pub written: bool,
 }
 
-/// A failed build: every diagnostic, rendered as text.
-#[derive(Clone, PartialEq, Eq)]
-pub struct BuildError {
-    pub rendered: String,
-}
-
-// `fn main() -> Result<(), BuildError>` prints the error with `Debug`; show the rendered text,
-// not a struct dump.
-impl fmt::Debug for BuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.rendered.trim_end())
-    }
-}
-
-impl fmt::Display for BuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.rendered.trim_end())
-    }
-}
-
-impl std::error::Error for BuildError {}
+/// A failed build: every diagnostic, rendered as text (toolc's one error type).
+pub type BuildError = toolc_core::Error;
 
 impl Builder {
     pub fn new() -> Builder {

@@ -12,7 +12,7 @@ pub mod output;
 
 pub use toolc_core::{
     checks, definition, diagnostic, ident, ir, manifest, manifest_paths, manifest_schema,
-    schema_check, schema_util, source, suggest, yaml, Session,
+    schema_check, schema_util, source, suggest, yaml, Error, Session,
 };
 #[doc(hidden)]
 pub use toolc_core::{name_set, parallel, synthetic};

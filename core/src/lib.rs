@@ -1,7 +1,7 @@
 //! toolc-core: what every part of toolc shares, and all the runtime needs of the compiler.
 //!
 //! The front end in layers: YAML with spans ([`yaml`]) → validated tools ([`manifest`],
-//! [`schema_check`], [`schema_semantics`]) → cross-item checks ([`checks`]) → the [`ir::Ir`].
+//! [`schema_check`], `schema_semantics`) → cross-item checks ([`checks`]) → the [`ir::Ir`].
 //! Every stage pushes problems into one [`Diagnostics`] context, so a user sees all of them at
 //! once. The code generators live in the `toolc` crate; the runtime (`toolc-runtime`) and the
 //! macros (`toolc-macros`) depend on this crate only, so an application that routes calls does
@@ -38,6 +38,28 @@ pub use definition::{
 pub use diagnostic::{Diagnostic, Diagnostics, HumanRenderer, Severity};
 pub use ir::{Ir, IrTool};
 pub use source::{FileId, SourceMap, Span};
+
+/// "It failed": every diagnostic of a failed load or build, rendered as text. The one error
+/// type of toolc's entry points (`toolc::Builder`, `toolc_runtime::load_definitions`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Error {
+    pub rendered: String,
+}
+
+// `fn main() -> Result<(), Error>` prints the error with `Debug`: the rendered text, not a struct.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.rendered.trim_end())
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.rendered.trim_end())
+    }
+}
+
+impl std::error::Error for Error {}
 
 /// Pretty JSON with a final newline; key order is the IR's (source order), so it is deterministic.
 pub fn to_json_text(value: &serde_json::Value) -> String {

@@ -51,19 +51,9 @@ macro_rules! include_tools {
     };
 }
 
-/// Manifests that failed to load at run time; `rendered` holds every diagnostic as text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadError {
-    pub rendered: String,
-}
-
-impl std::fmt::Display for LoadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.rendered.trim_end())
-    }
-}
-
-impl std::error::Error for LoadError {}
+/// Manifests that failed to load at run time; `rendered` holds every diagnostic as text. The
+/// same type as a failed build's (`toolc::BuildError`).
+pub type LoadError = toolc_core::Error;
 
 /// Loads and checks manifests at run time (the same checks as the build), returning the tool
 /// definitions in declaration order. A folder stands for its `*.tools.yaml` files, as for the

@@ -10,7 +10,7 @@
 //!    the provider sent, so that malformed JSON reaches validation and becomes a result the model
 //!    can read, not a decoding failure;
 //! 2. the [`TurnRunner`] runs every call of the turn concurrently — server tools through the
-//!    [`Registry`](crate::Registry), client tools through a [`ClientPath`] with their deadline —
+//!    [`Registry`](crate::Registry), client tools through a [`ClientPath`](crate::dispatch::ClientPath) with their deadline —
 //!    and yields exactly one [`CallResult`] per distinct call id, in the order of the calls;
 //! 3. the codec turns the results into the follow-up messages in the shape and order that the
 //!    provider requires ([`Codec::encode`]).

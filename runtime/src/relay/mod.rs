@@ -61,7 +61,7 @@ pub struct RelayLimits {
     pub upstream_connect_timeout: Duration,
     /// Sessions open at once, in all.
     pub max_sessions: usize,
-    /// Sessions open at once for one principal (by [`Principal::id`]).
+    /// Sessions open at once for one principal (by [`Principal::id`](crate::Principal::id)).
     pub max_sessions_per_principal: usize,
     /// A browser that sends nothing (not even a pong) for this long is disconnected.
     pub idle_timeout: Duration,

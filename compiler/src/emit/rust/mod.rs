@@ -29,8 +29,8 @@
 //!
 //! # Layout
 //!
-//! [`plan`] decides the items (types, names, serde attributes, docs) from the IR; [`tokens`]
-//! prints any item as tokens through prettyplease; [`text`] writes the common items straight as
+//! `plan` decides the items (types, names, serde attributes, docs) from the IR; `tokens`
+//! prints any item as tokens through prettyplease; `text` writes the common items straight as
 //! text in prettyplease's exact layout, which is twenty times faster, and its test holds it to
 //! that. This module splits the file into parts printed on all cores.
 
