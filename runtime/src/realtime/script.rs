@@ -104,17 +104,10 @@ pub fn response_done(response_id: &str, output: Vec<Value>) -> Value {
 /// `response.done` for a response the user interrupted (`turn_detected`: they started
 /// speaking), with the output items it had so far.
 pub fn response_interrupted(response_id: &str, output: Vec<Value>) -> Value {
-    json!({
-        "type": "response.done",
-        "event_id": format!("ev_{response_id}_done"),
-        "response": {
-            "id": response_id,
-            "object": "realtime.response",
-            "status": "cancelled",
-            "status_details": { "type": "cancelled", "reason": "turn_detected" },
-            "output": output,
-        },
-    })
+    let mut done = response_done(response_id, output);
+    done["response"]["status"] = json!("cancelled");
+    done["response"]["status_details"] = json!({ "type": "cancelled", "reason": "turn_detected" });
+    done
 }
 
 /// `conversation.item.added` for an item, as the server echoes items it stored.
