@@ -386,17 +386,7 @@ fn load_tool(
 
     let timeout = field("timeout").and_then(|(_, v)| parse_timeout_field(v, &what, diags));
 
-    let boolean = |name: &str, default: bool, diags: &mut Diagnostics| match field(name) {
-        None => default,
-        Some((_, v)) => match v.value {
-            Value::Bool(b) => b,
-            _ => {
-                diags.push(type_error(name, "`true` or `false`", v));
-                default
-            }
-        },
-    };
-    let wait_for_response = boolean("wait_for_response", true, diags);
+    let wait_for_response = bool_field(&field, "wait_for_response", diags).unwrap_or(true);
     let policy = parse_policy(&field, location, wait_for_response, &what, diags);
 
     let mut filler = Vec::new();
@@ -554,6 +544,22 @@ fn check_name(name: &str, span: Span, diags: &mut Diagnostics) {
     );
 }
 
+/// A boolean field: its value, `None` when it is absent or not a boolean (then reported).
+fn bool_field<'n>(
+    field: &dyn Fn(&str) -> Option<(&'n Node, &'n Node)>,
+    name: &str,
+    diags: &mut Diagnostics,
+) -> Option<bool> {
+    let (_, v) = field(name)?;
+    match v.value {
+        Value::Bool(b) => Some(b),
+        _ => {
+            diags.push(type_error(name, "`true` or `false`", v));
+            None
+        }
+    }
+}
+
 /// The words `approval` and `mode` take.
 pub const APPROVAL_VALUES: &[&str] = &["required", "none"];
 pub const MODE_VALUES: &[&str] = &["sync", "async"];
@@ -615,19 +621,9 @@ fn parse_policy<'n>(
             };
         }
     }
-    let boolean = |name: &str, diags: &mut Diagnostics| -> Option<bool> {
-        let (_, v) = field(name)?;
-        match v.value {
-            Value::Bool(b) => Some(b),
-            _ => {
-                diags.push(type_error(name, "`true` or `false`", v));
-                None
-            }
-        }
-    };
-    policy.cancel_on_interruption = boolean("cancel_on_interruption", diags);
+    policy.cancel_on_interruption = bool_field(field, "cancel_on_interruption", diags);
     if location == Location::Client {
-        policy.stream_arguments = boolean("stream_arguments", diags).unwrap_or(false);
+        policy.stream_arguments = bool_field(field, "stream_arguments", diags).unwrap_or(false);
     }
     if policy.approval == Approval::Required && location == Location::Client && !wait_for_response {
         if let Some((key, _)) = field("approval") {

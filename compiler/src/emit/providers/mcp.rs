@@ -62,12 +62,6 @@ pub(super) fn write(
     text::write(out, &Json::Object(members), depth);
 }
 
-/// The `inputSchema` of a tool's parameters (see [`toolc_core::schema_util::mcp_input_schema`],
-/// which the runtime's MCP server declares its tools with too).
-pub fn input_schema(parameters: &Value) -> Value {
-    toolc_core::schema_util::mcp_input_schema(parameters)
-}
-
 fn output_warning(tool: &IrTool, returns: &Value) -> Diagnostic {
     let found = match returns.get("type") {
         Some(Value::String(t)) => format!("`type: {t}`"),
