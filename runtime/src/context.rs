@@ -173,7 +173,76 @@ impl SessionScope {
             cancellation: self.cancellation.child_token(),
             state: None,
             progress: None,
+            approval: None,
         }
+    }
+}
+
+/// The user's yes to one call of a tool with `approval: required`, bound to what they were
+/// shown: the tool, the call id and the arguments. Give it to the call with
+/// [`CallContext::with_approval`]; the registry runs the call only when all three match and the
+/// grant has not been used before (clones share that one use), so an approval can neither be
+/// replayed nor stretched to other arguments.
+///
+/// ```
+/// # use toolc_runtime::{ApprovalGrant, CallContext};
+/// let arguments = serde_json::json!({ "order_number": "AB-123456", "amount": 20 });
+/// // ... the user saw `arguments` and said yes ...
+/// let ctx = CallContext::detached("refund_order", "call_1")
+///     .with_approval(ApprovalGrant::new("refund_order", "call_1", arguments));
+/// # let _ = ctx;
+/// ```
+#[derive(Clone)]
+pub struct ApprovalGrant {
+    tool: Arc<str>,
+    call_id: Arc<str>,
+    arguments: serde_json::Value,
+    used: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ApprovalGrant {
+    /// The user approved the call `call_id` of `tool` with exactly `arguments`.
+    pub fn new(tool: &str, call_id: &str, arguments: serde_json::Value) -> ApprovalGrant {
+        ApprovalGrant {
+            tool: tool.into(),
+            call_id: call_id.into(),
+            arguments,
+            used: Arc::default(),
+        }
+    }
+
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The arguments the user approved.
+    pub fn arguments(&self) -> &serde_json::Value {
+        &self.arguments
+    }
+
+    /// Whether a call has already run on this grant.
+    pub fn is_used(&self) -> bool {
+        self.used.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Takes the grant's one use; false when it was taken before.
+    pub(crate) fn take(&self) -> bool {
+        !self.used.swap(true, std::sync::atomic::Ordering::AcqRel)
+    }
+}
+
+impl fmt::Debug for ApprovalGrant {
+    // Arguments can hold personal data: a context's `Debug` (logged by executors) leaves them out.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApprovalGrant")
+            .field("tool", &self.tool)
+            .field("call_id", &self.call_id)
+            .field("used", &self.is_used())
+            .finish_non_exhaustive()
     }
 }
 
@@ -206,6 +275,7 @@ pub struct CallContext {
     cancellation: CancellationToken,
     state: Option<Arc<StateMap>>,
     progress: Option<ProgressSink>,
+    approval: Option<ApprovalGrant>,
 }
 
 impl fmt::Debug for CallContext {
@@ -217,6 +287,7 @@ impl fmt::Debug for CallContext {
             .field("principal", &self.principal)
             .field("deadline", &self.deadline)
             .field("cancelled", &self.cancellation.is_cancelled())
+            .field("approval", &self.approval)
             .finish_non_exhaustive()
     }
 }
@@ -281,6 +352,20 @@ impl CallContext {
     pub fn with_progress(mut self, sink: ProgressSink) -> CallContext {
         self.progress = Some(sink);
         self
+    }
+
+    /// Carries the user's yes to this call of a tool with `approval: required`. Without one,
+    /// [`crate::Registry::call_with_context`] (and every other public call method) refuses such a
+    /// tool with a `not_approved` / `approval_required` error and runs nothing; with one, it
+    /// runs only if the grant names this tool, this call id and the very arguments of the call,
+    /// and only once.
+    pub fn with_approval(mut self, approval: ApprovalGrant) -> CallContext {
+        self.approval = Some(approval);
+        self
+    }
+
+    pub(crate) fn approval(&self) -> Option<&ApprovalGrant> {
+        self.approval.as_ref()
     }
 
     /// Application state of type `T` given to [`crate::RegistryBuilder::state`].

@@ -85,8 +85,9 @@ pub enum CallErrorKind {
     /// The tool has a timeout but the call did not run inside a Tokio runtime with timers.
     NoRuntime,
     /// The tool needs approval and did not get it (declined, no answer in time, or nobody to
-    /// ask); it did not run. The code says which: `approval_denied`, `approval_timeout`,
-    /// `approval_unavailable`.
+    /// ask, or a direct registry call without an [`crate::ApprovalGrant`]); it did not run. The
+    /// code says which: `approval_denied`, `approval_timeout`, `approval_unavailable`,
+    /// `approval_required`.
     NotApproved,
     /// The call was cancelled before it finished (code `interrupted`: the user interrupted the
     /// response that made it).
@@ -318,6 +319,19 @@ impl CallError {
             format!("`{tool}` needs the user's approval, which could not be asked for, so it did not run."),
         );
         e.0.code = Some("approval_unavailable".into());
+        e.0.detail = Some(why.to_owned());
+        e
+    }
+
+    /// A tool with `approval: required` was called without the user's yes bound to this call
+    /// (no [`crate::ApprovalGrant`], or one for another tool, call, arguments, or used already).
+    pub(crate) fn approval_required(tool: &str, why: &str) -> CallError {
+        let mut e = CallError::new(
+            CallErrorKind::NotApproved,
+            tool,
+            format!("`{tool}` needs the user's approval before it runs, and this call does not have it, so it did not run. Ask the user to approve it first."),
+        );
+        e.0.code = Some("approval_required".into());
         e.0.detail = Some(why.to_owned());
         e
     }

@@ -28,7 +28,7 @@ pub mod tool;
 
 use std::path::Path;
 
-pub use context::{CallContext, Principal, Progress, ProgressSink, SessionScope};
+pub use context::{ApprovalGrant, CallContext, Principal, Progress, ProgressSink, SessionScope};
 pub use error::{CallError, CallErrorKind, Problem, RegistryError, ToolError, Violation};
 pub use executor::{
     executor_fn, executor_fn_with_context, typed_executor, typed_executor_with_context, Executor,

@@ -317,13 +317,21 @@ impl Registry {
 
     /// Calls a server tool with JSON-text arguments; the result is JSON text for the model.
     /// On failure, [`CallError::model_text`] is the text to send instead.
+    ///
+    /// A tool with `approval: required` is refused here (`not_approved`, code
+    /// `approval_required`) and does not run: ask the user, then call it with
+    /// [`Registry::call_with_context`] and a context carrying their
+    /// [`crate::ApprovalGrant`] for this call and these arguments.
     pub async fn call(&self, name: &str, arguments: &str) -> Result<String, CallError> {
         self.call_with_context(CallContext::detached(name, ""), arguments)
             .await
     }
 
     /// [`Registry::call`] in a session: `ctx` (from [`crate::SessionScope::call`]) names the tool
-    /// and carries the caller, the cancellation signal and the ids the executor sees.
+    /// and carries the caller, the cancellation signal and the ids the executor sees. A tool with
+    /// `approval: required` runs only when `ctx` carries an [`crate::ApprovalGrant`] for this
+    /// tool, this call id and exactly these arguments, that no call has used yet
+    /// ([`CallContext::with_approval`]).
     pub async fn call_with_context(
         &self,
         ctx: CallContext,
@@ -343,6 +351,7 @@ impl Registry {
     }
 
     /// Calls a server tool with parsed arguments and returns the checked result as a value.
+    /// Approvals as for [`Registry::call`].
     pub async fn call_value(&self, name: &str, arguments: Value) -> Result<Value, CallError> {
         self.call_value_with_context(CallContext::detached(name, ""), arguments)
             .await
@@ -378,7 +387,7 @@ impl Registry {
         self.execute(ctx, entry, name, arguments).await
     }
 
-    /// Calls a server tool through its generated types.
+    /// Calls a server tool through its generated types. Approvals as for [`Registry::call`].
     pub async fn call_typed<T: Tool>(&self, arguments: &T::Args) -> Result<T::Output, CallError> {
         self.call_typed_with_context::<T>(CallContext::detached(T::NAME, ""), arguments)
             .await
@@ -424,6 +433,9 @@ impl Registry {
         arguments: Value,
     ) -> Result<Value, CallError> {
         check(entry, name, &arguments)?;
+        if entry.def.requires_approval() {
+            check_approval(&ctx, name, &arguments)?;
+        }
         self.execute(ctx, entry, name, arguments).await
     }
 
@@ -503,6 +515,30 @@ fn check(entry: &Entry, name: &str, arguments: &Value) -> Result<(), CallError> 
             violations(&entry.parameters, arguments),
         ))
     }
+}
+
+/// A tool with `approval: required` runs from a public call method only on a grant bound to
+/// this call: its tool, its call id and its arguments, used once. (The dispatcher asks through
+/// its client path instead and runs approved calls with [`Registry::call_prevalidated`].)
+fn check_approval(ctx: &CallContext, name: &str, arguments: &Value) -> Result<(), CallError> {
+    let Some(grant) = ctx.approval() else {
+        return Err(CallError::approval_required(
+            name,
+            "no approval was given with the call (CallContext::with_approval)",
+        ));
+    };
+    let why = if grant.tool() != name {
+        "the approval given is for another tool"
+    } else if grant.call_id() != ctx.call_id() {
+        "the approval given is for another call id"
+    } else if grant.arguments() != arguments {
+        "the approval given is for other arguments"
+    } else if !grant.take() {
+        "the approval given was already used by a call"
+    } else {
+        return Ok(());
+    };
+    Err(CallError::approval_required(name, why))
 }
 
 fn check_output(entry: &Entry, name: &str, output: &Value) -> Result<(), CallError> {

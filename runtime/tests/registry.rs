@@ -459,3 +459,129 @@ fn registries_and_calls_can_cross_threads() {
     // Never polled: this only proves the future is `Send`.
     drop(call);
 }
+
+/// A server tool with `approval: required` whose executor counts its runs.
+fn refund_registry() -> (Registry, Arc<AtomicUsize>) {
+    let mut refund = def("refund_order", Location::Server);
+    refund.policy.approval = toolc_runtime::Approval::Required;
+    refund.returns = None;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let registry = Registry::builder()
+        .definition(refund)
+        .executor(
+            "refund_order",
+            executor_fn(move |args: Value| {
+                let counted = counted.clone();
+                async move {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, ToolError>(json!({ "refunded": args["query"] }))
+                }
+            }),
+        )
+        .build()
+        .unwrap();
+    (registry, runs)
+}
+
+fn assert_approval_required(error: &toolc_runtime::CallError, why: &str) {
+    assert_eq!(error.kind(), CallErrorKind::NotApproved);
+    assert_eq!(error.code(), Some("approval_required"));
+    assert!(
+        error.detail().unwrap_or_default().contains(why),
+        "{error:?}"
+    );
+    // The model reads the same `{"error": ...}` shape as on every other path.
+    let text: Value = serde_json::from_str(&error.model_text()).unwrap();
+    assert_eq!(text["error"]["kind"], "not_approved");
+    assert_eq!(text["error"]["code"], "approval_required");
+}
+
+#[tokio::test]
+async fn a_tool_that_needs_approval_does_not_run_from_any_plain_call_method() {
+    let (registry, runs) = refund_registry();
+    let args = r#"{"query":"AB-123456"}"#;
+    let e = registry.call("refund_order", args).await.unwrap_err();
+    assert_approval_required(&e, "no approval was given");
+    let e = registry
+        .call_value("refund_order", json!({ "query": "AB-123456" }))
+        .await
+        .unwrap_err();
+    assert_approval_required(&e, "no approval was given");
+    let ctx = toolc_runtime::SessionScope::new().call("refund_order", "call_1");
+    let e = registry.call_with_context(ctx, args).await.unwrap_err();
+    assert_approval_required(&e, "no approval was given");
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "the executor never ran");
+}
+
+#[tokio::test]
+async fn an_approval_runs_exactly_the_call_it_names_once() {
+    let (registry, runs) = refund_registry();
+    let approved = json!({ "query": "AB-123456" });
+    let grant = toolc_runtime::ApprovalGrant::new("refund_order", "call_1", approved.clone());
+    let scope = toolc_runtime::SessionScope::new();
+
+    // Other arguments, another call id, another tool: refused, nothing runs, the grant unused.
+    let other_args = scope
+        .call("refund_order", "call_1")
+        .with_approval(grant.clone());
+    let e = registry
+        .call_with_context(other_args, r#"{"query":"ZZ-999999"}"#)
+        .await
+        .unwrap_err();
+    assert_approval_required(&e, "other arguments");
+    let other_call = scope
+        .call("refund_order", "call_2")
+        .with_approval(grant.clone());
+    let e = registry
+        .call_value_with_context(other_call, approved.clone())
+        .await
+        .unwrap_err();
+    assert_approval_required(&e, "another call id");
+    let mut other = def("refund_other", Location::Server);
+    other.policy.approval = toolc_runtime::Approval::Required;
+    let wrong_tool = toolc_runtime::ApprovalGrant::new("refund_other", "call_1", approved.clone());
+    let e = registry
+        .call_with_context(
+            scope
+                .call("refund_order", "call_1")
+                .with_approval(wrong_tool),
+            r#"{"query":"AB-123456"}"#,
+        )
+        .await
+        .unwrap_err();
+    assert_approval_required(&e, "another tool");
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    assert!(!grant.is_used());
+
+    // The approved call runs (key order does not matter: the arguments are compared as JSON).
+    let ctx = scope
+        .call("refund_order", "call_1")
+        .with_approval(grant.clone());
+    let out = registry
+        .call_with_context(ctx.clone(), r#" { "query" : "AB-123456" } "#)
+        .await
+        .unwrap();
+    assert_eq!(out, r#"{"refunded":"AB-123456"}"#);
+    assert!(grant.is_used());
+    // A replay of the same context (or any clone of the grant) is refused.
+    let e = registry
+        .call_with_context(ctx, r#"{"query":"AB-123456"}"#)
+        .await
+        .unwrap_err();
+    assert_approval_required(&e, "already used");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "ran exactly once");
+}
+
+#[tokio::test]
+async fn tools_without_approval_ignore_a_missing_grant() {
+    let registry = Registry::builder()
+        .definition(def("search", Location::Server))
+        .executor("search", search())
+        .build()
+        .unwrap();
+    assert!(registry
+        .call("search", r#"{"query":"x","limit":1}"#)
+        .await
+        .is_ok());
+}
