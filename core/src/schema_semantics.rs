@@ -354,17 +354,23 @@ impl Pass<'_> {
                 Some((_, node)) => node.span,
                 None => self.span(pointer, "enum"),
             };
-            let consequence = if all {
-                "none of the values is allowed, so no argument can ever satisfy the schema"
-            } else {
-                "the model may send it, and every call that does is refused"
+            // Arguments come from the model; results come from the executor.
+            let consequence = match (all, self.field == "returns") {
+                (true, false) => {
+                    "none of the values is allowed, so no argument can ever satisfy the schema"
+                }
+                (true, true) => "none of the values is allowed, so no result can ever satisfy the schema",
+                (false, false) => "the model may send it, and every call that does is refused",
+                (false, true) => {
+                    "an executor may return it, and every result that does breaks the declared schema"
+                }
             };
             let message = format!(
                 "the `enum` value {} in {} is rejected by the rest of its schema ({why}): {consequence}",
                 shown(&values[i]),
                 self.place(pointer)
             );
-            let help = enum_help(map, &values[i]);
+            let help = enum_help(map, &values[i], self.field == "returns");
             let diagnostic = unsatisfiable(message, span, "can never be accepted", help);
             self.diags.push(diagnostic);
         }
@@ -397,7 +403,7 @@ impl Pass<'_> {
                 ),
                 self.span(pointer, "const"),
                 "can never be accepted",
-                enum_help(map, value),
+                enum_help(map, value, self.field == "returns"),
             );
             self.diags.push(diagnostic);
         }
@@ -692,10 +698,15 @@ fn default_help(schema: &Map<String, Json>, value: &Json) -> String {
     "change the `default` to a value the schema accepts, or remove it".into()
 }
 
-fn enum_help(schema: &Map<String, Json>, value: &Json) -> String {
+fn enum_help(schema: &Map<String, Json>, value: &Json, in_returns: bool) -> String {
     let types = declared_types(schema);
     if types.contains(&"boolean") && value.is_string() {
-        return "a boolean has only `true` and `false`: drop `enum`, or make the type `string` if these words are what the model should send".into();
+        let sender = if in_returns {
+            "the executor returns"
+        } else {
+            "the model should send"
+        };
+        return format!("a boolean has only `true` and `false`: drop `enum`, or make the type `string` if these words are what {sender}");
     }
     if types.contains(&"array") && !value.is_array() {
         return "`enum` on an array lists whole arrays; to limit the items, move `enum` into `items`".into();

@@ -110,20 +110,18 @@ pub fn expand(input: TokenStream) -> TokenStream {
         let text = format!(
             "toolc: `{shown}` is listed in a `tools!` bound to `{written}`, but its #[tool] is not bound to that manifest\n= help: write `#[tool(manifest = \"{written}\")]` on `{shown}` so that its signature is checked against the manifest"
         );
-        let text = text.replace('{', "{{").replace('}', "}}");
-        quote_spanned! {item.span()=>
-            const _: () = ::core::assert!(#fns::str_eq(<#item as #fns::ToolFn>::MANIFEST, #absolute), #text);
-        }
+        let label = format!("`{shown}` is not bound to `{written}`");
+        let holds = quote!(#fns::str_eq(<#item as #fns::ToolFn>::MANIFEST, #absolute));
+        compile_time_check(&fns, item.span(), holds, &text, &label)
     });
     // Every server tool of the manifest needs one listed executor.
     let server_checks = bound.manifest.server_tools().into_iter().map(|(name, place)| {
         let text = format!(
             "toolc: server tool `{name}` ({place}) has no executor in this `tools!` list\n= help: write `#[tool(manifest = \"{written}\")] async fn {name}(...) {{ ... }}` and add `{name}` to the list, or change its `location` to `client` in {place}"
         );
-        let text = text.replace('{', "{{").replace('}', "}}");
-        quote_spanned! {lit_span=>
-            const _: () = ::core::assert!(#fns::names_contain(__TOOLC_NAMES, #name), #text);
-        }
+        let label = format!("no executor for `{name}`");
+        let holds = quote!(#fns::names_contain(__TOOLC_NAMES, #name));
+        compile_time_check(&fns, lit_span, holds, &text, &label)
     });
     let definitions = bound.manifest.definitions_json();
     let adds = items.iter().map(|item| {
@@ -144,4 +142,34 @@ pub fn expand(input: TokenStream) -> TokenStream {
         #(#adds)*
         __builder
     }}
+}
+
+/// A check of `holds` (a `const` expression) that fails to compile with `message` as rustc's
+/// own headline. A failed `const` assertion would read "evaluation panicked" (E0080) and point
+/// at generated code; an unmet trait bound shows the `#[diagnostic::on_unimplemented]` text of a
+/// trait made for this one check.
+fn compile_time_check(
+    fns: &TokenStream,
+    span: Span,
+    holds: TokenStream,
+    message: &str,
+    label: &str,
+) -> TokenStream {
+    // `{` and `}` are format syntax in diagnostic attributes.
+    let escape = |text: &str| text.replace('{', "{{").replace('}', "}}");
+    let (headline, help) = match message.split_once('\n') {
+        Some((headline, help)) => (headline, help.trim_start_matches("= help: ")),
+        None => (message, ""),
+    };
+    let (headline, help, label) = (escape(headline), escape(help), escape(label));
+    quote_spanned! {span=>
+        const _: () = {
+            #[diagnostic::on_unimplemented(message = #headline, label = #label, note = #help)]
+            trait Satisfied {}
+            #[diagnostic::do_not_recommend]
+            impl Satisfied for #fns::Holds<true> {}
+            const fn check<T: Satisfied>() {}
+            check::<#fns::Holds<{ #holds }>>()
+        };
+    }
 }

@@ -77,6 +77,12 @@ pub const fn names_contain(names: &[&str], name: &str) -> bool {
     false
 }
 
+/// A `bool` computed at compile time, as a type: `tools!` states each of its checks as a trait
+/// bound on `Holds<{ check }>`, so that a failed one is reported in toolc's words (the trait's
+/// `#[diagnostic::on_unimplemented]`) rather than as a panicking `const`.
+#[derive(Debug)]
+pub struct Holds<const B: bool>;
+
 /// Parses JSON that toolc wrote at compile time from a checked manifest.
 fn generated<T: DeserializeOwned>(text: &str) -> T {
     match serde_json::from_str(text) {

@@ -166,13 +166,15 @@ async fn a_tool_that_needs_approval_does_not_run_over_mcp() {
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "wipe", "arguments": {}}}),
     ] {
         let mut line = message.to_string();
         line.push('\n');
         write.write_all(line.as_bytes()).await.unwrap();
     }
-    let result = loop {
+    let (mut result, mut listed) = (Value::Null, Value::Null);
+    while result.is_null() || listed.is_null() {
         let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
             .await
             .unwrap()
@@ -180,13 +182,18 @@ async fn a_tool_that_needs_approval_does_not_run_over_mcp() {
             .unwrap();
         let v: Value = serde_json::from_str(&line).unwrap();
         if v["id"] == 2 {
-            break v;
+            result = v;
+        } else if v["id"] == 3 {
+            listed = v;
         }
-    };
+    }
+    // Not offered: this server cannot ask, so it does not advertise a tool that always refuses.
+    assert_eq!(listed["result"]["tools"], json!([]), "{listed}");
+    // Named anyway: refused in the one `{"error": ...}` shape every path sends.
     assert_eq!(result["result"]["isError"], true, "{result}");
-    assert!(result["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap()
-        .contains("needs the user's approval"));
+    let text: Value =
+        serde_json::from_str(result["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text["error"]["kind"], "not_approved", "{text}");
+    assert_eq!(text["error"]["code"], "approval_unavailable", "{text}");
     assert!(!ran.load(Ordering::SeqCst));
 }

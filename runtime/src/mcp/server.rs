@@ -55,9 +55,12 @@ impl McpServer {
     /// Serves the server tools of `registry`, as the implementation `toolc` with this crate's
     /// version until [`McpServer::with_implementation`] names it.
     pub fn new(registry: Arc<Registry>) -> McpServer {
+        // A tool that needs the user's approval is not offered: this server has no way to ask
+        // (MCP elicitation is not used yet), so listing it would advertise a tool that always
+        // refuses.
         let tools = registry
             .definitions()
-            .filter(|d| d.location == Location::Server)
+            .filter(|d| d.location == Location::Server && !d.requires_approval())
             .map(mcp_tool)
             .collect();
         McpServer {
@@ -147,9 +150,11 @@ impl McpServer {
                 tool = name,
                 "MCP call refused: the tool needs the user's approval"
             );
-            return CallToolResult::error(vec![ContentBlock::text(format!(
-                "`{name}` needs the user's approval before it runs, which this MCP server cannot ask for; it did not run."
-            ))]);
+            let error = crate::CallError::approval_unavailable(
+                name,
+                "this MCP server cannot ask the user for approval",
+            );
+            return CallToolResult::error(vec![ContentBlock::text(error.model_text())]);
         }
         let principal = match (
             &self.principal,
@@ -241,9 +246,15 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // A tool that needs approval is not listed, but a client that names it anyway is told
+        // why it cannot run, in the `{"error": ...}` shape of every other refusal.
+        let needs_approval = self
+            .registry
+            .definition(&request.name)
+            .is_some_and(|d| d.location == Location::Server && d.requires_approval());
         // Client tools are not this server's to run, and unknown names are not tools: both
         // are protocol errors, not results.
-        if !self.tools.iter().any(|t| t.name == request.name) {
+        if !needs_approval && !self.tools.iter().any(|t| t.name == request.name) {
             let known: Vec<&str> = self.tools.iter().map(|t| t.name.as_ref()).collect();
             return Err(ErrorData::invalid_params(
                 format!(
@@ -280,7 +291,8 @@ pub fn mcp_tool(definition: &ToolDefinition) -> Tool {
     };
     let mut tool = Tool::new(
         Cow::Owned(definition.name.clone()),
-        Cow::Owned(definition.description.clone()),
+        // With the sentence the provider files carry for approval and background tools.
+        Cow::Owned(definition.model_description().into_owned()),
         Arc::new(input),
     );
     if let Some(output) = object_schema(definition.returns.as_ref()) {
