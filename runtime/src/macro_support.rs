@@ -119,9 +119,28 @@ impl fmt::Debug for SchemaSource {
     }
 }
 
+/// A type a `#[tool]` parameter or result can have: one whose JSON Schema schemars can write.
+/// `#[tool]` asks for this trait rather than for `JsonSchema` itself so that a type without the
+/// derive is reported in the user's words, not as a bound on a path they never wrote.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no JSON Schema, so it cannot be a `#[tool]` parameter or result",
+    label = "`{Self}` does not derive `schemars::JsonSchema`",
+    note = "add `schemars = \"1\"` to your crate's [dependencies] and `#[derive(schemars::JsonSchema)]` to `{Self}` (with `serde::Deserialize` for a parameter, `serde::Serialize` for a result)"
+)]
+pub trait ToolSchema {
+    fn subschema(generator: &mut SchemaGenerator) -> Schema;
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: JsonSchema + ?Sized> ToolSchema for T {
+    fn subschema(generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<T>()
+    }
+}
+
 /// The subschema of `T`, for [`SchemaSource::Typed`].
-pub fn subschema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
-    generator.subschema_for::<T>()
+pub fn subschema<T: ToolSchema + ?Sized>(generator: &mut SchemaGenerator) -> Schema {
+    T::subschema(generator)
 }
 
 #[derive(Debug, Clone, Copy)]

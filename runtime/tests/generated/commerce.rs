@@ -470,6 +470,8 @@ impl ::toolc_runtime::Tool for GetCart {
 /// in the browser and may not have an executor.
 ///
 /// Server tools: `search_products`, `create_return`.
+///
+/// Client tools, which have no method here (writing one is error E0407): `add_to_cart`, `get_cart`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not the executor of this manifest's server tools (`search_products`, `create_return`)",
     label = "`{Self}` does not implement `CommerceServer`",

@@ -402,6 +402,8 @@ impl ::toolc_runtime::Tool for Contact {
 /// in the browser and may not have an executor.
 ///
 /// Server tools: `edge_server`, `no_params`, `contact`.
+///
+/// Client tools, which have no method here (writing one is error E0407): `edge_server_args`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not the executor of this manifest's server tools (`edge_server`, `no_params`, `contact`)",
     label = "`{Self}` does not implement `EdgeServer`",

@@ -564,6 +564,8 @@ impl ::toolc_runtime::Tool for ShowToast {
 /// in the browser and may not have an executor.
 ///
 /// Server tools: `search_help_articles`, `get_order_status`.
+///
+/// Client tools, which have no method here (writing one is error E0407): `highlight_element`, `scroll_to_section`, `fill_form_field`, `show_toast`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not the executor of this manifest's server tools (`search_help_articles`, `get_order_status`)",
     label = "`{Self}` does not implement `SupportServer`",

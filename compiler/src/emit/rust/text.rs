@@ -370,8 +370,7 @@ impl<'a> Text<'a> {
             .collect();
         let trait_name = self.trait_name;
         self.attempt(|t| {
-            let tools: Vec<&IrTool> = server.iter().map(|(tool, _)| *tool).collect();
-            let (docs, [message, label, note]) = server_trait_texts(trait_name, &tools);
+            let (docs, [message, label, note]) = server_trait_texts(trait_name, &self.ir.tools);
             t.docs(0, &docs)?;
             let args = [
                 format!("message = {}", string_literal_text(&message)),

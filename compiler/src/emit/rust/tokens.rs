@@ -307,8 +307,7 @@ impl<'a> Tokens<'a> {
         let rt = &self.rt;
         let trait_name = ident(self.trait_name);
         let server = self.server_tools(names);
-        let tools: Vec<&IrTool> = server.iter().map(|(t, _)| *t).collect();
-        let (docs, [message, label, note]) = server_trait_texts(self.trait_name, &tools);
+        let (docs, [message, label, note]) = server_trait_texts(self.trait_name, &self.ir.tools);
         let methods = server.iter().map(|(tool, n)| {
             let method = ident(&field_ident_text(&tool.def.name));
             let args = ident(&n.args);
@@ -410,25 +409,26 @@ pub(super) fn executor_docs(tool: &IrTool) -> Vec<String> {
 }
 
 /// The server trait's docs and its `on_unimplemented` message, label and note.
-pub(super) fn server_trait_texts(
-    trait_name: &str,
-    server: &[&IrTool],
-) -> (Vec<String>, [String; 3]) {
+pub(super) fn server_trait_texts(trait_name: &str, tools: &[IrTool]) -> (Vec<String>, [String; 3]) {
+    let named = |location: Location| {
+        tools
+            .iter()
+            .filter(move |t| t.def.location == location)
+            .map(|t| format!("`{}`", t.def.name))
+    };
+    let server: Vec<String> = named(Location::Server).collect();
+    let client: Vec<String> = named(Location::Client).collect();
     let list = if server.is_empty() {
         "none: this manifest has no server tools".to_owned()
     } else {
-        server
-            .iter()
-            .map(|t| format!("`{}`", t.def.name))
-            .collect::<Vec<_>>()
-            .join(", ")
+        server.join(", ")
     };
     let message =
         format!("`{{Self}}` is not the executor of this manifest's server tools ({list})");
     let label = format!("`{{Self}}` does not implement `{trait_name}`");
     let note =
         format!("add `impl {trait_name} for {{Self}}` with one `async fn` per server tool: {list}");
-    let docs = vec![
+    let mut docs = vec![
         "The executors of the server tools: one method per server tool, none with a default body,"
             .to_owned(),
         "so a server tool without an executor does not compile. Client tools are not here: they run"
@@ -437,6 +437,15 @@ pub(super) fn server_trait_texts(
         String::new(),
         format!("Server tools: {list}."),
     ];
+    if !client.is_empty() {
+        // rustc's E0407 ("method is not a member of trait") cannot be reworded; this is the
+        // text an editor shows beside it.
+        docs.push(String::new());
+        docs.push(format!(
+            "Client tools, which have no method here (writing one is error E0407): {}.",
+            client.join(", ")
+        ));
+    }
     (docs, [message, label, note])
 }
 
