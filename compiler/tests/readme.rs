@@ -155,3 +155,58 @@ fn the_quick_start_is_what_ci_runs() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Where the README's Rust may come from: files the tests compile and run.
+const COMPILED_SOURCES: &[&str] = &[
+    "tests/readme/build.rs",
+    "tests/readme/src/typed_registry.rs",
+    "tests/readme/src/fn_tools.rs",
+    "tests/readme/src/relay.rs",
+    "tests/readme/src/telemetry.rs",
+    "tests/readme/src/mcp.rs",
+    "tests/external/build.rs",
+    "tests/external/src/main.rs",
+    "examples/realtime-relay/examples/own_tools.rs",
+];
+
+/// `lines` with the indentation they all share removed (blank lines ignored).
+fn dedent(lines: &[&str]) -> Vec<String> {
+    let indent = lines
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    lines
+        .iter()
+        .map(|l| l.get(indent..).unwrap_or("").to_owned())
+        .collect()
+}
+
+#[test]
+fn every_rust_block_of_the_readme_is_compiled_code() {
+    let readme = read("README.md");
+    let sources: Vec<(&str, String)> = COMPILED_SOURCES.iter().map(|p| (*p, read(p))).collect();
+    let mut unmatched = Vec::new();
+    for (info, body) in blocks(&readme) {
+        if info != "rust" {
+            continue;
+        }
+        let shown: Vec<&str> = body.lines().collect();
+        let found = sources.iter().any(|(_, code)| {
+            let lines: Vec<&str> = code.lines().collect();
+            lines
+                .windows(shown.len())
+                .any(|window| dedent(window) == shown)
+        });
+        if !found {
+            unmatched.push(body);
+        }
+    }
+    assert!(
+        unmatched.is_empty(),
+        "README rust blocks that are not a region of {COMPILED_SOURCES:?} (copy the code from \
+         there, or add the snippet to tests/readme/):\n{}",
+        unmatched.join("\n---\n")
+    );
+}

@@ -18,7 +18,7 @@ pub mod live;
 #[doc(hidden)]
 pub mod macro_support;
 pub mod markers;
-#[cfg(feature = "mcp")]
+#[cfg(any(feature = "mcp", feature = "mcp-client"))]
 pub mod mcp;
 pub mod realtime;
 pub mod registry;

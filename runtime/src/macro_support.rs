@@ -11,8 +11,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+#[cfg(feature = "schemars")]
 pub use schemars;
-pub use schemars::{JsonSchema, Schema, SchemaGenerator};
+pub use typed::{Schema, SchemaGenerator, ToolSchema};
 
 pub use crate::context::CallContext;
 pub use crate::error::ToolError;
@@ -119,28 +120,89 @@ impl fmt::Debug for SchemaSource {
     }
 }
 
-/// A type a `#[tool]` parameter or result can have: one whose JSON Schema schemars can write.
-/// `#[tool]` asks for this trait rather than for `JsonSchema` itself so that a type without the
-/// derive is reported in the user's words, not as a bound on a path they never wrote.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` has no JSON Schema, so it cannot be a `#[tool]` parameter or result",
-    label = "`{Self}` does not derive `schemars::JsonSchema`",
-    note = "add `schemars = \"1\"` to your crate's [dependencies] and `#[derive(schemars::JsonSchema)]` to `{Self}` (with `serde::Deserialize` for a parameter, `serde::Serialize` for a result)"
-)]
-pub trait ToolSchema {
-    fn subschema(generator: &mut SchemaGenerator) -> Schema;
-}
-
-#[diagnostic::do_not_recommend]
-impl<T: JsonSchema + ?Sized> ToolSchema for T {
-    fn subschema(generator: &mut SchemaGenerator) -> Schema {
-        generator.subschema_for::<T>()
-    }
-}
-
 /// The subschema of `T`, for [`SchemaSource::Typed`].
 pub fn subschema<T: ToolSchema + ?Sized>(generator: &mut SchemaGenerator) -> Schema {
     T::subschema(generator)
+}
+
+/// Schemas of the user's own types, from schemars (feature `schemars`).
+#[cfg(feature = "schemars")]
+mod typed {
+    pub use schemars::{Schema, SchemaGenerator};
+
+    /// A type a `#[tool]` parameter or result can have: one whose JSON Schema schemars can
+    /// write. `#[tool]` asks for this trait rather than for `JsonSchema` itself so that a type
+    /// without the derive is reported in the user's words, not as a bound on a hidden path.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` has no JSON Schema, so it cannot be a `#[tool]` parameter or result",
+        label = "`{Self}` does not derive `schemars::JsonSchema`",
+        note = "add `schemars = \"1\"` to your crate's [dependencies] and `#[derive(schemars::JsonSchema)]` to `{Self}` (with `serde::Deserialize` for a parameter, `serde::Serialize` for a result)"
+    )]
+    pub trait ToolSchema {
+        fn subschema(generator: &mut SchemaGenerator) -> Schema;
+    }
+
+    #[diagnostic::do_not_recommend]
+    impl<T: schemars::JsonSchema + ?Sized> ToolSchema for T {
+        fn subschema(generator: &mut SchemaGenerator) -> Schema {
+            generator.subschema_for::<T>()
+        }
+    }
+
+    pub(super) fn generator() -> SchemaGenerator {
+        schemars::generate::SchemaSettings::draft2020_12()
+            .for_deserialize()
+            .into_generator()
+    }
+}
+
+/// Without the `schemars` feature no type has a typed schema: `#[tool]` takes primitives,
+/// `Option`s and `Vec`s of them (whose schemas it writes at compile time), and a parameter of any
+/// other type is a compile error that says which feature to turn on. The feature is off by
+/// default so that an application whose tools take only primitives does not build schemars.
+#[cfg(not(feature = "schemars"))]
+mod typed {
+    use serde_json::{Map, Value};
+
+    /// Never made: nothing implements [`ToolSchema`] without the feature.
+    #[derive(Debug, Clone, Copy)]
+    pub enum Schema {}
+
+    impl Schema {
+        // Callers are only reached with a `Schema`, which cannot exist here.
+        #[allow(unreachable_code)]
+        pub(super) fn to_value(self) -> Value {
+            match self {}
+        }
+    }
+
+    #[derive(Debug, Default)]
+    pub struct SchemaGenerator {
+        definitions: Map<String, Value>,
+    }
+
+    impl SchemaGenerator {
+        pub(super) fn take_definitions(&mut self, _apply_transforms: bool) -> Map<String, Value> {
+            std::mem::take(&mut self.definitions)
+        }
+
+        pub(super) fn definitions_mut(&mut self) -> &mut Map<String, Value> {
+            &mut self.definitions
+        }
+    }
+
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not a primitive, so its JSON Schema comes from schemars: turn on the `schemars` feature of toolc-runtime",
+        label = "a #[tool] parameter or result of type `{Self}` needs schemars",
+        note = "write `toolc-runtime = {{ version = \"0.1\", features = [\"schemars\"] }}` and `schemars = \"1\"` in your [dependencies], and `#[derive(schemars::JsonSchema)]` on `{Self}`"
+    )]
+    pub trait ToolSchema {
+        fn subschema(generator: &mut SchemaGenerator) -> Schema;
+    }
+
+    pub(super) fn generator() -> SchemaGenerator {
+        SchemaGenerator::default()
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -167,15 +229,13 @@ pub struct FnDefinition {
     pub policy: CallPolicy,
 }
 
-fn generator() -> SchemaGenerator {
-    schemars::generate::SchemaSettings::draft2020_12()
-        .for_deserialize()
-        .into_generator()
-}
+use typed::generator;
 
 fn to_value(source: SchemaSource, generator: &mut SchemaGenerator) -> Value {
     match source {
         SchemaSource::Static(text) => generated(text),
+        // Unreachable without the `schemars` feature: no `Schema` can be made.
+        #[allow(unreachable_code)]
         SchemaSource::Typed(f) => f(generator).to_value(),
     }
 }
@@ -394,6 +454,7 @@ mod tests {
         assert_eq!(FOUND, [true, false, false]);
     }
 
+    #[cfg(feature = "schemars")]
     #[derive(serde::Deserialize, schemars::JsonSchema)]
     #[allow(dead_code)]
     struct Filter {
@@ -402,6 +463,7 @@ mod tests {
         min_score: Option<f64>,
     }
 
+    #[cfg(feature = "schemars")]
     #[test]
     fn typed_parameters_land_in_defs() {
         let def = FnDefinition {
@@ -452,6 +514,7 @@ mod tests {
         jsonschema::draft202012::new(&def.parameters).unwrap();
     }
 
+    #[cfg(feature = "schemars")]
     #[test]
     fn an_argument_struct_is_the_root_object() {
         let def = FnDefinition {

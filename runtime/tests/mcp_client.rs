@@ -3,7 +3,7 @@
 //! registry as server tools, arguments are validated before a call leaves the process, results
 //! come back structured, a tool's error is a tool error, a name clash is refused, and a tool the
 //! server adds later (`notifications/tools/list_changed`) is seen and callable.
-#![cfg(feature = "mcp")]
+#![cfg(all(feature = "mcp", feature = "mcp-client"))]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -2,8 +2,29 @@
 //! [`crate::Registry`] served to MCP hosts ([`McpServer`]), and the tools of an MCP server used
 //! as server tools of a registry ([`McpTools`]).
 
+//!
+//! The two halves are separate features, so that a server does not build an HTTP client stack
+//! it never uses: `mcp` is the server (stdio and streamable HTTP), `mcp-client` the client
+//! (a spawned stdio server, or streamable HTTP over reqwest).
+
+#[cfg(feature = "mcp-client")]
 mod client;
+#[cfg(feature = "mcp")]
 mod server;
 
+#[cfg(feature = "mcp-client")]
 pub use client::McpTools;
-pub use server::{mcp_tool, McpError, McpServer, PrincipalFn};
+#[cfg(feature = "mcp")]
+pub use server::{mcp_tool, McpServer, PrincipalFn};
+
+/// Why an MCP session did not start or stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpError(pub String);
+
+impl std::fmt::Display for McpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for McpError {}

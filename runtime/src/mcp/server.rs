@@ -25,6 +25,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData;
 use serde_json::Value;
 
+use super::McpError;
 use crate::{Location, Principal, Registry, SessionScope, ToolDefinition};
 
 /// Maps an HTTP request (its method, URI and headers, as the streamable HTTP transport saw them)
@@ -268,18 +269,6 @@ impl ServerHandler for McpServer {
         Ok(self.call(request, context).await.into())
     }
 }
-
-/// Why the MCP server stopped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpError(pub String);
-
-impl std::fmt::Display for McpError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for McpError {}
 
 /// A definition as an MCP tool: `inputSchema` is the parameters, `outputSchema` the result
 /// schema when it is an object schema (MCP requires that of it).

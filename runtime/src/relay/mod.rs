@@ -17,6 +17,9 @@ mod service;
 pub mod testing;
 
 pub use auth::{Authorizer, Handshake, Refusal, StaticTokens};
+/// The axum the relay is built on, so an app mounting [`RelayService::router`] needs no
+/// `axum` dependency of its own (or can match this version exactly).
+pub use axum;
 pub use service::RelayService;
 
 use std::fmt;

@@ -1,0 +1,22 @@
+//! README, "Tracing": the runtime's spans exported to OpenTelemetry.
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanExporter};
+use tracing_subscriber::prelude::*;
+use tracing_subscriber::EnvFilter;
+
+// `exporter` is yours: `opentelemetry_otlp::SpanExporter::builder().with_tonic().build()?`
+// for a collector, or any other `SpanExporter`.
+pub fn init_tracing(exporter: impl SpanExporter + 'static) -> SdkTracerProvider {
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter) // `with_batch_exporter` in production
+        .build();
+    // `RUST_LOG` if set, else `info`: the `toolc.call` and `toolc.session` spans are INFO.
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(tracing_subscriber::fmt::layer())
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("voice-relay")))
+        .init();
+    provider // call `provider.shutdown()` before exiting, to flush the last spans
+}
