@@ -223,9 +223,21 @@ pub fn emit_into(
 /// keyword a provider drops), without writing anything: what `toolc check` adds to the loader's
 /// diagnostics. Only the provider emitters warn.
 pub fn output_warnings(ir: &Ir, diags: &mut Diagnostics) {
-    let mut discarded = Outputs::new();
-    providers::emit(ir, diags, &mut discarded);
-    rust::untyped_warnings(ir, diags);
+    // The Rust plan is one serial pass over every tool: it runs beside the providers' (which
+    // take the other cores), and its warnings come after theirs, as in `toolc build`.
+    let rust_warnings = std::thread::scope(|scope| {
+        let rust = scope.spawn(|| {
+            let mut rust_diags = Diagnostics::default();
+            rust::untyped_warnings(ir, &mut rust_diags);
+            rust_diags
+        });
+        providers::warnings(ir, diags);
+        rust.join()
+    });
+    match rust_warnings {
+        Ok(rust_diags) => diags.extend(rust_diags),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }
 
 fn emit_one(ir: &Ir, kind: Kind, config: &Config) -> (Outputs, Diagnostics) {

@@ -33,6 +33,11 @@ pub(super) fn write(
     text::write(out, &declaration, depth);
 }
 
+/// The warnings of the declaration [`write`] writes.
+pub(super) fn warnings(tool: &IrTool, diags: &mut Diagnostics) {
+    lowered_input_schema(tool, diags);
+}
+
 /// `input_schema` when the schema as written cannot be it: `None` when there is no composition
 /// at the root.
 fn lowered_input_schema(tool: &IrTool, diags: &mut Diagnostics) -> Option<Value> {

@@ -74,6 +74,11 @@ pub(super) fn write(out: &mut Vec<u8>, depth: usize, tool: &IrTool, diags: &mut 
     );
 }
 
+/// The warnings of the declaration [`write`] writes.
+pub(super) fn warnings(tool: &IrTool, diags: &mut Diagnostics) {
+    declaration(tool, diags);
+}
+
 fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
     let d = &tool.def;
     let schema = object_root(&d.parameters);

@@ -62,6 +62,15 @@ pub(super) fn write(
     text::write(out, &Json::Object(members), depth);
 }
 
+/// The warnings of the declaration [`write`] writes.
+pub(super) fn warnings(tool: &IrTool, diags: &mut Diagnostics) {
+    if let Some(returns) = &tool.def.returns {
+        if returns.get("type").and_then(Value::as_str) != Some("object") {
+            diags.push(output_warning(tool, returns));
+        }
+    }
+}
+
 fn output_warning(tool: &IrTool, returns: &Value) -> Diagnostic {
     let found = match returns.get("type") {
         Some(Value::String(t)) => format!("`type: {t}`"),

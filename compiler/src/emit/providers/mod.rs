@@ -63,6 +63,74 @@ pub fn emit(ir: &Ir, diags: &mut Diagnostics, outputs: &mut Outputs) {
     );
 }
 
+/// The warnings [`emit`] reports, without writing any file: what `toolc check` shows. Each
+/// provider's lowering runs (its warnings come from it), but nothing is rendered as text.
+/// Tools are taken in chunks on all cores; the warnings are merged in the order [`emit`] pushes
+/// them (provider by provider, then strict mode).
+pub fn warnings(ir: &Ir, diags: &mut Diagnostics) {
+    let threads = crate::parallel::cores();
+    let chunks: Vec<&[IrTool]> = ir
+        .tools
+        .chunks(ir.tools.len().div_ceil(threads.max(1)).max(64))
+        .collect();
+    let strict_providers = [Provider::OpenaiChat, Provider::OpenaiResponses];
+    let found = crate::parallel::each_index(
+        chunks.len(),
+        threads,
+        || (),
+        |_, i, _| {
+            let mut per_provider: Vec<Diagnostics> = Provider::ALL
+                .iter()
+                .map(|_| Diagnostics::default())
+                .collect();
+            let mut strict_diags = Diagnostics::default();
+            for tool in chunks[i] {
+                for (provider, diags) in Provider::ALL.iter().zip(&mut per_provider) {
+                    tool_warnings(tool, *provider, diags);
+                }
+                if let Err(issues) = strict::to_strict(&tool.def.parameters) {
+                    if let Some(d) = strict_warning(tool, &issues, &strict_providers) {
+                        strict_diags.push(d);
+                    }
+                }
+            }
+            (per_provider, strict_diags)
+        },
+    );
+    let mut strict_all = Diagnostics::default();
+    let mut per_provider: Vec<Diagnostics> = Provider::ALL
+        .iter()
+        .map(|_| Diagnostics::default())
+        .collect();
+    for (_, (chunk_providers, chunk_strict)) in found {
+        for (all, chunk) in per_provider.iter_mut().zip(chunk_providers) {
+            all.extend(chunk);
+        }
+        strict_all.extend(chunk_strict);
+    }
+    for provider_diags in per_provider {
+        diags.extend(provider_diags);
+    }
+    diags.extend(strict_all);
+}
+
+/// The warnings one tool's declaration in `provider`'s file has (see [`file`]).
+fn tool_warnings(tool: &IrTool, provider: Provider, diags: &mut Diagnostics) {
+    if provider == Provider::Mcp && tool.def.location == crate::definition::Location::Client {
+        return;
+    }
+    if !provider.accepts_name(&tool.def.name) {
+        diags.push(name_warning(tool, provider));
+        return;
+    }
+    match provider {
+        Provider::OpenaiRealtime | Provider::OpenaiChat | Provider::OpenaiResponses => {}
+        Provider::Anthropic => anthropic::warnings(tool, diags),
+        Provider::Gemini => gemini::warnings(tool, diags),
+        Provider::Mcp => mcp::warnings(tool, diags),
+    }
+}
+
 /// One provider's file, as `toolc build` writes it, with that provider's warnings pushed to
 /// `diags`.
 pub fn file_text(ir: &Ir, provider: Provider, diags: &mut Diagnostics) -> String {
@@ -194,53 +262,61 @@ fn name_warning(tool: &IrTool, provider: Provider) -> Diagnostic {
 }
 
 fn warn_strict(ir: &Ir, shared: &[Shared], providers: &[Provider], diags: &mut Diagnostics) {
-    let names: Vec<&str> = providers.iter().map(|p| p.name()).collect();
     for (tool, shared) in ir.tools.iter().zip(shared) {
-        let Err(issues) = &shared.strict else {
-            continue;
-        };
-        if !providers.iter().any(|p| p.accepts_name(&tool.def.name)) {
-            continue;
-        }
-        let Some(first) = issues.first() else {
-            continue;
-        };
-        let at = |i: &StrictIssue| {
-            if i.pointer.is_empty() {
-                format!("`{}` at the root", i.keyword)
-            } else {
-                format!("`{}` at `{}`", i.keyword, i.pointer)
-            }
-        };
-        let mut help = format!(
-            "declared with `strict: false` and the schema as written; arguments are still validated against it at run time. For strict mode, {}",
-            first.fix()
-        );
-        if issues.len() > 1 {
-            let others: Vec<String> = issues[1..].iter().map(at).collect();
-            help.push_str(&format!("; also: {}", others.join(", ")));
-        }
-        let mut d = Diagnostic::warning(
-            codes::STRICT_MODE_UNAVAILABLE,
-            format!(
-                "tool `{}` cannot use OpenAI strict mode in {}: {} {}",
-                tool.def.name,
-                names.join(" and "),
-                at(first),
-                first.reason
-            ),
-        )
-        .help(help);
-        if let Some(span) = parameters_span(tool, &first.pointer, Some(&first.keyword)) {
-            d = d.at(span, format!("`{}` prevents strict mode", first.keyword));
-        }
-        for other in issues.iter().skip(1) {
-            if let Some(span) = parameters_span(tool, &other.pointer, Some(&other.keyword)) {
-                d = d.also(span, format!("`{}` prevents strict mode", other.keyword));
+        if let Err(issues) = &shared.strict {
+            if let Some(d) = strict_warning(tool, issues, providers) {
+                diags.push(d);
             }
         }
-        diags.push(d);
     }
+}
+
+/// The warning that `tool` cannot use strict mode in `providers` (those that accept its name).
+fn strict_warning(
+    tool: &IrTool,
+    issues: &[StrictIssue],
+    providers: &[Provider],
+) -> Option<Diagnostic> {
+    let names: Vec<&str> = providers.iter().map(|p| p.name()).collect();
+    if !providers.iter().any(|p| p.accepts_name(&tool.def.name)) {
+        return None;
+    }
+    let first = issues.first()?;
+    let at = |i: &StrictIssue| {
+        if i.pointer.is_empty() {
+            format!("`{}` at the root", i.keyword)
+        } else {
+            format!("`{}` at `{}`", i.keyword, i.pointer)
+        }
+    };
+    let mut help = format!(
+        "declared with `strict: false` and the schema as written; arguments are still validated against it at run time. For strict mode, {}",
+        first.fix()
+    );
+    if issues.len() > 1 {
+        let others: Vec<String> = issues[1..].iter().map(at).collect();
+        help.push_str(&format!("; also: {}", others.join(", ")));
+    }
+    let mut d = Diagnostic::warning(
+        codes::STRICT_MODE_UNAVAILABLE,
+        format!(
+            "tool `{}` cannot use OpenAI strict mode in {}: {} {}",
+            tool.def.name,
+            names.join(" and "),
+            at(first),
+            first.reason
+        ),
+    )
+    .help(help);
+    if let Some(span) = parameters_span(tool, &first.pointer, Some(&first.keyword)) {
+        d = d.at(span, format!("`{}` prevents strict mode", first.keyword));
+    }
+    for other in issues.iter().skip(1) {
+        if let Some(span) = parameters_span(tool, &other.pointer, Some(&other.keyword)) {
+            d = d.also(span, format!("`{}` prevents strict mode", other.keyword));
+        }
+    }
+    Some(d)
 }
 
 /// The most precise span for a keyword of the parameters schema: the keyword itself, else the
@@ -308,7 +384,8 @@ mod tests {
     /// The files assembled from rendered schemas are laid out exactly as serde_json lays out
     /// their values (their content is pinned by the snapshots in `tests/provider_snapshots.rs`),
     /// whichever files a schema is shared by, for the reference manifests, synthetic tools, an
-    /// empty manifest, names a provider refuses and schemas each provider lowers.
+    /// empty manifest, names a provider refuses and schemas each provider lowers; and
+    /// [`warnings`] reports exactly what [`emit`] does.
     #[test]
     fn text_files_are_the_serde_files() {
         let reference = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests");
@@ -335,6 +412,11 @@ mod tests {
             let (mut together, mut one_by_one) = (Outputs::new(), Diagnostics::default());
             let mut diags = Diagnostics::default();
             emit(ir, &mut diags, &mut together);
+            // `toolc check`'s path: the same warnings, in the same order, without the files.
+            let mut checked = Diagnostics::default();
+            warnings(ir, &mut checked);
+            let shown = |d: &Diagnostics| d.iter().map(|d| format!("{d:?}")).collect::<Vec<_>>();
+            assert_eq!(shown(&checked), shown(&diags));
             for provider in Provider::ALL {
                 let text = &together[&format!("providers/{}.json", provider.name())];
                 let value: Value = serde_json::from_str(text).expect("JSON");
