@@ -247,11 +247,9 @@ fn emit_one(ir: &Ir, kind: Kind, config: &Config) -> (Outputs, Diagnostics) {
         Kind::Schemas => schemas::emit(ir, &mut outputs),
         Kind::Providers => providers::emit(ir, &mut diags, &mut outputs),
         Kind::Rust => {
-            rust::untyped_warnings(ir, &mut diags);
-            outputs.insert(
-                "tools.rs".into(),
-                rust::generate(ir, &config.rust_options("ToolServer", None)),
-            );
+            let options = config.rust_options("ToolServer", None);
+            let code = rust::generate_with_warnings(ir, &options, &mut diags);
+            outputs.insert("tools.rs".into(), code);
         }
         Kind::TypeScript => {
             outputs.insert("tools.ts".into(), typescript::generate(ir));

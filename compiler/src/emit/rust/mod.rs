@@ -109,6 +109,19 @@ pub(crate) fn public_names(ir: &Ir) -> Vec<Vec<String>> {
 /// reported.
 pub fn untyped_warnings(ir: &Ir, diags: &mut Diagnostics) {
     let plan = Gen::new(ir, "Server").plan();
+    warn_untyped(ir, &plan, diags);
+}
+
+/// [`generate`] and [`untyped_warnings`] from one plan of the manifest (planning is a serial pass
+/// over every tool, and `toolc build` used to make it twice). The warnings name the types as the
+/// generated file does.
+pub fn generate_with_warnings(ir: &Ir, options: &RustOptions, diags: &mut Diagnostics) -> String {
+    let plan = Gen::new(ir, &type_ident_text(&options.server_trait)).plan();
+    warn_untyped(ir, &plan, diags);
+    render_plan(ir, options, plan, TOOLS_PER_PART, crate::parallel::cores())
+}
+
+fn warn_untyped(ir: &Ir, plan: &Plan, diags: &mut Diagnostics) {
     for (tool, items) in ir.tools.iter().zip(&plan.items) {
         let mut places: Vec<(String, &'static str)> = Vec::new();
         for item in items {
@@ -175,8 +188,19 @@ const TOOLS_PER_PART: usize = 16;
 /// the other with nothing carried from one to the next, so the parts concatenated in order are
 /// exactly the file printed whole.
 fn generate_in_parts(ir: &Ir, options: &RustOptions, per_part: usize, threads: usize) -> String {
+    let plan = Gen::new(ir, &type_ident_text(&options.server_trait)).plan();
+    render_plan(ir, options, plan, per_part, threads)
+}
+
+/// The file of a [`Gen::plan`], printed in parts (see [`generate_in_parts`]).
+fn render_plan(
+    ir: &Ir,
+    options: &RustOptions,
+    plan: Plan,
+    per_part: usize,
+    threads: usize,
+) -> String {
     let trait_name = type_ident_text(&options.server_trait);
-    let plan = Gen::new(ir, &trait_name).plan();
     let tool_parts: Vec<std::ops::Range<usize>> = (0..ir.tools.len())
         .step_by(per_part.max(1))
         .map(|start| start..start.saturating_add(per_part).min(ir.tools.len()))
