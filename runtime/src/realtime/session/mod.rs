@@ -1,0 +1,938 @@
+//! One realtime session between a model connection and a browser connection.
+//!
+//! The session is transport-free: a driver (the relay, a test, a benchmark) feeds it the text of
+//! every event from either side and forwards, replaces or drops that event as the returned
+//! [`Verdict`] says, then sends whatever the session queued ([`Session::pop_output`]). Calls run
+//! on Tokio tasks; their results, the browser messages they produce and filler timers come back
+//! through [`SessionEvents`], which the driver hands to [`Session::on_event`].
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use super::browser::{self, BrowserResult, Malformed, Naming};
+use super::guard;
+use super::marker_flow::{Found, MarkerFlow, MarkerFlowConfig};
+use super::openai::{self, str_field, Head};
+use super::partial::PartialArguments;
+use super::tracker::{Resolved, Tracker};
+use crate::context::{CallContext, SessionScope};
+use crate::dispatch::{
+    self, ApprovalFuture, ApprovalRequest, CallOutcome, ClientCall, ClientFailure, ClientFuture,
+    ClientPath, Decision, Route, Status, ToolCall,
+};
+use crate::error::{CallError, CallErrorKind};
+use crate::live::LiveTools;
+use crate::Registry;
+
+mod browser_events;
+mod calls;
+mod client_path;
+mod notes;
+
+use client_path::*;
+pub use notes::{CounterSnapshot, Counters, Note, Observer, Output, RejectReason, Verdict};
+
+/// Settings shared by sessions.
+#[derive(Clone)]
+pub struct SessionConfig {
+    /// The GA `session.tools` entries; [`SessionConfig::new`] builds them from the registry.
+    pub declarations: Vec<Value>,
+    /// The rest of the first `session.update` (`type: realtime` plus anything the application
+    /// sets, e.g. `instructions`).
+    pub session: Map<String, Value>,
+    /// The naming of calls sent to the browser.
+    pub naming: Naming,
+    /// How long a waiting client call may be open before the model is asked to say one of the
+    /// tool's filler phrases; `None` turns fillers off.
+    pub filler_delay: Option<Duration>,
+    pub counters: Arc<Counters>,
+    pub observer: Option<Observer>,
+    /// Opt-in: when a call resolves, tell the browser what it may know about it (name,
+    /// location, duration, status; never a server call's id, arguments or result) with a
+    /// `toolc.trace` event ([`browser::encode_trace`]), so a page can show server calls in its
+    /// log. Off by default.
+    pub trace_calls: bool,
+    /// Opt-in: the two-pass text-marker flow ([`super::marker_flow`]) for models that write
+    /// `<<<TAG:NAME=...>>>` markers instead of native calls. `None` (the default) leaves text
+    /// untouched.
+    pub markers: Option<Arc<MarkerFlowConfig>>,
+    /// Tools beyond the registry's that may change while the session runs (a live remote
+    /// catalog, [`crate::catalog::LiveCatalog`]): calls of names the registry does not know go
+    /// to them, and their current declarations replace theirs in `declarations` at the next
+    /// safe point. `None` by default.
+    pub live_tools: Option<Arc<dyn LiveTools>>,
+    /// How long an approval request waits for the user's answer before the call is refused.
+    pub approval_timeout: Duration,
+}
+
+impl fmt::Debug for SessionConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionConfig")
+            .field("declarations", &self.declarations.len())
+            .field("session", &self.session)
+            .field("naming", &self.naming)
+            .field("filler_delay", &self.filler_delay)
+            .field("observer", &self.observer.is_some())
+            .field("trace_calls", &self.trace_calls)
+            .field("markers", &self.markers)
+            .field("live_tools", &self.live_tools.is_some())
+            .field("approval_timeout", &self.approval_timeout)
+            .finish()
+    }
+}
+
+/// Default wait before a filler phrase.
+pub const DEFAULT_FILLER_DELAY: Duration = Duration::from_millis(1500);
+
+/// Default wait for the user's answer to an approval request.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl SessionConfig {
+    pub fn new(registry: &Registry) -> SessionConfig {
+        let mut session = Map::new();
+        session.insert("type".into(), Value::String("realtime".into()));
+        SessionConfig {
+            declarations: openai::declarations(registry.definitions()),
+            session,
+            naming: Naming::default(),
+            filler_delay: Some(DEFAULT_FILLER_DELAY),
+            counters: Arc::new(Counters::default()),
+            observer: None,
+            trace_calls: false,
+            markers: None,
+            live_tools: None,
+            approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+        }
+    }
+}
+
+/// The declarations a session starts with or changes to: the config's, with the live tools'
+/// current ones in place of theirs; and the live tools' generation.
+fn declared_now(config: &SessionConfig) -> (Vec<Value>, Option<u64>) {
+    let Some(live) = &config.live_tools else {
+        return (config.declarations.clone(), None);
+    };
+    let (generation, theirs) = live.declarations();
+    let name = |d: &Value| d.get("name").and_then(Value::as_str).map(str::to_owned);
+    let mut declarations: Vec<Value> = config
+        .declarations
+        .iter()
+        .filter(|d| !name(d).is_some_and(|n| live.is_live(&n)))
+        .cloned()
+        .collect();
+    declarations.extend(theirs.iter().cloned());
+    (declarations, Some(generation))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CallKind {
+    Server,
+    Client,
+    Notify,
+    Invalid,
+}
+
+#[derive(Debug)]
+struct CallInfo {
+    name: String,
+    kind: CallKind,
+    seq: u64,
+    filler_sent: bool,
+    filler_wanted: bool,
+    started: Instant,
+    /// The context the call runs with, to fire its cancellation signal on an interruption.
+    ctx: Option<CallContext>,
+    /// A `mode: async` call whose work goes on after its "started" result; cleared when its
+    /// result has been added to the conversation (or it was cancelled).
+    background: bool,
+}
+
+impl CallInfo {
+    fn new(name: &str, kind: CallKind, seq: u64) -> CallInfo {
+        CallInfo {
+            name: name.to_owned(),
+            kind,
+            seq,
+            filler_sent: false,
+            filler_wanted: false,
+            started: Instant::now(),
+            ctx: None,
+            background: false,
+        }
+    }
+}
+
+/// A result, a browser message or a timer coming back from a call's task.
+#[derive(Debug)]
+pub struct SessionEvent(Inner);
+
+#[derive(Debug)]
+enum Inner {
+    Done {
+        call_id: String,
+        outcome: CallOutcome,
+    },
+    ToBrowser(String),
+    FillerDue(String),
+    /// The result of a background call's work, after its "started" result went to the model.
+    Background {
+        call_id: String,
+        outcome: CallOutcome,
+    },
+}
+
+/// The receiving end of a session's call tasks; poll it next to the two connections.
+#[derive(Debug)]
+pub struct SessionEvents {
+    rx: mpsc::UnboundedReceiver<Inner>,
+}
+
+impl SessionEvents {
+    /// The next event. Never `None` while the session exists (it holds a sender).
+    pub async fn recv(&mut self) -> Option<SessionEvent> {
+        self.rx.recv().await.map(SessionEvent)
+    }
+
+    pub fn try_recv(&mut self) -> Option<SessionEvent> {
+        self.rx.try_recv().ok().map(SessionEvent)
+    }
+}
+
+/// A function call read from a `response.done`, owned so the session can act on it.
+struct ReportedCall {
+    item_id: Option<String>,
+    call_id: Option<String>,
+    name: Option<String>,
+    arguments: String,
+}
+
+/// One session. See the module documentation for how a driver uses it.
+pub struct Session {
+    registry: Arc<Registry>,
+    config: Arc<SessionConfig>,
+    tracker: Tracker,
+    calls: HashMap<String, CallInfo>,
+    /// Visibility to the browser of function-call items and calls, by item id and by call id.
+    item_visible: HashMap<String, bool>,
+    call_visible: HashMap<String, bool>,
+    filler_responses: HashSet<String>,
+    current_response: Option<String>,
+    /// A continuation is due but another response is in progress; it goes at that response's
+    /// `response.done`.
+    continuation_waiting: bool,
+    browser: BrowserPath,
+    outputs: VecDeque<Output>,
+    next_seq: u64,
+    filler_turn: usize,
+    markers: Option<MarkerFlow>,
+    /// The session's id and principal, which every executor sees; cancelled when the browser
+    /// leaves.
+    scope: SessionScope,
+    /// The function tools declared to the model now: the config's, with the live tools'
+    /// current ones in place of theirs.
+    declarations: Vec<Value>,
+    /// The generation of the live tools' declarations in `declarations`.
+    live_generation: Option<u64>,
+    /// The instructions the application or the browser set last, without the marker catalog:
+    /// kept so that a catalog declared again (live tools changed) does not replace them.
+    their_instructions: Option<String>,
+    /// Results of background calls waiting for a point where no response is in progress.
+    background_done: VecDeque<(String, CallOutcome)>,
+    /// This session asked for a response (`response.create`) that has not started yet.
+    response_requested: bool,
+    /// Streaming client calls by item id: the call, the tool and the arguments so far.
+    streams: HashMap<String, ArgumentStream>,
+}
+
+#[derive(Debug)]
+struct ArgumentStream {
+    call_id: String,
+    name: String,
+    partial: PartialArguments,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("open_calls", &self.tracker.open_calls())
+            .field("calls", &self.calls.len())
+            .field("queued_outputs", &self.outputs.len())
+            .finish()
+    }
+}
+
+impl Session {
+    pub fn new(registry: Arc<Registry>, config: Arc<SessionConfig>) -> (Session, SessionEvents) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let browser = BrowserPath {
+            state: Arc::new(Mutex::new(BrowserState {
+                connected: true,
+                naming: config.naming,
+                pending: HashMap::new(),
+                sent_waiting: HashMap::new(),
+                sent_notify: HashSet::new(),
+                approvals: HashMap::new(),
+                next_approval: 0,
+            })),
+            tx,
+            approval_timeout: config.approval_timeout,
+            counters: config.counters.clone(),
+        };
+        let markers = config.markers.clone().map(MarkerFlow::new);
+        let (declarations, live_generation) = declared_now(&config);
+        let their_instructions = config
+            .session
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let session = Session {
+            registry,
+            config,
+            tracker: Tracker::new(),
+            calls: HashMap::new(),
+            item_visible: HashMap::new(),
+            call_visible: HashMap::new(),
+            filler_responses: HashSet::new(),
+            current_response: None,
+            continuation_waiting: false,
+            browser,
+            outputs: VecDeque::new(),
+            next_seq: 0,
+            filler_turn: 0,
+            markers,
+            scope: SessionScope::new(),
+            declarations,
+            live_generation,
+            their_instructions,
+            background_done: VecDeque::new(),
+            response_requested: false,
+            streams: HashMap::new(),
+        };
+        (session, SessionEvents { rx })
+    }
+
+    /// The session's id and authenticated principal (set by the relay from its authorizer);
+    /// every call made in this session runs with a context from it.
+    pub fn set_scope(&mut self, scope: SessionScope) {
+        self.scope = scope;
+    }
+
+    pub fn scope(&self) -> &SessionScope {
+        &self.scope
+    }
+
+    /// Uses `naming` for calls sent to this session's browser from now on.
+    pub fn set_naming(&mut self, naming: Naming) {
+        lock(&self.browser.state).naming = naming;
+    }
+
+    /// The first event to send upstream: `session.update` with the declarations.
+    pub fn session_update(&self) -> String {
+        let mut session = self.config.session.clone();
+        session.insert("tools".into(), Value::Array(self.declarations.clone()));
+        if let Some(instructions) = self.marker_instructions() {
+            session.insert("instructions".into(), Value::String(instructions));
+        }
+        openai::session_update(session)
+    }
+
+    /// With the marker flow: the application's or browser's instructions followed by the
+    /// catalog of the tools as they are now (live ones included).
+    fn marker_instructions(&self) -> Option<String> {
+        let markers = self.config.markers.as_ref()?;
+        let catalog = markers.instructions_with(self.config.live_tools.as_deref());
+        Some(super::marker_flow::merge(
+            self.their_instructions.as_deref(),
+            &catalog,
+        ))
+    }
+
+    pub fn counters(&self) -> &Arc<Counters> {
+        &self.config.counters
+    }
+
+    /// Calls of this session that have not resolved.
+    pub fn open_calls(&self) -> usize {
+        self.tracker.open_calls()
+    }
+
+    /// The next message to send, in the order they were produced.
+    pub fn pop_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    /// Every queued message, in order.
+    pub fn drain_outputs(&mut self) -> impl Iterator<Item = Output> + '_ {
+        self.outputs.drain(..)
+    }
+
+    fn note(&self, note: Note) {
+        match &note {
+            // Calls trace themselves (`toolc.call` spans); the GA API reports each call thrice.
+            Note::CallFailed { .. } | Note::DuplicateCall { .. } => {}
+            Note::BrowserEventRefused { code, .. } => {
+                tracing::warn!(session = %self.scope.session_id(), code, "{note}")
+            }
+            Note::ResultRejected { .. } | Note::BrowserCallDropped { .. } => {
+                tracing::warn!(session = %self.scope.session_id(), "{note}")
+            }
+            _ => tracing::debug!(session = %self.scope.session_id(), "{note}"),
+        }
+        if let Some(observer) = &self.config.observer {
+            observer(&note);
+        }
+    }
+
+    fn counters_ref(&self) -> &Counters {
+        &self.config.counters
+    }
+
+    // ---- model → browser ------------------------------------------------------------------
+
+    /// An event from the model. Tool calls in it are started; the verdict says what the browser
+    /// gets.
+    pub fn on_model_event(&mut self, text: &str) -> Verdict {
+        let verdict = self.native_model_event(text);
+        if self.markers.is_none() {
+            return verdict;
+        }
+        self.marker_pass(text, verdict)
+    }
+
+    /// The marker flow after the native handling: marker text is hidden from the browser and
+    /// the calls it completes are run like native ones.
+    fn marker_pass(&mut self, text: &str, verdict: Verdict) -> Verdict {
+        let Some(flow) = self.markers.as_mut() else {
+            return verdict;
+        };
+        let mut found = Vec::new();
+        let verdict = flow.on_model_event(text, verdict, &mut found);
+        for f in found {
+            match f {
+                Found::Call {
+                    response_id,
+                    call_id,
+                    name,
+                    arguments,
+                } => {
+                    self.call_reported(Some(&response_id), Some(&call_id), Some(&name), &arguments);
+                    if !self.tracker.is_known(&call_id) {
+                        if let Some(flow) = self.markers.as_mut() {
+                            flow.forget(&call_id);
+                        }
+                    }
+                }
+                Found::Broken {
+                    response_id,
+                    call_id,
+                    error,
+                } => self.marker_broken(&response_id, &call_id, error),
+            }
+        }
+        verdict
+    }
+
+    /// A marker that could not become a call: an error result for the model, in the same
+    /// per-response batch as the response's other calls.
+    fn marker_broken(&mut self, response_id: &str, call_id: &str, error: CallError) {
+        let response_id = if response_id.is_empty() {
+            self.current_response.clone().unwrap_or_default()
+        } else {
+            response_id.to_owned()
+        };
+        if self.filler_responses.contains(&response_id)
+            || !self.tracker.register(&response_id, call_id)
+        {
+            if let Some(flow) = self.markers.as_mut() {
+                flow.forget(call_id);
+            }
+            return;
+        }
+        Counters::bump(&self.counters_ref().calls);
+        Counters::bump(&self.counters_ref().invalid_calls);
+        self.next_seq += 1;
+        self.calls.insert(
+            call_id.to_owned(),
+            CallInfo::new(error.tool(), CallKind::Invalid, self.next_seq),
+        );
+        self.finish(call_id, CallOutcome::failed(call_id, error));
+    }
+
+    fn native_model_event(&mut self, text: &str) -> Verdict {
+        let kind = match openai::head(text) {
+            Head::Typed(kind) if openai::is_tool_related_server_event(&kind) => kind,
+            _ => return Verdict::Forward,
+        };
+        let Ok(mut event) = serde_json::from_str::<Value>(text) else {
+            return Verdict::Forward;
+        };
+        let verdict = match kind.as_ref() {
+            "response.created" => {
+                if let Some(response) = event.get("response") {
+                    let id = str_field(response, "id").map(str::to_owned);
+                    if openai::is_filler_response(response) {
+                        if let Some(id) = id {
+                            self.filler_responses.insert(id);
+                        }
+                    } else if id.is_some() {
+                        self.current_response = id;
+                        self.response_requested = false;
+                    }
+                }
+                self.scrub_response(&mut event)
+            }
+            "response.output_item.added" | "response.output_item.done" => {
+                let response_id = str_field(&event, "response_id");
+                let Some(item) = event.get("item").and_then(openai::function_call_item) else {
+                    return Verdict::Forward;
+                };
+                let visible = self.learn_item(item.item_id, item.call_id, item.name);
+                if kind == "response.output_item.done" {
+                    if let Some(item_id) = item.item_id {
+                        self.streams.remove(item_id);
+                    }
+                    if let Some(arguments) = item.arguments {
+                        self.call_reported(response_id, item.call_id, item.name, arguments);
+                    }
+                } else if visible {
+                    self.start_stream(item.item_id, item.call_id, item.name);
+                }
+                self.keep_if(visible)
+            }
+            "response.function_call_arguments.delta" => {
+                let item_id = str_field(&event, "item_id");
+                let visible = self.known_visibility(item_id, str_field(&event, "call_id"));
+                if visible {
+                    if let (Some(item_id), Some(delta)) = (item_id, str_field(&event, "delta")) {
+                        self.stream_delta(item_id, delta);
+                    }
+                }
+                self.keep_if(visible)
+            }
+            "response.function_call_arguments.done" => {
+                let item_id = str_field(&event, "item_id");
+                if let Some(item_id) = item_id {
+                    self.streams.remove(item_id);
+                }
+                let call_id = str_field(&event, "call_id");
+                let name = str_field(&event, "name");
+                let visible = if name.is_some() {
+                    self.learn_item(item_id, call_id, name)
+                } else {
+                    // The beta protocol had no `name` here; rely on what output_item.added said.
+                    self.known_visibility(item_id, call_id)
+                };
+                if let Some(arguments) = str_field(&event, "arguments") {
+                    let response_id = str_field(&event, "response_id");
+                    match name {
+                        Some(name) => {
+                            self.call_reported(response_id, call_id, Some(name), arguments)
+                        }
+                        None => {
+                            // Without a name the call is completed by output_item.done.
+                        }
+                    }
+                }
+                self.keep_if(visible)
+            }
+            "response.done" => self.response_done(&mut event),
+            _ => {
+                // conversation.item.{added,done,created,retrieved}
+                let Some(item) = event.get("item") else {
+                    return Verdict::Forward;
+                };
+                if let Some(fc) = openai::function_call_item(item) {
+                    let visible = self.learn_item(fc.item_id, fc.call_id, fc.name);
+                    self.keep_if(visible)
+                } else if let Some(call_id) = openai::function_call_output_call_id(item) {
+                    // The echo of a result this runtime sent: a server call's result stays here.
+                    let visible = self.call_visible.get(call_id).copied().unwrap_or(true);
+                    self.keep_if(visible)
+                } else {
+                    Verdict::Forward
+                }
+            }
+        };
+        verdict
+    }
+
+    /// Starts the partial arguments of a call of a streaming client tool.
+    fn start_stream(&mut self, item_id: Option<&str>, call_id: Option<&str>, name: Option<&str>) {
+        let (Some(item_id), Some(call_id), Some(name)) = (item_id, call_id, name) else {
+            return;
+        };
+        if !self
+            .registry
+            .definition(name)
+            .is_some_and(|d| d.streams_arguments())
+            || self.streams.contains_key(item_id)
+        {
+            return;
+        }
+        self.streams.insert(
+            item_id.to_owned(),
+            ArgumentStream {
+                call_id: call_id.to_owned(),
+                name: name.to_owned(),
+                partial: PartialArguments::new(),
+            },
+        );
+    }
+
+    /// A delta of a streaming call: the page gets the arguments so far when they changed.
+    fn stream_delta(&mut self, item_id: &str, delta: &str) {
+        let Some(stream) = self.streams.get_mut(item_id) else {
+            return;
+        };
+        let Some(partial) = stream.partial.push(delta) else {
+            return;
+        };
+        let text = browser::encode_partial_arguments(&stream.call_id, &stream.name, &partial);
+        if lock(&self.browser.state).connected {
+            Counters::bump(&self.config.counters.argument_deltas);
+            self.outputs.push_back(Output::ToBrowser(text));
+        }
+    }
+
+    fn keep_if(&self, visible: bool) -> Verdict {
+        if visible {
+            Verdict::Forward
+        } else {
+            Counters::bump(&self.counters_ref().scrubbed_events);
+            Verdict::Drop
+        }
+    }
+
+    /// Whether the browser may see a call of `name`: only calls that are routed to it.
+    fn visible_name(&self, name: Option<&str>) -> bool {
+        name.and_then(|n| self.registry.location(n)) == Some(crate::Location::Client)
+    }
+
+    fn learn_item(
+        &mut self,
+        item_id: Option<&str>,
+        call_id: Option<&str>,
+        name: Option<&str>,
+    ) -> bool {
+        let known = self.known(item_id, call_id);
+        let visible = match (known, name) {
+            (_, Some(_)) => self.visible_name(name),
+            (Some(v), None) => v,
+            (None, None) => false,
+        };
+        if let Some(item_id) = item_id {
+            self.item_visible.insert(item_id.to_owned(), visible);
+        }
+        if let Some(call_id) = call_id {
+            self.call_visible.insert(call_id.to_owned(), visible);
+        }
+        visible
+    }
+
+    fn known(&self, item_id: Option<&str>, call_id: Option<&str>) -> Option<bool> {
+        item_id
+            .and_then(|i| self.item_visible.get(i).copied())
+            .or_else(|| call_id.and_then(|c| self.call_visible.get(c).copied()))
+    }
+
+    /// Visibility of an event that names no tool: what was learned earlier, hidden if nothing
+    /// was (arguments of an unknown call could belong to a server tool).
+    fn known_visibility(&self, item_id: Option<&str>, call_id: Option<&str>) -> bool {
+        self.known(item_id, call_id).unwrap_or(false)
+    }
+
+    /// Removes hidden function calls from `response.output`; forwards unchanged when there are
+    /// none.
+    fn scrub_response(&mut self, event: &mut Value) -> Verdict {
+        let Some(output) = event
+            .get_mut("response")
+            .and_then(|r| r.get_mut("output"))
+            .and_then(Value::as_array_mut)
+        else {
+            return Verdict::Forward;
+        };
+        let before = output.len();
+        let mut keep = Vec::with_capacity(before);
+        for item in output.iter() {
+            keep.push(match openai::function_call_item(item) {
+                Some(fc) => match fc.name {
+                    Some(_) => self.visible_name(fc.name),
+                    None => self.known_visibility(fc.item_id, fc.call_id),
+                },
+                None => true,
+            });
+        }
+        let mut i = 0;
+        output.retain(|_| {
+            let k = keep[i];
+            i += 1;
+            k
+        });
+        if output.len() == before {
+            Verdict::Forward
+        } else {
+            Counters::bump(&self.counters_ref().scrubbed_events);
+            Verdict::Replace(event.to_string())
+        }
+    }
+
+    fn response_done(&mut self, event: &mut Value) -> Verdict {
+        let Some(response) = event.get("response") else {
+            return Verdict::Forward;
+        };
+        let id = str_field(response, "id").map(str::to_owned);
+        let filler = openai::is_filler_response(response)
+            || id
+                .as_ref()
+                .is_some_and(|i| self.filler_responses.contains(i));
+        if filler {
+            if let Some(id) = &id {
+                self.filler_responses.remove(id);
+            }
+            self.continuation_if_waiting();
+            // A filler's own done is never a continuation and never completes a response; any
+            // calls in it are ignored (fillers are declared without tools).
+            if let Some(items) = response.get("output").and_then(Value::as_array) {
+                for item in items {
+                    if let Some(fc) = openai::function_call_item(item) {
+                        if let Some(call_id) = fc.call_id {
+                            self.call_visible.insert(call_id.to_owned(), false);
+                            self.note(Note::CallInFiller {
+                                call_id: call_id.to_owned(),
+                            });
+                        }
+                    }
+                }
+            }
+            return self.scrub_response(event);
+        }
+        let response_id = id
+            .clone()
+            .or_else(|| self.current_response.clone())
+            .unwrap_or_default();
+        // Calls that only this event reports (no earlier *.done for them).
+        let mut late: Vec<ReportedCall> = Vec::new();
+        if let Some(items) = response.get("output").and_then(Value::as_array) {
+            for item in items {
+                if let Some(fc) = openai::function_call_item(item) {
+                    if let Some(arguments) = fc.arguments {
+                        late.push(ReportedCall {
+                            item_id: fc.item_id.map(str::to_owned),
+                            call_id: fc.call_id.map(str::to_owned),
+                            name: fc.name.map(str::to_owned),
+                            arguments: arguments.to_owned(),
+                        });
+                    }
+                }
+            }
+        }
+        for c in &late {
+            self.learn_item(
+                c.item_id.as_deref(),
+                c.call_id.as_deref(),
+                c.name.as_deref(),
+            );
+            self.call_reported(
+                Some(&response_id),
+                c.call_id.as_deref(),
+                c.name.as_deref(),
+                &c.arguments,
+            );
+        }
+        if self.current_response.as_deref() == Some(response_id.as_str()) {
+            self.current_response = None;
+        }
+        let interrupted = openai::is_cancelled_response(response);
+        if interrupted {
+            self.interrupt(&response_id);
+        }
+        // Between responses, before any continuation: the model learns of tools that came
+        // or went since it was last told.
+        if self.current_response.is_none() {
+            self.redeclare_if_changed();
+        }
+        // An interrupted response earns no continuation: the user is speaking, and their turn
+        // brings the next response (which sees every result sent so far).
+        if self.tracker.response_done(&response_id) && !interrupted {
+            self.continuation();
+        } else {
+            self.continuation_if_waiting();
+        }
+        if !interrupted {
+            self.send_wanted_fillers(&response_id);
+        }
+        self.flush_background();
+        self.scrub_response(event)
+    }
+
+    fn call_reported(
+        &mut self,
+        response_id: Option<&str>,
+        call_id: Option<&str>,
+        name: Option<&str>,
+        arguments: &str,
+    ) {
+        let name = name.unwrap_or("");
+        let Some(call_id) = call_id else {
+            self.note(Note::CallWithoutId {
+                name: name.to_owned(),
+            });
+            return;
+        };
+        let response_id = response_id
+            .map(str::to_owned)
+            .or_else(|| self.current_response.clone())
+            .unwrap_or_default();
+        if self.filler_responses.contains(&response_id) {
+            self.call_visible.insert(call_id.to_owned(), false);
+            self.note(Note::CallInFiller {
+                call_id: call_id.to_owned(),
+            });
+            return;
+        }
+        if !self.tracker.register(&response_id, call_id) {
+            Counters::bump(&self.counters_ref().duplicate_calls);
+            self.note(Note::DuplicateCall {
+                call_id: call_id.to_owned(),
+            });
+            return;
+        }
+        Counters::bump(&self.counters_ref().calls);
+        let call = ToolCall::new(call_id, name, arguments);
+        let route = dispatch::plan(&self.registry, &call);
+        // A name the registry does not know may be one of the live tools now.
+        let live = self.config.live_tools.is_some()
+            && matches!(&route, Route::Reject(e) if e.kind() == CallErrorKind::UnknownTool);
+        let kind = match &route {
+            _ if live => CallKind::Server,
+            Route::Server { .. } => CallKind::Server,
+            Route::Client { .. } => CallKind::Client,
+            Route::Notify { .. } => CallKind::Notify,
+            Route::Reject(_) => CallKind::Invalid,
+        };
+        let counter = match kind {
+            CallKind::Server => &self.counters_ref().server_calls,
+            CallKind::Client => &self.counters_ref().client_calls,
+            CallKind::Notify => &self.counters_ref().notify_calls,
+            CallKind::Invalid => &self.counters_ref().invalid_calls,
+        };
+        Counters::bump(counter);
+        self.next_seq += 1;
+        self.calls
+            .insert(call_id.to_owned(), CallInfo::new(name, kind, self.next_seq));
+        let def = self.registry.definition(name);
+        let needs_approval = def.is_some_and(|d| d.requires_approval());
+        let background = kind == CallKind::Server && def.is_some_and(|d| d.runs_in_background());
+        // A slow call deserves "let me check", the browser's or the server's; a background
+        // call answers at once.
+        if kind == CallKind::Client || (kind == CallKind::Server && !background) {
+            self.schedule_filler(call_id, name);
+        }
+        match route {
+            Route::Reject(_) if live => self.spawn_live_call(call),
+            Route::Reject(error) => {
+                let outcome = CallOutcome::failed(call_id, error);
+                self.finish(call_id, outcome);
+            }
+            route if background => self.spawn_background_call(call, route),
+            route => {
+                // A call that waits for approval reaches the browser only once approved.
+                if !needs_approval {
+                    self.send_to_browser_now(&call, &route);
+                }
+                self.spawn_call(call, route)
+            }
+        }
+    }
+
+    // ---- call tasks ------------------------------------------------------------------------
+
+    /// An event from [`SessionEvents`].
+    pub fn on_event(&mut self, event: SessionEvent) {
+        match event.0 {
+            Inner::Done { call_id, outcome } => self.finish(&call_id, outcome),
+            Inner::Background { call_id, outcome } => {
+                // Cancelled meanwhile (interrupted, or the browser left): nothing to add.
+                let Some(info) = self.calls.get_mut(&call_id) else {
+                    return;
+                };
+                if !std::mem::take(&mut info.background) || !self.browser_connected() {
+                    return;
+                }
+                self.background_done.push_back((call_id, outcome));
+                self.flush_background();
+            }
+            Inner::ToBrowser(text) => {
+                if lock(&self.browser.state).connected {
+                    self.outputs.push_back(Output::ToBrowser(text));
+                }
+            }
+            Inner::FillerDue(call_id) => {
+                if !self.tracker.is_open(&call_id) {
+                    return;
+                }
+                let done = self
+                    .tracker
+                    .response_of(&call_id)
+                    .is_some_and(|r| self.tracker.is_done(r));
+                match self.calls.get_mut(&call_id) {
+                    Some(info) if !info.filler_sent => {
+                        if done {
+                            self.send_filler(&call_id);
+                        } else {
+                            // The model is still speaking; say it once the response is done.
+                            info.filler_wanted = true;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn send_wanted_fillers(&mut self, response_id: &str) {
+        let mut wanted: Vec<(u64, String)> = self
+            .calls
+            .iter()
+            .filter(|(id, info)| {
+                info.filler_wanted
+                    && !info.filler_sent
+                    && self.tracker.is_open(id)
+                    && self.tracker.response_of(id) == Some(response_id)
+            })
+            .map(|(id, info)| (info.seq, id.clone()))
+            .collect();
+        wanted.sort();
+        for (_, call_id) in wanted {
+            self.send_filler(&call_id);
+        }
+    }
+
+    fn send_filler(&mut self, call_id: &str) {
+        let Some(info) = self.calls.get_mut(call_id) else {
+            return;
+        };
+        let Some(def) = self.registry.definition(&info.name) else {
+            return;
+        };
+        if def.filler.is_empty() || info.filler_sent {
+            return;
+        }
+        info.filler_sent = true;
+        info.filler_wanted = false;
+        // Rotate through the phrases so consecutive fillers do not repeat themselves.
+        let phrase = &def.filler[self.filler_turn % def.filler.len()];
+        self.filler_turn = self.filler_turn.wrapping_add(1);
+        Counters::bump(&self.config.counters.fillers);
+        self.outputs
+            .push_back(Output::ToModel(openai::filler_response_create(
+                phrase, call_id,
+            )));
+    }
+}

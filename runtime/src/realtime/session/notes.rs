@@ -1,0 +1,220 @@
+//! What a session tells its driver and its observer: verdicts, outputs, notes, the reasons a
+//! browser result is rejected, and the counters.
+
+use super::*;
+
+/// What the driver does with the event it just passed in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Forward the original frame unchanged.
+    Forward,
+    /// Forward this text instead (a tool-bearing event with server calls removed, or a merged
+    /// `session.update`).
+    Replace(String),
+    /// Do not forward anything.
+    Drop,
+}
+
+/// A message the session wants sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    ToModel(String),
+    ToBrowser(String),
+}
+
+/// Something worth a log line. Passed to [`SessionConfig::observer`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Note {
+    /// A browser result was refused and not forwarded.
+    ResultRejected {
+        call_id: String,
+        reason: RejectReason,
+    },
+    /// A call id reported a second time (e.g. by `response.output_item.done` after
+    /// `response.function_call_arguments.done`); it runs once.
+    DuplicateCall { call_id: String },
+    /// A function call the model made inside one of the runtime's filler responses; fillers are
+    /// declared without tools, so it is ignored.
+    CallInFiller { call_id: String },
+    /// A function call without a `call_id` cannot be answered.
+    CallWithoutId { name: String },
+    /// A function tool from the browser's `session.update` that the server does not know.
+    BrowserToolDropped { name: String },
+    /// A browser event the relay does not forward (unparsable, a duplicate key, a
+    /// `response.create` that would grant tools or forge calls); the browser got an `error`
+    /// event with the same code.
+    BrowserEventRefused { code: &'static str, message: String },
+    /// A `function_call` item the browser tried to add to the conversation, dropped: only the
+    /// model makes calls.
+    BrowserCallDropped { call_id: Option<String> },
+    /// An answer to an approval request was refused: no such open request, or unreadable.
+    ApprovalAnswerRejected { approval_id: String, why: String },
+    /// The user interrupted a response; its calls that cancel on interruption were cancelled.
+    Interrupted {
+        response_id: String,
+        cancelled: usize,
+    },
+    /// A call failed; `detail` holds what the model does not see (a panic message).
+    CallFailed {
+        call_id: String,
+        tool: String,
+        kind: CallErrorKind,
+        detail: Option<String>,
+    },
+}
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Note::ResultRejected { call_id, reason } => {
+                write!(f, "browser result for call `{call_id}` rejected: {reason}")
+            }
+            Note::DuplicateCall { call_id } => write!(f, "call `{call_id}` reported again; ran once"),
+            Note::CallInFiller { call_id } => {
+                write!(f, "call `{call_id}` made inside a filler response; ignored")
+            }
+            Note::CallWithoutId { name } => write!(f, "call of `{name}` has no call_id; ignored"),
+            Note::BrowserToolDropped { name } => write!(
+                f,
+                "browser session.update declared function tool `{name}`, which the server cannot route; left out"
+            ),
+            Note::BrowserEventRefused { code, message } => {
+                write!(f, "browser event refused ({code}): {message}")
+            }
+            Note::BrowserCallDropped { call_id } => write!(
+                f,
+                "browser tried to add a function_call item (call_id {}) to the conversation; dropped",
+                call_id.as_deref().unwrap_or("none")
+            ),
+            Note::ApprovalAnswerRejected { approval_id, why } => {
+                write!(f, "approval answer for `{approval_id}` refused: {why}")
+            }
+            Note::Interrupted {
+                response_id,
+                cancelled,
+            } => write!(
+                f,
+                "response `{response_id}` interrupted; {cancelled} call(s) cancelled"
+            ),
+            Note::CallFailed {
+                call_id,
+                tool,
+                kind,
+                detail,
+            } => {
+                write!(f, "call `{call_id}` of `{tool}` failed: {kind}")?;
+                if let Some(d) = detail {
+                    write!(f, " ({d})")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Why a browser result was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RejectReason {
+    /// No call with this id was ever made in this session.
+    UnknownCall,
+    /// The call exists but was not routed to the browser (a server tool, a fire-and-forget tool,
+    /// or a call rejected before routing).
+    NotRoutedToBrowser,
+    /// The call was routed to the browser but is no longer open (answered, timed out, failed).
+    NotOpen,
+    /// The message could not be read.
+    Malformed(Malformed),
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RejectReason::UnknownCall => f.write_str("no such call"),
+            RejectReason::NotRoutedToBrowser => {
+                f.write_str("the call was not routed to the browser")
+            }
+            RejectReason::NotOpen => f.write_str("the call is no longer open"),
+            RejectReason::Malformed(m) => f.write_str(m.as_str()),
+        }
+    }
+}
+
+/// Receives [`Note`]s (for logging).
+pub type Observer = Arc<dyn Fn(&Note) + Send + Sync>;
+
+macro_rules! counters {
+    ($($(#[$doc:meta])* $name:ident),* $(,)?) => {
+        /// Counters of one session or, when a config is shared, of all its sessions.
+        #[derive(Debug, Default)]
+        pub struct Counters {
+            $($(#[$doc])* pub $name: AtomicU64,)*
+        }
+
+        /// A copy of [`Counters`] at one moment.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct CounterSnapshot {
+            $($(#[$doc])* pub $name: u64,)*
+        }
+
+        impl Counters {
+            pub fn snapshot(&self) -> CounterSnapshot {
+                CounterSnapshot { $($name: self.$name.load(Ordering::Relaxed),)* }
+            }
+        }
+    };
+}
+
+counters! {
+    /// Calls started (each call id once).
+    calls,
+    /// Call ids reported again and not run again.
+    duplicate_calls,
+    /// Calls that ran on the server.
+    server_calls,
+    /// Calls sent to the browser that wait for a reply.
+    client_calls,
+    /// Fire-and-forget calls sent to the browser.
+    notify_calls,
+    /// Calls refused before routing (unknown tool, invalid JSON or arguments).
+    invalid_calls,
+    /// Calls whose result is an error (any cause).
+    failed_calls,
+    /// Client calls whose deadline passed.
+    client_timeouts,
+    /// Client calls failed because the browser was gone.
+    client_disconnects,
+    /// Browser results accepted.
+    results_accepted,
+    /// Browser results refused (never forwarded).
+    results_rejected,
+    /// `response.create` continuations sent.
+    continuations,
+    /// Filler responses requested.
+    fillers,
+    /// Approval requests sent to the browser.
+    approvals_requested,
+    /// Approval requests the browser approved.
+    approvals_granted,
+    /// Calls not run for want of approval (declined, timed out, nobody to ask).
+    approvals_refused,
+    /// Calls cancelled because the user interrupted the response that made them.
+    interrupted_calls,
+    /// Results of background (`mode: async`) calls added to the conversation.
+    background_results,
+    /// Partial-arguments events sent for streaming client tools.
+    argument_deltas,
+    /// Model events dropped or rewritten so the browser does not see a server call.
+    scrubbed_events,
+    /// Browser events dropped: `function_call` items the browser tried to add to the
+    /// conversation.
+    dropped_browser_events,
+    /// Browser events refused with an `error` event to the browser: unparsable ones, duplicate
+    /// keys, events without a type, and `response.create`s that would grant tools or forge calls.
+    refused_browser_events,
+}
+
+impl Counters {
+    pub(super) fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
