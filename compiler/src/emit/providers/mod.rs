@@ -116,11 +116,7 @@ pub fn warnings(ir: &Ir, diags: &mut Diagnostics) {
 
 /// The warnings one tool's declaration in `provider`'s file has (see [`file`]).
 fn tool_warnings(tool: &IrTool, provider: Provider, diags: &mut Diagnostics) {
-    if provider == Provider::Mcp && tool.def.location == crate::definition::Location::Client {
-        return;
-    }
-    if !provider.accepts_name(&tool.def.name) {
-        diags.push(name_warning(tool, provider));
+    if !declares(tool, provider, diags) {
         return;
     }
     match provider {
@@ -207,13 +203,7 @@ fn file(ir: &Ir, provider: Provider, shared: &[Shared], diags: &mut Diagnostics)
     };
     let mut list = text::ArrayWriter::open(&mut out, list_depth);
     for (tool, shared) in ir.tools.iter().zip(shared) {
-        // An MCP host runs tools itself, and a client tool runs only in the browser: MCP lists
-        // the server tools (as `toolc_runtime::mcp::McpServer` does).
-        if provider == Provider::Mcp && tool.def.location == crate::definition::Location::Client {
-            continue;
-        }
-        if !provider.accepts_name(&tool.def.name) {
-            diags.push(name_warning(tool, provider));
+        if !declares(tool, provider, diags) {
             continue;
         }
         let depth = list.next(&mut out);
@@ -239,6 +229,20 @@ fn file(ir: &Ir, provider: Provider, shared: &[Shared], diags: &mut Diagnostics)
         _ => {}
     }
     text::finish(out)
+}
+
+/// Whether `provider`'s file declares `tool`; a name the provider refuses is warned of here.
+fn declares(tool: &IrTool, provider: Provider, diags: &mut Diagnostics) -> bool {
+    // An MCP host runs tools itself, and a client tool runs only in the browser: MCP lists
+    // the server tools (as `toolc_runtime::mcp::McpServer` does).
+    if provider == Provider::Mcp && tool.def.location == crate::definition::Location::Client {
+        return false;
+    }
+    if !provider.accepts_name(&tool.def.name) {
+        diags.push(name_warning(tool, provider));
+        return false;
+    }
+    true
 }
 
 fn name_warning(tool: &IrTool, provider: Provider) -> Diagnostic {
