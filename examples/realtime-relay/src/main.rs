@@ -13,7 +13,7 @@ use clap::Parser;
 use toolc_runtime::catalog::{CatalogClient, LiveCatalog};
 use toolc_runtime::markers::MarkerTag;
 use toolc_runtime::realtime::MarkerFlowConfig;
-use toolc_runtime::realtime::{openai, Naming};
+use toolc_runtime::realtime::{Naming, Provider, Scheduling};
 use toolc_runtime::relay::{Relay, RelayConfig, StaticTokens};
 use toolc_runtime::Registry;
 
@@ -28,11 +28,23 @@ struct Args {
     /// Address browsers connect to (`ws://LISTEN/`). Port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:8787")]
     listen: String,
-    /// The model's websocket URL.
-    #[arg(long, default_value = openai::DEFAULT_URL)]
-    upstream: String,
-    /// Name of the environment variable that holds the API key (sent upstream as
-    /// `Authorization: Bearer KEY`, never to a browser).
+    /// The realtime model API: `openai` (Realtime GA) or `gemini-live` (Live API). The browser
+    /// protocol is the same for both.
+    #[arg(long, default_value = "openai")]
+    provider: Provider,
+    /// The model's websocket URL (default: the provider's public endpoint).
+    #[arg(long)]
+    upstream: Option<String>,
+    /// Gemini Live: the model named in `setup` (e.g. `models/gemini-live-2.5-flash-preview`).
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
+    /// Gemini Live: when the model takes up a `mode: async` tool's final result:
+    /// `when_idle` (after it finishes speaking), `interrupt` (at once) or `silent` (into the
+    /// context only).
+    #[arg(long, default_value = "when_idle")]
+    async_scheduling: Scheduling,
+    /// Name of the environment variable that holds the API key (sent upstream only, never to a
+    /// browser: `Authorization: Bearer KEY` to OpenAI, `x-goog-api-key: KEY` to Gemini).
     #[arg(long, value_name = "NAME")]
     api_key_env: Option<String>,
     /// Tool manifests (files or folders of `*.tools.yaml`); repeatable. Their client tools go to
@@ -181,10 +193,29 @@ async fn run(args: Args) -> Result<(), String> {
         ),
     };
 
-    let mut config = RelayConfig::new(&registry);
-    config.upstream = args.upstream.clone();
+    let mut config = RelayConfig::for_provider(&registry, args.provider);
+    if let Some(upstream) = &args.upstream {
+        config.upstream = upstream.clone();
+    }
     config.api_key = api_key;
+    let upstream = config.upstream.clone();
     let mut session = (*config.session).clone();
+    session.async_scheduling = args.async_scheduling;
+    if let Some(model) = &args.model {
+        if args.provider != Provider::GeminiLive {
+            return Err(
+                "--model names the Gemini Live model; OpenAI's goes in the --upstream URL \
+                 (`?model=...`)"
+                    .to_owned(),
+            );
+        }
+        session
+            .session
+            .insert("model".into(), serde_json::Value::String(model.clone()));
+    }
+    if args.markers.is_some() && args.provider != Provider::OpenAi {
+        return Err("--markers works with --provider openai only".to_owned());
+    }
     session.naming = naming;
     session.filler_delay =
         (args.filler_delay_ms > 0).then(|| Duration::from_millis(args.filler_delay_ms));
@@ -220,8 +251,8 @@ async fn run(args: Args) -> Result<(), String> {
     }
     // The first line is machine-readable: tests and scripts read the bound address from it.
     let mut banner = format!(
-        "listening on ws://{addr}/\nupstream {}\ntools: {}\n",
-        args.upstream,
+        "listening on ws://{addr}/\nupstream {upstream} ({})\ntools: {}\n",
+        args.provider,
         registry.names().collect::<Vec<_>>().join(", ")
     );
     if let Some(tag) = &args.markers {

@@ -41,6 +41,19 @@ pub enum Refused {
     /// A binary websocket frame: the realtime protocol is JSON text, and a binary frame would
     /// reach the model unread.
     BinaryFrame,
+    /// Gemini Live: a `setup` from the browser. The server sends the one `setup`, with the
+    /// declarations.
+    SetupNotAllowed,
+    /// Gemini Live: a `toolResponse` from the browser. A client call's result goes as the
+    /// browser protocol's result event, where the session checks that the call is the
+    /// browser's and open.
+    ToolResponseNotAllowed,
+    /// Gemini Live: a `functionCall` or `functionResponse` part in `clientContent.turns`: only
+    /// the model makes calls, and results reach it through the relay.
+    CallPartInContent,
+    /// Gemini Live: not one client message (none, or several of `realtimeInput`,
+    /// `clientContent`, ... in one object).
+    NotOneMessage,
 }
 
 impl Refused {
@@ -55,6 +68,10 @@ impl Refused {
             Refused::CallItemInInput => "call_item_not_allowed",
             Refused::ReservedMetadata => "reserved_metadata",
             Refused::BinaryFrame => "binary_frame",
+            Refused::SetupNotAllowed => "setup_not_allowed",
+            Refused::ToolResponseNotAllowed => "tool_response_not_allowed",
+            Refused::NotOneMessage => "not_one_message",
+            Refused::CallPartInContent => "call_part_not_allowed",
         }
     }
 }
@@ -82,6 +99,18 @@ impl fmt::Display for Refused {
             Refused::BinaryFrame => {
                 f.write_str("binary frames are not relayed; send each event as a JSON text frame")
             }
+            Refused::SetupNotAllowed => f.write_str(
+                "`setup` is sent by the server, with the tool declarations; a browser may not send it",
+            ),
+            Refused::ToolResponseNotAllowed => f.write_str(
+                "`toolResponse` is not relayed; send a client call's result as a `function_call.result` event",
+            ),
+            Refused::CallPartInContent => f.write_str(
+                "`clientContent.turns` may not hold functionCall or functionResponse parts",
+            ),
+            Refused::NotOneMessage => f.write_str(
+                "a Live client message is an object with exactly one member (`realtimeInput`, `clientContent`, ...)",
+            ),
         }
     }
 }
@@ -164,6 +193,34 @@ fn check_tool_choice(choice: &Value, declared: &impl Fn(&str) -> bool) -> Result
         Some(name) => Err(Refused::UnknownToolChoice(name.to_owned())),
         None => Err(Refused::UnknownToolChoice(String::new())),
     }
+}
+
+/// Checks a Gemini Live client message from the browser (already read strictly).
+pub fn check_live_client_message(message: &serde_json::Map<String, Value>) -> Result<(), Refused> {
+    if message.len() != 1 {
+        return Err(Refused::NotOneMessage);
+    }
+    if message.contains_key("setup") {
+        return Err(Refused::SetupNotAllowed);
+    }
+    if message.contains_key("toolResponse") {
+        return Err(Refused::ToolResponseNotAllowed);
+    }
+    let turns = message
+        .get("clientContent")
+        .and_then(|c| c.get("turns"))
+        .and_then(Value::as_array);
+    let parts = turns
+        .into_iter()
+        .flatten()
+        .filter_map(|turn| turn.get("parts").and_then(Value::as_array))
+        .flatten();
+    for part in parts {
+        if part.get("functionCall").is_some() || part.get("functionResponse").is_some() {
+            return Err(Refused::CallPartInContent);
+        }
+    }
+    Ok(())
 }
 
 fn is_call_item(item: &Value) -> bool {

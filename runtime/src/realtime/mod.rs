@@ -1,4 +1,5 @@
-//! Realtime sessions: the server between a browser and a realtime model (OpenAI Realtime GA).
+//! Realtime sessions: the server between a browser and a realtime model (OpenAI Realtime GA or
+//! Gemini Live, [`Provider`]).
 //!
 //! - [`Session`]: the transport-free session dispatcher. Server tools run in-process through the
 //!   [`crate::Registry`]; client tools go to the browser with the tool's deadline; fire-and-forget
@@ -7,21 +8,25 @@
 //!   results are accepted only for open calls that were routed to the browser. Server calls,
 //!   their arguments and results never reach the browser.
 //! - [`guard`]: what a browser may send upstream (strict parsing, `response.create` rules);
-//!   [`openai`]: the GA events read and written; [`browser`]: the browser protocol in both
+//!   [`openai`]: the GA events read and written; [`gemini_live`]: the Live API messages; [`browser`]: the browser protocol in both
 //!   namings; [`script`]: GA server events for scripted fake models and tests.
 //! - The websocket relay that drives sessions lives in `crate::relay` (feature `relay`).
 
 pub mod browser;
+pub mod gemini_live;
 pub mod guard;
 pub mod marker_flow;
 pub mod openai;
 pub mod partial;
+mod provider;
 pub mod script;
 mod session;
 mod tracker;
 
 pub use browser::Naming;
+pub use gemini_live::Scheduling;
 pub use marker_flow::{MarkerCounters, MarkerFlowConfig};
+pub use provider::Provider;
 pub use session::{
     CounterSnapshot, Counters, Note, Observer, Output, RejectReason, Session, SessionConfig,
     SessionEvent, SessionEvents, Verdict, DEFAULT_FILLER_DELAY,

@@ -43,7 +43,7 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::MaybeTlsStream;
 
-use crate::realtime::{openai, Output, Session, SessionConfig, SessionEvents, Verdict};
+use crate::realtime::{Output, Provider, Session, SessionConfig, SessionEvents, Verdict};
 use crate::Registry;
 
 /// How many already-received frames are forwarded before the writes are flushed: batching the
@@ -98,9 +98,10 @@ impl Default for RelayLimits {
 /// Relay settings.
 #[derive(Clone)]
 pub struct RelayConfig {
-    /// The model's websocket URL (OpenAI's GA endpoint by default).
+    /// The model's websocket URL (the provider's public endpoint by default).
     pub upstream: String,
-    /// Sent upstream as `Authorization: Bearer KEY`; never to the browser.
+    /// Sent upstream only, never to the browser: as `Authorization: Bearer KEY` to OpenAI, as
+    /// `x-goog-api-key: KEY` to Gemini Live.
     pub api_key: Option<String>,
     /// Settings of every session; its counters are shared by all sessions of the relay.
     pub session: Arc<SessionConfig>,
@@ -130,11 +131,19 @@ impl fmt::Debug for RelayConfig {
 }
 
 impl RelayConfig {
+    /// A relay to OpenAI Realtime for the registry's tools, with the default limits, no
+    /// authorizer and any origin allowed.
     pub fn new(registry: &Registry) -> RelayConfig {
+        RelayConfig::for_provider(registry, Provider::OpenAi)
+    }
+
+    /// A relay to `provider` (its public endpoint, its declarations of the registry's tools);
+    /// everything else as [`RelayConfig::new`].
+    pub fn for_provider(registry: &Registry, provider: Provider) -> RelayConfig {
         RelayConfig {
-            upstream: openai::DEFAULT_URL.to_owned(),
+            upstream: provider.default_url().to_owned(),
             api_key: None,
-            session: Arc::new(SessionConfig::new(registry)),
+            session: Arc::new(SessionConfig::for_provider(registry, provider)),
             close_grace: Duration::from_millis(200),
             authorizer: None,
             allowed_origins: None,
@@ -241,16 +250,26 @@ impl Relay {
     }
 }
 
-/// The request for the upstream connection, with the API key.
+/// The request for an OpenAI upstream connection, with the API key.
 pub fn upstream_request(
+    url: &str,
+    api_key: Option<&str>,
+) -> Result<tokio_tungstenite::tungstenite::handshake::client::Request, WsError> {
+    upstream_request_for(Provider::OpenAi, url, api_key)
+}
+
+/// The request for the upstream connection to `provider`, with the API key in the header that
+/// provider reads.
+pub fn upstream_request_for(
+    provider: Provider,
     url: &str,
     api_key: Option<&str>,
 ) -> Result<tokio_tungstenite::tungstenite::handshake::client::Request, WsError> {
     let mut request = url.into_client_request()?;
     if let Some(key) = api_key {
-        let value = HeaderValue::from_str(&format!("Bearer {key}"))
-            .map_err(|e| WsError::HttpFormat(e.into()))?;
-        request.headers_mut().insert("authorization", value);
+        let (name, value) = provider.api_key_header(key);
+        let value = HeaderValue::from_str(&value).map_err(|e| WsError::HttpFormat(e.into()))?;
+        request.headers_mut().insert(name, value);
     }
     Ok(request)
 }

@@ -23,8 +23,8 @@ use tokio_tungstenite::WebSocketStream;
 
 use super::auth::{origin_allowed, Handshake, Refusal, BEARER_SUBPROTOCOL_PREFIX, SUBPROTOCOL};
 use super::{
-    connect_upstream, relay_error, run_session_with, upstream_request, DriveOptions, RelayConfig,
-    RelayLimits, RelayStats,
+    connect_upstream, relay_error, run_session_with, upstream_request_for, DriveOptions,
+    RelayConfig, RelayLimits, RelayStats,
 };
 use crate::context::{Principal, SessionScope};
 use crate::realtime::{Naming, Session};
@@ -215,7 +215,11 @@ impl RelayService {
         use futures_util::SinkExt;
         let inner = &self.inner;
         let config = &inner.config;
-        let upstream = match upstream_request(&config.upstream, config.api_key.as_deref()) {
+        let upstream = match upstream_request_for(
+            config.session.provider,
+            &config.upstream,
+            config.api_key.as_deref(),
+        ) {
             Ok(request) => {
                 match tokio::time::timeout(
                     config.limits.upstream_connect_timeout,

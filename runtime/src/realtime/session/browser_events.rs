@@ -12,8 +12,15 @@ impl Session {
     pub fn on_browser_event(&mut self, text: &str) -> Verdict {
         let kind = match guard::event_type(text) {
             Ok(kind) => kind,
+            // Live messages have no `type`: read strictly, then checked as Live input.
+            Err(guard::Refused::NoType) if self.config.provider == Provider::GeminiLive => {
+                return self.gemini_browser_message(text);
+            }
             Err(refused) => return self.refuse_browser_event(refused),
         };
+        if self.config.provider == Provider::GeminiLive {
+            return self.gemini_browser_event(&kind, text);
+        }
         match kind.as_ref() {
             "function_call.result" | "tool.result" => {
                 let naming = Naming::of_result_type(&kind).unwrap_or_default();

@@ -135,8 +135,25 @@ impl Session {
         affected.sort();
         let mut cancelled = 0;
         for (_, call_id) in affected {
+            if self.cancel_call(&call_id) {
+                cancelled += 1;
+            }
+        }
+        self.note(Note::Interrupted {
+            response_id: response_id.to_owned(),
+            cancelled,
+        });
+    }
+
+    /// Cancels one call, whichever provider asked (an OpenAI barge-in, a Gemini Live
+    /// `toolCallCancellation`): its executor's signal fires, the page's handler or approval
+    /// question is aborted, and an open call ends as "interrupted" (a result that comes later
+    /// is refused). Returns whether the call was still open.
+    pub(super) fn cancel_call(&mut self, call_id: &str) -> bool {
+        let call_id = call_id.to_owned();
+        {
             let Some(info) = self.calls.get_mut(&call_id) else {
-                continue;
+                return false;
             };
             if let Some(ctx) = &info.ctx {
                 ctx.cancel();
@@ -170,15 +187,12 @@ impl Session {
             }
             if self.tracker.is_open(&call_id) {
                 Counters::bump(&self.counters_ref().interrupted_calls);
-                cancelled += 1;
                 let outcome = CallOutcome::failed(&call_id, CallError::interrupted(&name));
                 self.finish(&call_id, outcome);
+                return true;
             }
         }
-        self.note(Note::Interrupted {
-            response_id: response_id.to_owned(),
-            cancelled,
-        });
+        false
     }
 
     /// Whether the model may be asked for a response now: none is in progress, starting, or
@@ -270,6 +284,10 @@ impl Session {
         let Some(live) = &self.config.live_tools else {
             return;
         };
+        // Live declares tools once, in `setup`: new live tools wait for the next session.
+        if self.config.provider == Provider::GeminiLive {
+            return;
+        }
         let (generation, _) = live.declarations();
         if self.live_generation == Some(generation) {
             return;
@@ -298,6 +316,11 @@ impl Session {
         let Some(delay) = self.config.filler_delay else {
             return;
         };
+        // Live has no out-of-band response to say a filler in without changing the
+        // conversation.
+        if self.config.provider == Provider::GeminiLive {
+            return;
+        }
         let has_phrases = self
             .registry
             .definition(name)
@@ -317,8 +340,18 @@ impl Session {
     /// response started before the calls of the previous one finished, or a filler is being
     /// said), the model rejects a `response.create` (`conversation_already_has_active_response`),
     /// so the continuation waits for that response's `response.done`.
+    ///
+    /// At most one response may be asked for and not yet started: a second `response.create`
+    /// before the first one's `response.created` is refused by the API, and one of the two is
+    /// lost. So a continuation also waits while a requested response has not started.
     pub(super) fn continuation(&mut self) {
-        if self.current_response.is_some() || !self.filler_responses.is_empty() {
+        if self.config.provider == Provider::GeminiLive {
+            return self.gemini_continuation();
+        }
+        if self.current_response.is_some()
+            || !self.filler_responses.is_empty()
+            || self.response_requested
+        {
             self.continuation_waiting = true;
             return;
         }
@@ -371,13 +404,18 @@ impl Session {
                 detail: error.detail().map(str::to_owned),
             });
         }
-        let marker_result = self
-            .markers
-            .as_mut()
-            .and_then(|flow| flow.result_event(call_id, &outcome));
-        self.outputs.push_back(Output::ToModel(
-            marker_result.unwrap_or_else(|| openai::function_call_output(call_id, &outcome.output)),
-        ));
+        if self.config.provider == Provider::GeminiLive {
+            self.gemini_result(call_id, &outcome);
+        } else {
+            let marker_result = self
+                .markers
+                .as_mut()
+                .and_then(|flow| flow.result_event(call_id, &outcome));
+            self.outputs
+                .push_back(Output::ToModel(marker_result.unwrap_or_else(|| {
+                    openai::function_call_output(call_id, &outcome.output)
+                })));
+        }
         if self.config.trace_calls {
             self.trace(call_id, &outcome.status);
         }

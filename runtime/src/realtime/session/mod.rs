@@ -16,10 +16,12 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use super::browser::{self, BrowserResult, Malformed, Naming};
+use super::gemini_live::{self, Scheduling};
 use super::guard;
 use super::marker_flow::{Found, MarkerFlow, MarkerFlowConfig};
 use super::openai::{self, str_field, Head};
 use super::partial::PartialArguments;
+use super::provider::Provider;
 use super::tracker::{Resolved, Tracker};
 use crate::context::{CallContext, SessionScope};
 use crate::dispatch::{
@@ -33,6 +35,7 @@ use crate::Registry;
 mod browser_events;
 mod calls;
 mod client_path;
+mod gemini;
 mod notes;
 
 use client_path::*;
@@ -41,10 +44,14 @@ pub use notes::{CounterSnapshot, Counters, Note, Observer, Output, RejectReason,
 /// Settings shared by sessions.
 #[derive(Clone)]
 pub struct SessionConfig {
-    /// The GA `session.tools` entries; [`SessionConfig::new`] builds them from the registry.
+    /// The model API the session speaks upstream; the browser protocol is the same for all.
+    pub provider: Provider,
+    /// The provider's tool declarations (GA `session.tools` entries, or Live
+    /// `functionDeclarations`); [`SessionConfig::new`] builds them from the registry.
     pub declarations: Vec<Value>,
-    /// The rest of the first `session.update` (`type: realtime` plus anything the application
-    /// sets, e.g. `instructions`).
+    /// The rest of the first upstream message: for OpenAI the `session.update` session
+    /// (`type: realtime` plus anything the application sets, e.g. `instructions`); for Gemini
+    /// Live the `setup` (`model`, `generationConfig`, `systemInstruction`, ...).
     pub session: Map<String, Value>,
     /// The naming of calls sent to the browser.
     pub naming: Naming,
@@ -69,6 +76,13 @@ pub struct SessionConfig {
     pub live_tools: Option<Arc<dyn LiveTools>>,
     /// How long an approval request waits for the user's answer before the call is refused.
     pub approval_timeout: Duration,
+    /// Gemini Live: when the model takes up the final result of a `mode: async` (`NON_BLOCKING`)
+    /// call, unless [`SessionConfig::scheduling_of`] names the tool. OpenAI has one behaviour
+    /// (the result is added at the next quiet point, then one `response.create`), which is
+    /// `WhenIdle`.
+    pub async_scheduling: Scheduling,
+    /// Per-tool exceptions to `async_scheduling`.
+    pub scheduling_of: HashMap<String, Scheduling>,
 }
 
 impl fmt::Debug for SessionConfig {
@@ -83,6 +97,8 @@ impl fmt::Debug for SessionConfig {
             .field("markers", &self.markers)
             .field("live_tools", &self.live_tools.is_some())
             .field("approval_timeout", &self.approval_timeout)
+            .field("provider", &self.provider)
+            .field("async_scheduling", &self.async_scheduling)
             .finish()
     }
 }
@@ -94,11 +110,28 @@ pub const DEFAULT_FILLER_DELAY: Duration = Duration::from_millis(1500);
 pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl SessionConfig {
+    /// An OpenAI Realtime session's settings, with the registry's tools declared.
     pub fn new(registry: &Registry) -> SessionConfig {
+        SessionConfig::for_provider(registry, Provider::OpenAi)
+    }
+
+    /// A session's settings for `provider`, with the registry's tools declared as it takes them.
+    pub fn for_provider(registry: &Registry, provider: Provider) -> SessionConfig {
         let mut session = Map::new();
-        session.insert("type".into(), Value::String("realtime".into()));
+        match provider {
+            Provider::OpenAi => {
+                session.insert("type".into(), Value::String("realtime".into()));
+            }
+            Provider::GeminiLive => {
+                session.insert(
+                    "model".into(),
+                    Value::String(gemini_live::DEFAULT_MODEL.into()),
+                );
+            }
+        }
         SessionConfig {
-            declarations: openai::declarations(registry.definitions()),
+            provider,
+            declarations: provider.declarations(registry.definitions()),
             session,
             naming: Naming::default(),
             filler_delay: Some(DEFAULT_FILLER_DELAY),
@@ -108,7 +141,17 @@ impl SessionConfig {
             markers: None,
             live_tools: None,
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+            async_scheduling: Scheduling::default(),
+            scheduling_of: HashMap::new(),
         }
+    }
+
+    /// When the model takes up `tool`'s final result (Gemini Live `mode: async` tools).
+    pub fn scheduling(&self, tool: &str) -> Scheduling {
+        self.scheduling_of
+            .get(tool)
+            .copied()
+            .unwrap_or(self.async_scheduling)
     }
 }
 
@@ -248,6 +291,13 @@ pub struct Session {
     response_requested: bool,
     /// Streaming client calls by item id: the call, the tool and the arguments so far.
     streams: HashMap<String, ArgumentStream>,
+    /// Gemini Live: results waiting to go in the batch's one `toolResponse`.
+    pending_responses: Vec<Value>,
+    /// Gemini Live: calls the model cancelled (`toolCallCancellation`); it takes no result for
+    /// them.
+    provider_cancelled: HashSet<String>,
+    /// Gemini Live: the number of call-bearing messages, which name the batches.
+    batches: u64,
 }
 
 #[derive(Debug)]
@@ -313,6 +363,9 @@ impl Session {
             background_done: VecDeque::new(),
             response_requested: false,
             streams: HashMap::new(),
+            pending_responses: Vec::new(),
+            provider_cancelled: HashSet::new(),
+            batches: 0,
         };
         (session, SessionEvents { rx })
     }
@@ -332,8 +385,12 @@ impl Session {
         lock(&self.browser.state).naming = naming;
     }
 
-    /// The first event to send upstream: `session.update` with the declarations.
+    /// The first event to send upstream: `session.update` (OpenAI) or `setup` (Gemini Live)
+    /// with the declarations.
     pub fn session_update(&self) -> String {
+        if self.config.provider == Provider::GeminiLive {
+            return gemini_live::setup(self.config.session.clone(), &self.declarations);
+        }
         let mut session = self.config.session.clone();
         session.insert("tools".into(), Value::Array(self.declarations.clone()));
         if let Some(instructions) = self.marker_instructions() {
@@ -398,6 +455,9 @@ impl Session {
     /// An event from the model. Tool calls in it are started; the verdict says what the browser
     /// gets.
     pub fn on_model_event(&mut self, text: &str) -> Verdict {
+        if self.config.provider == Provider::GeminiLive {
+            return self.gemini_model_event(text);
+        }
         let verdict = self.native_model_event(text);
         if self.markers.is_none() {
             return verdict;
@@ -467,10 +527,15 @@ impl Session {
     fn native_model_event(&mut self, text: &str) -> Verdict {
         let kind = match openai::head(text) {
             Head::Typed(kind) if openai::is_tool_related_server_event(&kind) => kind,
-            _ => return Verdict::Forward,
+            Head::Typed(_) | Head::Untyped => return Verdict::Forward,
+            // What the session cannot read could be about a server call: fail closed.
+            Head::Ambiguous => return self.unreadable_model_event("(two `type` members)"),
+            Head::Invalid => return self.unreadable_model_event("(not JSON)"),
         };
+        // The type may have been read from the event's first bytes alone; the rest must parse
+        // too before any of it reaches the browser.
         let Ok(mut event) = serde_json::from_str::<Value>(text) else {
-            return Verdict::Forward;
+            return self.unreadable_model_event(&kind);
         };
         let verdict = match kind.as_ref() {
             "response.created" => {
@@ -482,8 +547,9 @@ impl Session {
                         }
                     } else if id.is_some() {
                         self.current_response = id;
-                        self.response_requested = false;
                     }
+                    // Whichever response this is, the one asked for has started.
+                    self.response_requested = false;
                 }
                 self.scrub_response(&mut event)
             }
@@ -598,6 +664,15 @@ impl Session {
             Counters::bump(&self.config.counters.argument_deltas);
             self.outputs.push_back(Output::ToBrowser(text));
         }
+    }
+
+    /// Drops a model event that could not be read (see [`Note::ModelEventUnreadable`]).
+    pub(super) fn unreadable_model_event(&mut self, kind: &str) -> Verdict {
+        Counters::bump(&self.counters_ref().unreadable_model_events);
+        self.note(Note::ModelEventUnreadable {
+            kind: kind.to_owned(),
+        });
+        Verdict::Drop
     }
 
     fn keep_if(&self, visible: bool) -> Verdict {
@@ -865,6 +940,9 @@ impl Session {
                 if !std::mem::take(&mut info.background) || !self.browser_connected() {
                     return;
                 }
+                if self.config.provider == Provider::GeminiLive {
+                    return self.gemini_background_result(&call_id, outcome);
+                }
                 self.background_done.push_back((call_id, outcome));
                 self.flush_background();
             }
@@ -924,12 +1002,19 @@ impl Session {
         if def.filler.is_empty() || info.filler_sent {
             return;
         }
+        // A response asked for and not started yet will speak soon anyway, and the API refuses
+        // a second request before the first has started.
+        if self.response_requested {
+            info.filler_wanted = false;
+            return;
+        }
         info.filler_sent = true;
         info.filler_wanted = false;
         // Rotate through the phrases so consecutive fillers do not repeat themselves.
         let phrase = &def.filler[self.filler_turn % def.filler.len()];
         self.filler_turn = self.filler_turn.wrapping_add(1);
         Counters::bump(&self.config.counters.fillers);
+        self.response_requested = true;
         self.outputs
             .push_back(Output::ToModel(openai::filler_response_create(
                 phrase, call_id,

@@ -54,6 +54,9 @@ pub enum Note {
         response_id: String,
         cancelled: usize,
     },
+    /// A tool-related model event the session could not read (not JSON it parses, an ambiguous
+    /// `type`): dropped, because it might be about a server call the browser must not see.
+    ModelEventUnreadable { kind: String },
     /// A call failed; `detail` holds what the model does not see (a panic message).
     CallFailed {
         call_id: String,
@@ -95,6 +98,10 @@ impl fmt::Display for Note {
             } => write!(
                 f,
                 "response `{response_id}` interrupted; {cancelled} call(s) cancelled"
+            ),
+            Note::ModelEventUnreadable { kind } => write!(
+                f,
+                "model event `{kind}` could not be read; dropped, not forwarded to the browser"
             ),
             Note::CallFailed {
                 call_id,
@@ -205,6 +212,9 @@ counters! {
     argument_deltas,
     /// Model events dropped or rewritten so the browser does not see a server call.
     scrubbed_events,
+    /// Model events that could not be read where a call might be in them: dropped (fail
+    /// closed), never forwarded.
+    unreadable_model_events,
     /// Browser events dropped: `function_call` items the browser tried to add to the
     /// conversation.
     dropped_browser_events,

@@ -1,0 +1,402 @@
+//! The Gemini Live API (the `BidiGenerateContent` websocket) messages the runtime reads and
+//! writes: the codec beside [`super::openai`].
+//!
+//! Live messages carry no `type`: each is an object whose one member names what it is
+//! (`setupComplete`, `serverContent`, `toolCall`, `toolCallCancellation`, `goAway`, ...). Most of
+//! the traffic is audio in `serverContent`, so [`read`] screens a message's text for the few
+//! member names that can carry a call before it parses anything; a message without them is
+//! forwarded as its original text. The shapes written here are recorded, with their source, in
+//! `runtime/specs/gemini-live.schema.json`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::{json, Map, Value};
+
+use crate::ToolDefinition;
+
+/// Google's Live API websocket endpoint (v1beta); the API key goes in the `x-goog-api-key`
+/// header, never in the URL the relay logs.
+pub const DEFAULT_URL: &str = "wss://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent";
+
+/// The model named in `setup` unless the application names another.
+pub const DEFAULT_MODEL: &str = "models/gemini-live-2.5-flash-preview";
+
+/// When the model takes up a `NON_BLOCKING` (`mode: async`) call's final result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Scheduling {
+    /// Once the model is idle: it finishes what it is saying first (the default).
+    #[default]
+    WhenIdle,
+    /// At once: the model stops speaking and answers with the result.
+    Interrupt,
+    /// Into the context only: the model uses it when it next speaks, without being prompted.
+    Silent,
+}
+
+impl Scheduling {
+    /// The wire value (`FunctionResponseScheduling`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheduling::WhenIdle => "WHEN_IDLE",
+            Scheduling::Interrupt => "INTERRUPT",
+            Scheduling::Silent => "SILENT",
+        }
+    }
+}
+
+impl fmt::Display for Scheduling {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Scheduling {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Scheduling, String> {
+        match s.to_ascii_lowercase().replace('-', "_").as_str() {
+            "when_idle" => Ok(Scheduling::WhenIdle),
+            "interrupt" => Ok(Scheduling::Interrupt),
+            "silent" => Ok(Scheduling::Silent),
+            _ => Err(format!(
+                "unknown scheduling `{s}`: use when_idle, interrupt or silent"
+            )),
+        }
+    }
+}
+
+/// The `functionDeclarations` entry of one tool. The parameters go as full JSON Schema in
+/// `parametersJsonSchema` (which current Live models accept, and which keeps `$ref`, type lists
+/// and `anyOf` that the restricted `parameters` form cannot say); a tool without properties
+/// declares none. `mode: async` tools are `NON_BLOCKING`, so the model talks on while they run;
+/// every other tool is `BLOCKING`.
+pub fn declaration(def: &ToolDefinition) -> Value {
+    let mut d = Map::new();
+    d.insert("name".into(), Value::String(def.name.clone()));
+    d.insert(
+        "description".into(),
+        Value::String(def.model_description().into_owned()),
+    );
+    if has_parameters(&def.parameters) {
+        d.insert("parametersJsonSchema".into(), def.parameters.clone());
+    }
+    let behavior = if def.runs_in_background() {
+        "NON_BLOCKING"
+    } else {
+        "BLOCKING"
+    };
+    d.insert("behavior".into(), Value::String(behavior.into()));
+    Value::Object(d)
+}
+
+fn has_parameters(schema: &Value) -> bool {
+    match schema.as_object() {
+        None => false,
+        Some(s) => match s.get("properties").and_then(Value::as_object) {
+            Some(props) => !props.is_empty(),
+            // Not a plain object schema (`anyOf`, `$ref`, ...): it says something; keep it.
+            None => s.keys().any(|k| k != "type" && k != "additionalProperties"),
+        },
+    }
+}
+
+/// Declarations for every tool, in definition order.
+pub fn declarations<'a>(defs: impl IntoIterator<Item = &'a ToolDefinition>) -> Vec<Value> {
+    defs.into_iter().map(declaration).collect()
+}
+
+/// The first message of a session: `setup` with everything the application set (`model`,
+/// `generationConfig`, `systemInstruction`, ...) and the declarations as the one
+/// `functionDeclarations` tool. Other tools the application listed (`codeExecution`, ...) stay;
+/// function declarations are the server's.
+pub fn setup(mut setup: Map<String, Value>, declarations: &[Value]) -> String {
+    setup
+        .entry("model")
+        .or_insert_with(|| Value::String(DEFAULT_MODEL.into()));
+    let mut tools: Vec<Value> = match setup.remove("tools") {
+        Some(Value::Array(tools)) => tools
+            .into_iter()
+            .filter(|t| t.get("functionDeclarations").is_none())
+            .collect(),
+        _ => Vec::new(),
+    };
+    if !declarations.is_empty() {
+        tools.push(json!({ "functionDeclarations": declarations }));
+    }
+    if !tools.is_empty() {
+        setup.insert("tools".into(), Value::Array(tools));
+    }
+    json!({ "setup": setup }).to_string()
+}
+
+/// A function call the model made, as read from `toolCall.functionCalls` or a `functionCall`
+/// part of `serverContent.modelTurn`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctionCall {
+    pub id: Option<String>,
+    pub name: Option<String>,
+    /// The `args` object as JSON text (`{}` when the model sent none).
+    pub arguments: String,
+}
+
+/// What a server message means to the session.
+#[derive(Debug)]
+pub enum Read {
+    /// Nothing about calls in it (audio, text, transcripts, `setupComplete`, `goAway`, ...):
+    /// forward as it is.
+    Plain,
+    /// The message, parsed, with the calls and cancellations it carries.
+    Calls(CallMessage),
+    /// It may carry a call but is not JSON the session can read: never forward it.
+    Unreadable,
+}
+
+/// A parsed server message that carries calls or cancellations.
+#[derive(Debug)]
+pub struct CallMessage {
+    pub message: Map<String, Value>,
+    /// Calls from `toolCall.functionCalls` (`in_tool_call`) and from `functionCall` parts of
+    /// `serverContent.modelTurn`, in message order.
+    pub calls: Vec<(FunctionCall, Source)>,
+    /// Ids from `toolCallCancellation.ids`.
+    pub cancelled: Vec<String>,
+}
+
+/// Where in a message a call was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    ToolCall,
+    ModelTurn,
+}
+
+/// Reads a server message. The screen is conservative: a message that names `toolCall`,
+/// `functionCall` or has any escape (a member name could be spelled with `\u` escapes) is
+/// parsed in full.
+pub fn read(text: &str) -> Read {
+    let bytes = text.as_bytes();
+    let may_carry_calls = memchr::memchr(b'\\', bytes).is_some()
+        || memchr::memmem::find(bytes, b"toolCall").is_some()
+        || memchr::memmem::find(bytes, b"functionCall").is_some();
+    if !may_carry_calls {
+        return Read::Plain;
+    }
+    let Ok(Value::Object(message)) = serde_json::from_str::<Value>(text) else {
+        return Read::Unreadable;
+    };
+    let mut calls = Vec::new();
+    if let Some(list) = message
+        .get("toolCall")
+        .and_then(|t| t.get("functionCalls"))
+        .and_then(Value::as_array)
+    {
+        calls.extend(list.iter().map(|c| (function_call(c), Source::ToolCall)));
+    }
+    for part in model_turn_parts(&message) {
+        if let Some(call) = part.get("functionCall") {
+            calls.push((function_call(call), Source::ModelTurn));
+        }
+    }
+    let cancelled: Vec<String> = message
+        .get("toolCallCancellation")
+        .and_then(|c| c.get("ids"))
+        .and_then(Value::as_array)
+        .map(|ids| {
+            ids.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let names_calls = message.contains_key("toolCall")
+        || message.contains_key("toolCallCancellation")
+        || !calls.is_empty();
+    if !names_calls {
+        return Read::Plain;
+    }
+    Read::Calls(CallMessage {
+        message,
+        calls,
+        cancelled,
+    })
+}
+
+fn model_turn_parts(message: &Map<String, Value>) -> impl Iterator<Item = &Value> {
+    message
+        .get("serverContent")
+        .and_then(|c| c.get("modelTurn"))
+        .and_then(|t| t.get("parts"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+fn function_call(call: &Value) -> FunctionCall {
+    let text = |key: &str| call.get(key).and_then(Value::as_str).map(str::to_owned);
+    FunctionCall {
+        id: text("id"),
+        name: text("name"),
+        arguments: match call.get("args") {
+            None | Some(Value::Null) => "{}".to_owned(),
+            Some(args) => args.to_string(),
+        },
+    }
+}
+
+/// The message for the browser: only the calls and cancellations `visible` lets through.
+/// `None` when nothing is left of it.
+pub fn scrub(mut message: Map<String, Value>, visible: impl Fn(&str) -> bool) -> Option<String> {
+    let call_visible = |c: &Value| c.get("id").and_then(Value::as_str).is_some_and(&visible);
+    if let Some(tool_call) = message.get_mut("toolCall").and_then(Value::as_object_mut) {
+        if let Some(Value::Array(calls)) = tool_call.get_mut("functionCalls") {
+            calls.retain(call_visible);
+            if calls.is_empty() {
+                message.remove("toolCall");
+            }
+        } else {
+            message.remove("toolCall");
+        }
+    } else {
+        message.remove("toolCall");
+    }
+    if let Some(cancel) = message
+        .get_mut("toolCallCancellation")
+        .and_then(Value::as_object_mut)
+    {
+        if let Some(Value::Array(ids)) = cancel.get_mut("ids") {
+            ids.retain(|id| id.as_str().is_some_and(&visible));
+            if ids.is_empty() {
+                message.remove("toolCallCancellation");
+            }
+        } else {
+            message.remove("toolCallCancellation");
+        }
+    } else {
+        message.remove("toolCallCancellation");
+    }
+    if let Some(Value::Array(parts)) = message
+        .get_mut("serverContent")
+        .and_then(|c| c.get_mut("modelTurn"))
+        .and_then(|t| t.get_mut("parts"))
+    {
+        parts.retain(|p| p.get("functionCall").is_none_or(call_visible));
+    }
+    (!message.is_empty()).then(|| Value::Object(message).to_string())
+}
+
+/// One `functionResponses` entry. A result is `{"output": ...}` and a failure the runtime's
+/// `{"error": ...}` object, as the API asks; `scheduling` and `willContinue` only apply to
+/// `NON_BLOCKING` calls.
+pub fn function_response(
+    call_id: &str,
+    name: &str,
+    output: &str,
+    failed: bool,
+    scheduling: Option<Scheduling>,
+    will_continue: bool,
+) -> Value {
+    let value = serde_json::from_str::<Value>(output).unwrap_or_else(|_| json!(output));
+    let response = match value {
+        Value::Object(error) if failed && error.contains_key("error") => Value::Object(error),
+        value if failed => json!({ "error": value }),
+        value => json!({ "output": value }),
+    };
+    let mut entry = json!({ "id": call_id, "name": name, "response": response });
+    if let Some(scheduling) = scheduling {
+        entry["scheduling"] = json!(scheduling.as_str());
+    }
+    if will_continue {
+        entry["willContinue"] = json!(true);
+    }
+    entry
+}
+
+/// `toolResponse` with the given entries: one message per batch of the model's calls, which is
+/// what lets the model go on (Live has no `response.create`).
+pub fn tool_response(responses: Vec<Value>) -> String {
+    json!({ "toolResponse": { "functionResponses": responses } }).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn audio_is_not_parsed_and_calls_are() {
+        let audio = r#"{"serverContent":{"modelTurn":{"parts":[{"inlineData":{"mimeType":"audio/pcm;rate=24000","data":"AAAA"}}]}}}"#;
+        assert!(matches!(read(audio), Read::Plain));
+        let call =
+            r#"{"toolCall":{"functionCalls":[{"id":"c1","name":"search","args":{"q":"x"}}]}}"#;
+        let Read::Calls(m) = read(call) else {
+            panic!("a call")
+        };
+        assert_eq!(m.calls.len(), 1);
+        assert_eq!(m.calls[0].0.arguments, r#"{"q":"x"}"#);
+        assert_eq!(m.calls[0].1, Source::ToolCall);
+    }
+
+    #[test]
+    fn an_escaped_member_name_is_still_read_and_broken_json_fails_closed() {
+        let escaped = r#"{"\u0074oolCall":{"functionCalls":[{"id":"c1","name":"search"}]}}"#;
+        let Read::Calls(m) = read(escaped) else {
+            panic!("a call")
+        };
+        assert_eq!(m.calls[0].0.id.as_deref(), Some("c1"));
+        assert_eq!(m.calls[0].0.arguments, "{}");
+        assert!(matches!(
+            read(r#"{"toolCall":{"functionCalls":[{"id":"c1""#),
+            Read::Unreadable
+        ));
+        assert!(matches!(
+            read(r#"{"toolCall":{"functionCalls":[{"id":"\ud800"}]}}"#),
+            Read::Unreadable
+        ));
+    }
+
+    #[test]
+    fn scrubbing_keeps_only_visible_calls_and_drops_what_is_left_empty() {
+        let text = r#"{"toolCall":{"functionCalls":[{"id":"s","name":"lookup"},{"id":"c","name":"highlight"}]}}"#;
+        let Read::Calls(m) = read(text) else { panic!() };
+        let out = scrub(m.message, |id| id == "c").unwrap();
+        assert!(
+            out.contains(r#""id":"c""#) && !out.contains(r#""id":"s""#),
+            "{out}"
+        );
+        let Read::Calls(m) = read(r#"{"toolCallCancellation":{"ids":["s"]}}"#) else {
+            panic!()
+        };
+        assert_eq!(scrub(m.message, |id| id == "c"), None);
+    }
+
+    #[test]
+    fn results_and_failures_use_the_output_and_error_members() {
+        let ok = function_response("c1", "search", r#"{"hits":3}"#, false, None, false);
+        assert_eq!(ok["response"], json!({"output": {"hits": 3}}));
+        let failed = function_response(
+            "c1",
+            "search",
+            r#"{"error":{"kind":"timeout"}}"#,
+            true,
+            Some(Scheduling::WhenIdle),
+            false,
+        );
+        assert_eq!(failed["response"], json!({"error": {"kind": "timeout"}}));
+        assert_eq!(failed["scheduling"], "WHEN_IDLE");
+    }
+
+    #[test]
+    fn setup_replaces_function_declarations_and_keeps_other_tools() {
+        let mut s = Map::new();
+        s.insert(
+            "tools".into(),
+            json!([{"functionDeclarations": [{"name": "browser_tool"}]}, {"codeExecution": {}}]),
+        );
+        let text = setup(s, &[json!({"name": "search"})]);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["setup"]["model"], DEFAULT_MODEL);
+        assert_eq!(
+            v["setup"]["tools"],
+            json!([{"codeExecution": {}}, {"functionDeclarations": [{"name": "search"}]}])
+        );
+    }
+}

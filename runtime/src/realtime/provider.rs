@@ -1,0 +1,94 @@
+//! Which realtime model API a session speaks upstream. The session's rules (the location rule,
+//! deadlines, approvals, async tools, interruptions, one continuation per batch of calls) are
+//! the same for every provider; each provider is a codec of its own events beside the core
+//! ([`super::openai`], [`super::gemini_live`]).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::Value;
+
+use super::{gemini_live, openai};
+use crate::ToolDefinition;
+
+/// A realtime model API.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Provider {
+    /// OpenAI Realtime (GA): `session.update`, `response.*` events, `response.create`.
+    #[default]
+    OpenAi,
+    /// Gemini Live (`BidiGenerateContent`): `setup`, `toolCall`, `toolResponse`,
+    /// `toolCallCancellation`.
+    GeminiLive,
+}
+
+impl Provider {
+    /// Every provider, in the order the CLI lists them.
+    pub const ALL: [Provider; 2] = [Provider::OpenAi, Provider::GeminiLive];
+
+    /// The name used by `--provider` and in configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::GeminiLive => "gemini-live",
+        }
+    }
+
+    /// The provider's public websocket endpoint.
+    pub fn default_url(self) -> &'static str {
+        match self {
+            Provider::OpenAi => openai::DEFAULT_URL,
+            Provider::GeminiLive => gemini_live::DEFAULT_URL,
+        }
+    }
+
+    /// The tool declarations of `defs` as this provider takes them.
+    pub fn declarations<'a>(
+        self,
+        defs: impl IntoIterator<Item = &'a ToolDefinition>,
+    ) -> Vec<Value> {
+        match self {
+            Provider::OpenAi => openai::declarations(defs),
+            Provider::GeminiLive => gemini_live::declarations(defs),
+        }
+    }
+
+    /// The HTTP header that carries the API key upstream, and its value.
+    pub fn api_key_header(self, key: &str) -> (&'static str, String) {
+        match self {
+            Provider::OpenAi => ("authorization", format!("Bearer {key}")),
+            Provider::GeminiLive => ("x-goog-api-key", key.to_owned()),
+        }
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Provider {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Provider, String> {
+        Provider::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| format!("unknown realtime provider `{s}`: use openai or gemini-live"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_ones_say_what_is_known() {
+        for p in Provider::ALL {
+            assert_eq!(p.as_str().parse::<Provider>(), Ok(p));
+        }
+        let err = "gemini".parse::<Provider>().unwrap_err();
+        assert!(err.contains("openai or gemini-live"), "{err}");
+    }
+}
