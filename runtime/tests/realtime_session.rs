@@ -600,11 +600,12 @@ async fn unrelated_events_pass_both_ways_unchanged() {
         assert_eq!(h.model(&e), Verdict::Forward);
         assert_eq!(h.browser(&e), Verdict::Forward);
     }
-    // The model's side is trusted to speak its own protocol: what the runtime cannot read passes.
+    // JSON without a `type` cannot be about a call: it passes.
     for e in [json!({"no_type": true}), json!([1, 2, 3])] {
         assert_eq!(h.model(&e), Verdict::Forward);
     }
-    assert_eq!(h.session.on_model_event("not json {"), Verdict::Forward);
+    // What the session cannot read at all could be about a server call: it fails closed.
+    assert_eq!(h.session.on_model_event("not json {"), Verdict::Drop);
     // A message item in response.done is kept as it is.
     let done = script::response_done(
         "r1",

@@ -149,3 +149,58 @@ pub fn response_with_calls(response_id: &str, calls: &[(&str, &str, &str)]) -> V
     events.push(response_done(response_id, items));
     events
 }
+
+/// Gemini Live server messages, for scripted fake models and tests. Each builder returns one
+/// message as a JSON value in the shapes of `runtime/specs/gemini-live.schema.json`.
+pub mod live {
+    use serde_json::{json, Value};
+
+    /// `setupComplete`, the answer to `setup`.
+    pub fn setup_complete() -> Value {
+        json!({ "setupComplete": {} })
+    }
+
+    /// `toolCall` with the calls `(id, name, args)`.
+    pub fn tool_call(calls: &[(&str, &str, Value)]) -> Value {
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|(id, name, args)| json!({ "id": id, "name": name, "args": args }))
+            .collect();
+        json!({ "toolCall": { "functionCalls": calls } })
+    }
+
+    /// A `serverContent` model turn that carries one call as a `functionCall` part, as some
+    /// models send before (or beside) the `toolCall`.
+    pub fn model_turn_call(id: &str, name: &str, args: Value) -> Value {
+        json!({
+            "serverContent": {
+                "modelTurn": { "parts": [{ "functionCall": { "id": id, "name": name, "args": args } }] }
+            }
+        })
+    }
+
+    /// `toolCallCancellation` of the given call ids (the user interrupted).
+    pub fn cancellation(ids: &[&str]) -> Value {
+        json!({ "toolCallCancellation": { "ids": ids } })
+    }
+
+    /// A chunk of the model's audio.
+    pub fn audio(data: &str) -> Value {
+        json!({
+            "serverContent": {
+                "modelTurn": {
+                    "parts": [{ "inlineData": { "mimeType": "audio/pcm;rate=24000", "data": data } }]
+                }
+            }
+        })
+    }
+
+    /// The end of the model's turn; `interrupted` when the user barged in.
+    pub fn turn_complete(interrupted: bool) -> Value {
+        if interrupted {
+            json!({ "serverContent": { "interrupted": true } })
+        } else {
+            json!({ "serverContent": { "turnComplete": true } })
+        }
+    }
+}

@@ -340,18 +340,11 @@ impl Session {
     /// response started before the calls of the previous one finished, or a filler is being
     /// said), the model rejects a `response.create` (`conversation_already_has_active_response`),
     /// so the continuation waits for that response's `response.done`.
-    ///
-    /// At most one response may be asked for and not yet started: a second `response.create`
-    /// before the first one's `response.created` is refused by the API, and one of the two is
-    /// lost. So a continuation also waits while a requested response has not started.
     pub(super) fn continuation(&mut self) {
         if self.config.provider == Provider::GeminiLive {
             return self.gemini_continuation();
         }
-        if self.current_response.is_some()
-            || !self.filler_responses.is_empty()
-            || self.response_requested
-        {
+        if self.current_response.is_some() || !self.filler_responses.is_empty() {
             self.continuation_waiting = true;
             return;
         }

@@ -537,6 +537,11 @@ impl Session {
         let Ok(mut event) = serde_json::from_str::<Value>(text) else {
             return self.unreadable_model_event(&kind);
         };
+        // A second `type` member later in the event: the first bytes said one thing, the
+        // parsed event (and the page's parser) another.
+        if str_field(&event, "type") != Some(kind.as_ref()) {
+            return self.unreadable_model_event(&kind);
+        }
         let verdict = match kind.as_ref() {
             "response.created" => {
                 if let Some(response) = event.get("response") {
