@@ -5,8 +5,9 @@
 //! (`setupComplete`, `serverContent`, `toolCall`, `toolCallCancellation`, `goAway`, ...). Most of
 //! the traffic is audio in `serverContent`, so [`read`] screens a message's text for the few
 //! member names that can carry a call before it parses anything; a message without them is
-//! forwarded as its original text. The shapes written here are recorded, with their source, in
-//! `runtime/specs/gemini-live.schema.json`.
+//! forwarded as its original text. The shapes follow Google's Live API reference
+//! (`BidiGenerateContentSetup`, `BidiGenerateContentToolCall`, `BidiGenerateContentToolResponse`,
+//! `BidiGenerateContentToolCallCancellation`, `FunctionResponse`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -156,18 +157,11 @@ pub enum Read {
 #[derive(Debug)]
 pub struct CallMessage {
     pub message: Map<String, Value>,
-    /// Calls from `toolCall.functionCalls` (`in_tool_call`) and from `functionCall` parts of
+    /// Calls from `toolCall.functionCalls` and from `functionCall` parts of
     /// `serverContent.modelTurn`, in message order.
-    pub calls: Vec<(FunctionCall, Source)>,
+    pub calls: Vec<FunctionCall>,
     /// Ids from `toolCallCancellation.ids`.
     pub cancelled: Vec<String>,
-}
-
-/// Where in a message a call was read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
-    ToolCall,
-    ModelTurn,
 }
 
 /// Reads a server message. The screen is conservative: a message that names `toolCall`,
@@ -190,11 +184,11 @@ pub fn read(text: &str) -> Read {
         .and_then(|t| t.get("functionCalls"))
         .and_then(Value::as_array)
     {
-        calls.extend(list.iter().map(|c| (function_call(c), Source::ToolCall)));
+        calls.extend(list.iter().map(function_call));
     }
     for part in model_turn_parts(&message) {
         if let Some(call) = part.get("functionCall") {
-            calls.push((function_call(call), Source::ModelTurn));
+            calls.push(function_call(call));
         }
     }
     let cancelled: Vec<String> = message
@@ -247,33 +241,10 @@ fn function_call(call: &Value) -> FunctionCall {
 /// `None` when nothing is left of it.
 pub fn scrub(mut message: Map<String, Value>, visible: impl Fn(&str) -> bool) -> Option<String> {
     let call_visible = |c: &Value| c.get("id").and_then(Value::as_str).is_some_and(&visible);
-    if let Some(tool_call) = message.get_mut("toolCall").and_then(Value::as_object_mut) {
-        if let Some(Value::Array(calls)) = tool_call.get_mut("functionCalls") {
-            calls.retain(call_visible);
-            if calls.is_empty() {
-                message.remove("toolCall");
-            }
-        } else {
-            message.remove("toolCall");
-        }
-    } else {
-        message.remove("toolCall");
-    }
-    if let Some(cancel) = message
-        .get_mut("toolCallCancellation")
-        .and_then(Value::as_object_mut)
-    {
-        if let Some(Value::Array(ids)) = cancel.get_mut("ids") {
-            ids.retain(|id| id.as_str().is_some_and(&visible));
-            if ids.is_empty() {
-                message.remove("toolCallCancellation");
-            }
-        } else {
-            message.remove("toolCallCancellation");
-        }
-    } else {
-        message.remove("toolCallCancellation");
-    }
+    retain_in(&mut message, "toolCall", "functionCalls", call_visible);
+    retain_in(&mut message, "toolCallCancellation", "ids", |id| {
+        id.as_str().is_some_and(&visible)
+    });
     if let Some(Value::Array(parts)) = message
         .get_mut("serverContent")
         .and_then(|c| c.get_mut("modelTurn"))
@@ -282,6 +253,30 @@ pub fn scrub(mut message: Map<String, Value>, visible: impl Fn(&str) -> bool) ->
         parts.retain(|p| p.get("functionCall").is_none_or(call_visible));
     }
     (!message.is_empty()).then(|| Value::Object(message).to_string())
+}
+
+/// Keeps the entries of `message[member][list]` that `keep` accepts; removes `member` when
+/// none is left or it is not that shape (what the session could not read, the page does not
+/// get).
+fn retain_in(
+    message: &mut Map<String, Value>,
+    member: &str,
+    list: &str,
+    keep: impl FnMut(&Value) -> bool,
+) {
+    let Some(value) = message.get_mut(member) else {
+        return;
+    };
+    let kept = match value.get_mut(list) {
+        Some(Value::Array(entries)) => {
+            entries.retain(keep);
+            !entries.is_empty()
+        }
+        _ => false,
+    };
+    if !kept {
+        message.remove(member);
+    }
 }
 
 /// One `functionResponses` entry. A result is `{"output": ...}` and a failure the runtime's
@@ -331,8 +326,7 @@ mod tests {
             panic!("a call")
         };
         assert_eq!(m.calls.len(), 1);
-        assert_eq!(m.calls[0].0.arguments, r#"{"q":"x"}"#);
-        assert_eq!(m.calls[0].1, Source::ToolCall);
+        assert_eq!(m.calls[0].arguments, r#"{"q":"x"}"#);
     }
 
     #[test]
@@ -341,8 +335,8 @@ mod tests {
         let Read::Calls(m) = read(escaped) else {
             panic!("a call")
         };
-        assert_eq!(m.calls[0].0.id.as_deref(), Some("c1"));
-        assert_eq!(m.calls[0].0.arguments, "{}");
+        assert_eq!(m.calls[0].id.as_deref(), Some("c1"));
+        assert_eq!(m.calls[0].arguments, "{}");
         assert!(matches!(
             read(r#"{"toolCall":{"functionCalls":[{"id":"c1""#),
             Read::Unreadable

@@ -151,7 +151,7 @@ pub fn response_with_calls(response_id: &str, calls: &[(&str, &str, &str)]) -> V
 }
 
 /// Gemini Live server messages, for scripted fake models and tests. Each builder returns one
-/// message as a JSON value in the shapes of `runtime/specs/gemini-live.schema.json`.
+/// message as a JSON value in the shapes of Google's Live API reference.
 pub mod live {
     use serde_json::{json, Value};
 

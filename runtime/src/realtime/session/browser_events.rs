@@ -22,15 +22,7 @@ impl Session {
             return self.gemini_browser_event(&kind, text);
         }
         match kind.as_ref() {
-            "function_call.result" | "tool.result" => {
-                let naming = Naming::of_result_type(&kind).unwrap_or_default();
-                let result = match serde_json::from_str::<Value>(text) {
-                    Ok(v) => browser::decode_result(naming, &v),
-                    Err(_) => Err(Malformed::MissingCallId),
-                };
-                self.browser_result(result);
-                Verdict::Drop
-            }
+            "function_call.result" | "tool.result" => self.result_event(&kind, text),
             "conversation.item.create" => {
                 let Ok(v) = serde_json::from_str::<Value>(text) else {
                     return Verdict::Forward;
@@ -94,6 +86,18 @@ impl Session {
             }
             _ => Verdict::Forward,
         }
+    }
+
+    /// A client call's result in either naming: checked and handed to the waiting call, never
+    /// forwarded (both providers).
+    pub(super) fn result_event(&mut self, kind: &str, text: &str) -> Verdict {
+        let naming = Naming::of_result_type(kind).unwrap_or_default();
+        let result = match serde_json::from_str::<Value>(text) {
+            Ok(v) => browser::decode_result(naming, &v),
+            Err(_) => Err(Malformed::MissingCallId),
+        };
+        self.browser_result(result);
+        Verdict::Drop
     }
 
     /// A binary frame from the browser: never forwarded (the protocol is JSON text, and nothing

@@ -151,46 +151,44 @@ impl Session {
     /// is refused). Returns whether the call was still open.
     pub(super) fn cancel_call(&mut self, call_id: &str) -> bool {
         let call_id = call_id.to_owned();
-        {
-            let Some(info) = self.calls.get_mut(&call_id) else {
-                return false;
-            };
-            if let Some(ctx) = &info.ctx {
-                ctx.cancel();
+        let Some(info) = self.calls.get_mut(&call_id) else {
+            return false;
+        };
+        if let Some(ctx) = &info.ctx {
+            ctx.cancel();
+        }
+        info.background = false;
+        let (name, kind) = (info.name.clone(), info.kind);
+        let (connected, questions) = {
+            let mut state = lock(&self.browser.state);
+            state.pending.remove(&call_id);
+            state.sent_waiting.remove(&call_id);
+            let questions: Vec<String> = state
+                .approvals
+                .iter()
+                .filter(|(_, open)| open.call_id == call_id)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in &questions {
+                state.approvals.remove(id);
             }
-            info.background = false;
-            let (name, kind) = (info.name.clone(), info.kind);
-            let (connected, questions) = {
-                let mut state = lock(&self.browser.state);
-                state.pending.remove(&call_id);
-                state.sent_waiting.remove(&call_id);
-                let questions: Vec<String> = state
-                    .approvals
-                    .iter()
-                    .filter(|(_, open)| open.call_id == call_id)
-                    .map(|(id, _)| id.clone())
-                    .collect();
-                for id in &questions {
-                    state.approvals.remove(id);
-                }
-                (state.connected, questions)
-            };
-            if connected {
-                for id in &questions {
-                    let text = browser::encode_approval_cancel(id, "interrupted");
-                    self.outputs.push_back(Output::ToBrowser(text));
-                }
-                if matches!(kind, CallKind::Client | CallKind::Notify) {
-                    let text = browser::encode_call_cancel(&call_id, "interrupted");
-                    self.outputs.push_back(Output::ToBrowser(text));
-                }
+            (state.connected, questions)
+        };
+        if connected {
+            for id in &questions {
+                let text = browser::encode_approval_cancel(id, "interrupted");
+                self.outputs.push_back(Output::ToBrowser(text));
             }
-            if self.tracker.is_open(&call_id) {
-                Counters::bump(&self.counters_ref().interrupted_calls);
-                let outcome = CallOutcome::failed(&call_id, CallError::interrupted(&name));
-                self.finish(&call_id, outcome);
-                return true;
+            if matches!(kind, CallKind::Client | CallKind::Notify) {
+                let text = browser::encode_call_cancel(&call_id, "interrupted");
+                self.outputs.push_back(Output::ToBrowser(text));
             }
+        }
+        if self.tracker.is_open(&call_id) {
+            Counters::bump(&self.counters_ref().interrupted_calls);
+            let outcome = CallOutcome::failed(&call_id, CallError::interrupted(&name));
+            self.finish(&call_id, outcome);
+            return true;
         }
         false
     }

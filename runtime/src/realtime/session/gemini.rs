@@ -26,7 +26,7 @@ impl Session {
         self.batches += 1;
         let batch = format!("live-batch-{}", self.batches);
         let mut hidden = false;
-        for (call, _) in &message.calls {
+        for call in &message.calls {
             hidden |= !self.learn_item(None, call.id.as_deref(), call.name.as_deref());
             self.call_reported(
                 Some(&batch),
@@ -77,34 +77,40 @@ impl Session {
     /// A resolved call's result for the model: "started" of a `NON_BLOCKING` call goes at once;
     /// any other waits for its batch's `toolResponse`.
     pub(super) fn gemini_result(&mut self, call_id: &str, outcome: &CallOutcome) {
+        let started = !outcome.is_error() && self.calls.get(call_id).is_some_and(|c| c.background);
+        if started {
+            if let Some(entry) =
+                self.live_response(call_id, outcome, Some(Scheduling::Silent), true)
+            {
+                self.outputs
+                    .push_back(Output::ToModel(gemini_live::tool_response(vec![entry])));
+            }
+        } else if let Some(entry) = self.live_response(call_id, outcome, None, false) {
+            self.pending_responses.push(entry);
+        }
+    }
+
+    /// The `functionResponses` entry of a call's outcome; `None` for a call the model cancelled
+    /// (it takes no result) or never made.
+    fn live_response(
+        &self,
+        call_id: &str,
+        outcome: &CallOutcome,
+        scheduling: Option<Scheduling>,
+        will_continue: bool,
+    ) -> Option<Value> {
         if self.provider_cancelled.contains(call_id) {
-            return;
+            return None;
         }
-        let Some(info) = self.calls.get(call_id) else {
-            return;
-        };
-        if info.background && !outcome.is_error() {
-            let entry = gemini_live::function_response(
-                call_id,
-                &info.name,
-                &outcome.output,
-                false,
-                Some(Scheduling::Silent),
-                true,
-            );
-            self.outputs
-                .push_back(Output::ToModel(gemini_live::tool_response(vec![entry])));
-            return;
-        }
-        let entry = gemini_live::function_response(
+        let info = self.calls.get(call_id)?;
+        Some(gemini_live::function_response(
             call_id,
             &info.name,
             &outcome.output,
             outcome.is_error(),
-            None,
-            false,
-        );
-        self.pending_responses.push(entry);
+            scheduling,
+            will_continue,
+        ))
     }
 
     /// The continuation of a batch: its results in one `toolResponse`.
@@ -120,20 +126,13 @@ impl Session {
 
     /// The final result of a `NON_BLOCKING` call, with the tool's scheduling.
     pub(super) fn gemini_background_result(&mut self, call_id: &str, outcome: CallOutcome) {
-        if self.provider_cancelled.contains(call_id) {
-            return;
-        }
-        let Some(info) = self.calls.get(call_id) else {
+        let scheduling = self
+            .calls
+            .get(call_id)
+            .map(|c| self.config.scheduling(&c.name));
+        let Some(entry) = self.live_response(call_id, &outcome, scheduling, false) else {
             return;
         };
-        let entry = gemini_live::function_response(
-            call_id,
-            &info.name,
-            &outcome.output,
-            outcome.is_error(),
-            Some(self.config.scheduling(&info.name)),
-            false,
-        );
         Counters::bump(&self.counters_ref().background_results);
         self.outputs
             .push_back(Output::ToModel(gemini_live::tool_response(vec![entry])));
@@ -143,15 +142,7 @@ impl Session {
     /// approval answers); nothing with a `type` is Live input, so nothing else goes upstream.
     pub(super) fn gemini_browser_event(&mut self, kind: &str, text: &str) -> Verdict {
         match kind {
-            "function_call.result" | "tool.result" => {
-                let naming = Naming::of_result_type(kind).unwrap_or_default();
-                let result = match serde_json::from_str::<Value>(text) {
-                    Ok(v) => browser::decode_result(naming, &v),
-                    Err(_) => Err(Malformed::MissingCallId),
-                };
-                self.browser_result(result);
-                Verdict::Drop
-            }
+            "function_call.result" | "tool.result" => self.result_event(kind, text),
             "toolc.approval.response" => {
                 self.approval_answer(text);
                 Verdict::Drop
