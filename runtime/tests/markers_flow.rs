@@ -193,7 +193,10 @@ async fn a_marker_split_across_deltas_runs_once_and_never_reaches_the_browser() 
         .map(|e| e["type"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["conversation.item.create", "response.create"]);
-    assert_eq!(h.to_model[1], json!({"type":"response.create"}));
+    assert_eq!(
+        h.to_model[1],
+        json!({"type":"response.create","event_id":"toolc_response_1"})
+    );
     assert_eq!(h.session.open_calls(), 0);
     let counters = h.flow.counters().snapshot();
     assert_eq!(counters.calls, 1);

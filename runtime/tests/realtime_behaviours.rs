@@ -691,6 +691,125 @@ async fn a_slow_server_tool_gets_its_filler_phrase() {
 
 // ---- one response requested at a time (both providers' core) --------------------------------
 
+/// A report (async, 5 s) asked for at 0 s and answered; at 4.7 s the user asks for a search
+/// (3 s, filler after 0.5 s); at 5 s the report's result goes in with a `response.create` the
+/// model has not started yet.
+async fn report_result_requested_while_a_search_runs(h: &mut Harness) {
+    h.call_in("r1", "c1", "generate_report", r#"{"topic":"tides"}"#);
+    h.model(&script::response_done("r1", vec![]));
+    h.run_for(Duration::from_millis(10)).await;
+    h.model(&script::response_created("r2"));
+    h.model(&script::response_done("r2", vec![]));
+    h.run_for(Duration::from_millis(4690)).await;
+    h.call_in("r3", "c2", "search", "{}");
+    h.model(&script::response_done("r3", vec![]));
+    h.run_for(Duration::from_millis(400)).await;
+    assert_eq!(h.system_messages().len(), 1, "the report's result is in");
+    assert_eq!(
+        h.continuations(),
+        2,
+        "one for r1's calls, one for the report's result"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_filler_is_not_asked_for_while_a_requested_response_has_not_started() {
+    let mut h = Harness::with(|c| c.filler_delay = Some(Duration::from_millis(500)));
+    report_result_requested_while_a_search_runs(&mut h).await;
+    // The search's filler falls due at 5.2 s, before the requested response starts: that
+    // response will speak anyway, and the API refuses a second request.
+    h.run_for(Duration::from_millis(300)).await;
+    assert!(
+        h.model_events_of("response.create")
+            .iter()
+            .all(|e| e.get("response").is_none()),
+        "no filler: {:#?}",
+        h.to_model
+    );
+    assert_eq!(h.session.counters().snapshot().fillers, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_continuation_waits_while_the_response_this_session_asked_for_has_not_started() {
+    let mut h = Harness::new();
+    report_result_requested_while_a_search_runs(&mut h).await;
+    // The search finishes at 7.7 s; the report's response has still not started.
+    h.run_for(Duration::from_secs(3)).await;
+    assert_eq!(h.output_of("c2")["hits"], 3);
+    assert_eq!(
+        h.continuations(),
+        2,
+        "a second response.create before the first started would be refused"
+    );
+    // That response runs; at its end the search's continuation goes.
+    h.model(&script::response_created("r4"));
+    assert_eq!(h.continuations(), 2, "not while it is in progress either");
+    h.model(&script::response_done("r4", vec![]));
+    assert_eq!(h.continuations(), 3);
+    let creates = h.model_events_of("response.create");
+    let ids: std::collections::BTreeSet<&str> = creates
+        .iter()
+        .map(|e| {
+            e["event_id"]
+                .as_str()
+                .expect("each request has an event id")
+        })
+        .collect();
+    assert_eq!(ids.len(), creates.len(), "event ids are unique: {ids:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_request_is_forgotten_and_the_continuation_asks_again_after_the_next_response() {
+    let mut h = Harness::new();
+    h.call_in("r1", "c1", "highlight", r##"{"selector":"#cart"}"##);
+    h.model(&script::response_done("r1", vec![]));
+    h.answer_call("c1", r#"{"ok":true}"#);
+    h.run_for(Duration::from_millis(10)).await;
+    assert_eq!(h.continuations(), 1);
+    let event_id = h.model_events_of("response.create")[0]["event_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The browser's own response started first and the API refuses this session's request.
+    let refusal = json!({
+        "type": "error",
+        "event_id": "ev_err_1",
+        "error": {
+            "type": "invalid_request_error",
+            "code": "conversation_already_has_active_response",
+            "message": "Conversation already has an active response in progress.",
+            "param": null,
+            "event_id": event_id,
+        },
+    });
+    assert_eq!(
+        h.model(&refusal),
+        Verdict::Drop,
+        "the browser did not send it"
+    );
+    assert!(h.notes().iter().any(|n| matches!(
+        n,
+        Note::ResponseRefused { code: Some(code), .. }
+            if code == "conversation_already_has_active_response"
+    )));
+    assert_eq!(h.session.counters().snapshot().refused_responses, 1);
+    // The refused request is not waited for: the active response ends and the session asks
+    // again, once.
+    h.model(&script::response_created("r_browser"));
+    h.model(&script::response_done("r_browser", vec![]));
+    assert_eq!(h.continuations(), 2);
+    h.model(&script::response_created("r2"));
+    h.model(&script::response_done("r2", vec![]));
+    assert_eq!(h.continuations(), 2, "once");
+    // Errors about anything else are the browser's to see.
+    let other = json!({
+        "type": "error",
+        "event_id": "ev_err_2",
+        "error": { "type": "invalid_request_error", "code": "invalid_value", "message": "no", "event_id": "browser_7" },
+    });
+    assert_eq!(h.model(&other), Verdict::Forward);
+}
+
 // ---- model events the session cannot read fail closed ----------------------------------------
 
 #[tokio::test(start_paused = true)]

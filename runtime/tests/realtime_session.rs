@@ -543,6 +543,13 @@ async fn responses_are_tracked_separately() {
     );
     h.answer("a", "{}");
     h.run_for(Duration::from_millis(10)).await;
+    assert_eq!(
+        h.continuations(),
+        1,
+        "r2's continuation has not started: a second request would be refused"
+    );
+    h.model(&script::response_created("r3"));
+    h.model(&script::response_done("r3", vec![]));
     assert_eq!(h.continuations(), 2);
 }
 

@@ -139,7 +139,10 @@ async fn one_response_three_results_one_continuation_and_ten_thousand_events_eac
     // The continuation is the last thing sent, after every result.
     let texts = upstream.texts();
     let last: Value = serde_json::from_str(texts.last().unwrap()).unwrap();
-    assert_eq!(last, json!({"type":"response.create"}));
+    assert_eq!(
+        last,
+        json!({"type":"response.create","event_id":"toolc_response_1"})
+    );
     assert_eq!(
         upstream.authorization().as_deref(),
         Some("Bearer sk-test-secret")

@@ -196,7 +196,7 @@ async fn marker_calls_run_through_the_relay_and_the_browser_never_sees_a_marker(
     assert_eq!(upstream.count("response.create"), 1);
     assert_eq!(
         upstream.events_of("response.create")[0],
-        json!({"type": "response.create"})
+        json!({"type": "response.create", "event_id": "toolc_response_1"})
     );
     // No function_call_output: this model never saw a function call.
     assert!(!upstream

@@ -162,6 +162,10 @@ pub struct CallMessage {
     pub calls: Vec<FunctionCall>,
     /// Ids from `toolCallCancellation.ids`.
     pub cancelled: Vec<String>,
+    /// The message closes the batch of calls it belongs to: it is the `toolCall` (which lists
+    /// the batch), or it ends the model's turn. `functionCall` parts of a model turn alone
+    /// leave the batch open for the `toolCall` that repeats them.
+    pub ends_batch: bool,
 }
 
 /// Reads a server message. The screen is conservative: a message that names `toolCall`,
@@ -208,11 +212,36 @@ pub fn read(text: &str) -> Read {
     if !names_calls {
         return Read::Plain;
     }
+    let ends_batch = message.contains_key("toolCall") || ends_turn_in(&message);
     Read::Calls(CallMessage {
         message,
         calls,
         cancelled,
+        ends_batch,
     })
+}
+
+/// Whether a message without calls ends the model's turn (`serverContent.turnComplete` or
+/// `interrupted`), which closes a batch of calls that only model-turn parts reported. Audio
+/// chunks are screened out without parsing.
+pub fn ends_turn(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let may_end = memchr::memchr(b'\\', bytes).is_some()
+        || memchr::memmem::find(bytes, b"turnComplete").is_some()
+        || memchr::memmem::find(bytes, b"interrupted").is_some();
+    may_end
+        && matches!(
+            serde_json::from_str::<Value>(text),
+            Ok(Value::Object(message)) if ends_turn_in(&message)
+        )
+}
+
+fn ends_turn_in(message: &Map<String, Value>) -> bool {
+    let Some(content) = message.get("serverContent") else {
+        return false;
+    };
+    content.get("turnComplete") == Some(&Value::Bool(true))
+        || content.get("interrupted") == Some(&Value::Bool(true))
 }
 
 fn model_turn_parts(message: &Map<String, Value>) -> impl Iterator<Item = &Value> {

@@ -378,16 +378,17 @@ pub fn is_cancelled_response(response: &Value) -> bool {
 }
 
 /// The continuation: a plain `response.create`, so the model answers with every result in view.
-pub fn response_create() -> String {
-    json!({ "type": "response.create" }).to_string()
+pub fn response_create(event_id: &str) -> String {
+    json!({ "type": "response.create", "event_id": event_id }).to_string()
 }
 
 /// An out-of-band response (`conversation: none`, no input, no tools) in which the model only
 /// says `phrase` while `call_id` is still waiting for the browser. It is tagged in `metadata` so
 /// that its events are recognised as a filler, never as the conversation's continuation.
-pub fn filler_response_create(phrase: &str, call_id: &str) -> String {
+pub fn filler_response_create(phrase: &str, call_id: &str, event_id: &str) -> String {
     json!({
         "type": "response.create",
+        "event_id": event_id,
         "response": {
             "conversation": "none",
             "input": [],
@@ -536,7 +537,12 @@ mod tests {
 
     #[test]
     fn filler_responses_are_recognisable() {
-        let v: Value = serde_json::from_str(&filler_response_create("One moment.", "c1")).unwrap();
+        let v: Value = serde_json::from_str(&filler_response_create(
+            "One moment.",
+            "c1",
+            "toolc_response_1",
+        ))
+        .unwrap();
         assert!(is_filler_response(&v["response"]));
         assert_eq!(v["response"]["conversation"], "none");
         assert!(!is_filler_response(&json!({"id":"r1"})));

@@ -198,7 +198,7 @@ impl Session {
     pub(super) fn quiet(&self) -> bool {
         self.current_response.is_none()
             && self.filler_responses.is_empty()
-            && !self.response_requested
+            && self.response_requested.is_none()
             && !self.continuation_waiting
     }
 
@@ -229,9 +229,7 @@ impl Session {
             return;
         }
         if self.push_background_results() {
-            self.response_requested = true;
-            self.outputs
-                .push_back(Output::ToModel(openai::response_create()));
+            self.request_response(true, openai::response_create);
         }
     }
 
@@ -337,12 +335,18 @@ impl Session {
     /// Asks the model to go on. While another response is in progress (the user spoke and a new
     /// response started before the calls of the previous one finished, or a filler is being
     /// said), the model rejects a `response.create` (`conversation_already_has_active_response`),
-    /// so the continuation waits for that response's `response.done`.
+    /// so the continuation waits for that response's `response.done`. It also waits while a
+    /// request of this session has not started yet (a background result's, a filler's): that
+    /// response's `response.done` is where it asks.
     pub(super) fn continuation(&mut self) {
         if self.config.provider == Provider::GeminiLive {
-            return self.gemini_continuation();
+            // Live goes on per batch (`gemini_continuation`); nothing waits for a response.
+            return;
         }
-        if self.current_response.is_some() || !self.filler_responses.is_empty() {
+        if self.current_response.is_some()
+            || !self.filler_responses.is_empty()
+            || self.response_requested.is_some()
+        {
             self.continuation_waiting = true;
             return;
         }
@@ -353,9 +357,23 @@ impl Session {
         // Background results that arrived go in before it, so one response covers both.
         self.push_background_results();
         Counters::bump(&self.counters_ref().continuations);
-        self.response_requested = true;
-        self.outputs
-            .push_back(Output::ToModel(openai::response_create()));
+        self.request_response(true, openai::response_create);
+    }
+
+    /// Sends a `response.create` built by `create` around a fresh event id, so that an `error`
+    /// refusing it can be told from errors about other events.
+    pub(super) fn request_response(
+        &mut self,
+        continuation: bool,
+        create: impl FnOnce(&str) -> String,
+    ) {
+        self.requests_sent += 1;
+        let event_id = format!("{REQUEST_ID_PREFIX}{}", self.requests_sent);
+        self.outputs.push_back(Output::ToModel(create(&event_id)));
+        self.response_requested = Some(Requested {
+            event_id,
+            continuation,
+        });
     }
 
     /// After a `response.done`: the continuation that waited for it, if any (one, also when
@@ -411,7 +429,14 @@ impl Session {
             self.trace(call_id, &outcome.status);
         }
         if self.tracker.resolve(call_id) == Resolved::Continue {
-            self.continuation();
+            match self.config.provider {
+                Provider::OpenAi => self.continuation(),
+                Provider::GeminiLive => {
+                    if let Some(batch) = self.tracker.response_of(call_id).map(str::to_owned) {
+                        self.gemini_continuation(&batch);
+                    }
+                }
+            }
         }
     }
 

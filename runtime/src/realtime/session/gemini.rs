@@ -2,8 +2,9 @@
 //! and cancellations, and the core's results written as Live `toolResponse`s.
 //!
 //! How the core's rules land on Live:
-//! - A call-bearing message (`toolCall`, or `functionCall` parts of `serverContent`) is one
-//!   batch, complete on arrival. A call reported in both places runs once.
+//! - A batch is the calls of one `toolCall`, with any `functionCall` parts of the model turn
+//!   before it (they run at once, and a call reported in both places runs once). The
+//!   `toolCall` closes the batch; so does the end of the turn, for calls only parts reported.
 //! - The batch's results go in one `toolResponse` when its last call resolves: that is Live's
 //!   continuation (it has no `response.create`), so the model goes on once per batch.
 //! - `toolCallCancellation.ids` take the barge-in path ([`Session::cancel_call`]): the executor's
@@ -19,12 +20,22 @@ use super::*;
 impl Session {
     pub(super) fn gemini_model_event(&mut self, text: &str) -> Verdict {
         let message = match gemini_live::read(text) {
-            gemini_live::Read::Plain => return Verdict::Forward,
+            gemini_live::Read::Plain => {
+                if self.open_batch.is_some() && gemini_live::ends_turn(text) {
+                    self.close_batch();
+                }
+                return Verdict::Forward;
+            }
             gemini_live::Read::Unreadable => return self.unreadable_model_event("(Live message)"),
             gemini_live::Read::Calls(message) => message,
         };
-        self.batches += 1;
-        let batch = format!("live-batch-{}", self.batches);
+        let batch = match &self.open_batch {
+            Some(batch) => batch.clone(),
+            None => {
+                self.batches += 1;
+                format!("live-batch-{}", self.batches)
+            }
+        };
         let mut hidden = false;
         for call in &message.calls {
             hidden |= !self.learn_item(None, call.id.as_deref(), call.name.as_deref());
@@ -35,12 +46,13 @@ impl Session {
                 &call.arguments,
             );
         }
-        if !message.calls.is_empty() && self.tracker.response_done(&batch) {
-            self.continuation();
+        if !message.calls.is_empty() {
+            self.open_batch = Some(batch);
         }
-        for id in &message.cancelled {
-            self.provider_cancel(id);
+        if message.ends_batch {
+            self.close_batch();
         }
+        self.provider_cancel(&message.cancelled);
         // Whatever names calls is rewritten from what was read, so the browser sees exactly
         // what the session acted on, without server calls.
         let call_visible = &self.call_visible;
@@ -56,22 +68,45 @@ impl Session {
         }
     }
 
-    /// The model cancelled a call (`toolCallCancellation`): the barge-in path, and no result is
-    /// sent for it.
-    fn provider_cancel(&mut self, call_id: &str) {
-        if !self.calls.contains_key(call_id) {
-            return;
+    /// Every call of the open batch is known: its `toolResponse` goes when the last resolves
+    /// (now, if they all have).
+    fn close_batch(&mut self) {
+        if let Some(batch) = self.open_batch.take() {
+            if self.tracker.response_done(&batch) {
+                self.gemini_continuation(&batch);
+            }
         }
-        self.provider_cancelled.insert(call_id.to_owned());
-        let cancelled = self.cancel_call(call_id);
-        self.note(Note::Interrupted {
-            response_id: self
-                .tracker
-                .response_of(call_id)
-                .unwrap_or_default()
-                .to_owned(),
-            cancelled: usize::from(cancelled),
-        });
+    }
+
+    /// The model cancelled calls (`toolCallCancellation`): the barge-in path, and no result is
+    /// sent for them. All are marked first, so that the batch one of them completes does not
+    /// carry another's result.
+    fn provider_cancel(&mut self, call_ids: &[String]) {
+        let known: Vec<&String> = call_ids
+            .iter()
+            .filter(|id| self.calls.contains_key(id.as_str()))
+            .collect();
+        for call_id in &known {
+            self.provider_cancelled.insert((*call_id).clone());
+            // A result that resolved already waits for its batch's `toolResponse`: the model
+            // no longer takes it.
+            if let Some(batch) = self.tracker.response_of(call_id) {
+                if let Some(pending) = self.pending_responses.get_mut(batch) {
+                    pending.retain(|entry| entry["id"].as_str() != Some(call_id.as_str()));
+                }
+            }
+        }
+        for call_id in known {
+            let cancelled = self.cancel_call(call_id);
+            self.note(Note::Interrupted {
+                response_id: self
+                    .tracker
+                    .response_of(call_id)
+                    .unwrap_or_default()
+                    .to_owned(),
+                cancelled: usize::from(cancelled),
+            });
+        }
     }
 
     /// A resolved call's result for the model: "started" of a `NON_BLOCKING` call goes at once;
@@ -86,7 +121,11 @@ impl Session {
                     .push_back(Output::ToModel(gemini_live::tool_response(vec![entry])));
             }
         } else if let Some(entry) = self.live_response(call_id, outcome, None, false) {
-            self.pending_responses.push(entry);
+            let batch = self.tracker.response_of(call_id).unwrap_or_default();
+            self.pending_responses
+                .entry(batch.to_owned())
+                .or_default()
+                .push(entry);
         }
     }
 
@@ -113,12 +152,14 @@ impl Session {
         ))
     }
 
-    /// The continuation of a batch: its results in one `toolResponse`.
-    pub(super) fn gemini_continuation(&mut self) {
-        if self.pending_responses.is_empty() {
+    /// The continuation of a batch whose calls all resolved: its results in one `toolResponse`.
+    pub(super) fn gemini_continuation(&mut self, batch: &str) {
+        let Some(responses) = self.pending_responses.remove(batch) else {
+            return;
+        };
+        if responses.is_empty() {
             return;
         }
-        let responses = std::mem::take(&mut self.pending_responses);
         Counters::bump(&self.counters_ref().continuations);
         self.outputs
             .push_back(Output::ToModel(gemini_live::tool_response(responses)));

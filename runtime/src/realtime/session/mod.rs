@@ -288,17 +288,35 @@ pub struct Session {
     their_instructions: Option<String>,
     /// Results of background calls waiting for a point where no response is in progress.
     background_done: VecDeque<(String, CallOutcome)>,
-    /// This session asked for a response (`response.create`) that has not started yet.
-    response_requested: bool,
+    /// The session's `response.create` that has not started yet: its event id, and whether it
+    /// was a continuation (a filler is not). The API refuses a second request before the first
+    /// has started.
+    response_requested: Option<Requested>,
+    /// `response.create`s this session sent, which number their event ids.
+    requests_sent: u64,
     /// Streaming client calls by item id: the call, the tool and the arguments so far.
     streams: HashMap<String, ArgumentStream>,
     /// Gemini Live: results waiting to go in the batch's one `toolResponse`.
-    pending_responses: Vec<Value>,
+    pending_responses: HashMap<String, Vec<Value>>,
     /// Gemini Live: calls the model cancelled (`toolCallCancellation`); it takes no result for
     /// them.
     provider_cancelled: HashSet<String>,
-    /// Gemini Live: the number of call-bearing messages, which name the batches.
+    /// Gemini Live: the number of batches so far, which name them.
     batches: u64,
+    /// Gemini Live: the batch that model-turn `functionCall` parts opened and no `toolCall` or
+    /// end of turn has closed yet.
+    open_batch: Option<String>,
+}
+
+/// The start of the event ids of this session's `response.create`s.
+const REQUEST_ID_PREFIX: &str = "toolc_response_";
+
+/// A `response.create` of this session that has not started yet.
+struct Requested {
+    event_id: String,
+    /// A continuation (or a background result's request), not a filler: if the model refuses
+    /// it, the session asks again.
+    continuation: bool,
 }
 
 #[derive(Debug)]
@@ -362,11 +380,13 @@ impl Session {
             live_generation,
             their_instructions,
             background_done: VecDeque::new(),
-            response_requested: false,
+            response_requested: None,
+            requests_sent: 0,
             streams: HashMap::new(),
-            pending_responses: Vec::new(),
+            pending_responses: HashMap::new(),
             provider_cancelled: HashSet::new(),
             batches: 0,
+            open_batch: None,
         };
         (session, SessionEvents { rx })
     }
@@ -624,7 +644,7 @@ impl Session {
         }
         // A response asked for and not started yet will speak soon anyway, and the API refuses
         // a second request before the first has started.
-        if self.response_requested {
+        if self.response_requested.is_some() {
             info.filler_wanted = false;
             return;
         }
@@ -634,10 +654,9 @@ impl Session {
         let phrase = &def.filler[self.filler_turn % def.filler.len()];
         self.filler_turn = self.filler_turn.wrapping_add(1);
         Counters::bump(&self.config.counters.fillers);
-        self.response_requested = true;
-        self.outputs
-            .push_back(Output::ToModel(openai::filler_response_create(
-                phrase, call_id,
-            )));
+        let (phrase, call_id) = (phrase.clone(), call_id.to_owned());
+        self.request_response(false, |event_id| {
+            openai::filler_response_create(&phrase, &call_id, event_id)
+        });
     }
 }

@@ -57,6 +57,13 @@ pub enum Note {
     /// A tool-related model event the session could not read (not JSON it parses, an ambiguous
     /// `type`): dropped, because it might be about a server call the browser must not see.
     ModelEventUnreadable { kind: String },
+    /// The model refused a `response.create` this session sent (an `error` event naming it):
+    /// nothing starts for it; a continuation asks again after the next `response.done`.
+    ResponseRefused {
+        event_id: String,
+        code: Option<String>,
+        message: String,
+    },
     /// A call failed; `detail` holds what the model does not see (a panic message).
     CallFailed {
         call_id: String,
@@ -102,6 +109,15 @@ impl fmt::Display for Note {
             Note::ModelEventUnreadable { kind } => write!(
                 f,
                 "model event `{kind}` could not be read; dropped, not forwarded to the browser"
+            ),
+            Note::ResponseRefused {
+                event_id,
+                code,
+                message,
+            } => write!(
+                f,
+                "the model refused response request `{event_id}` ({}): {message}",
+                code.as_deref().unwrap_or("no code")
             ),
             Note::CallFailed {
                 call_id,
@@ -215,6 +231,9 @@ counters! {
     /// Model events that could not be read where a call might be in them: dropped (fail
     /// closed), never forwarded.
     unreadable_model_events,
+    /// `response.create`s of this session (continuations, fillers) the model refused with an
+    /// `error` event.
+    refused_responses,
     /// Browser events dropped: `function_call` items the browser tried to add to the
     /// conversation.
     dropped_browser_events,

@@ -65,6 +65,7 @@ impl Session {
 
     pub(super) fn native_model_event(&mut self, text: &str) -> Verdict {
         let kind = match openai::head(text) {
+            Head::Typed(kind) if kind == "error" => return self.model_error(text),
             Head::Typed(kind) if openai::is_tool_related_server_event(&kind) => kind,
             Head::Typed(_) | Head::Untyped => return Verdict::Forward,
             // What the session cannot read could be about a server call: fail closed.
@@ -93,7 +94,7 @@ impl Session {
                         self.current_response = id;
                     }
                     // Whichever response this is, the one asked for has started.
-                    self.response_requested = false;
+                    self.response_requested = None;
                 }
                 self.scrub_response(&mut event)
             }
@@ -170,6 +171,38 @@ impl Session {
             }
         };
         verdict
+    }
+
+    /// An `error` event. One that names a `response.create` of this session is its refusal
+    /// (another response was active, or the request failed): nothing will start for it, so the
+    /// request is forgotten, a refused continuation asks again after the next `response.done`,
+    /// and the error stays here, since the browser did not send that request.
+    fn model_error(&mut self, text: &str) -> Verdict {
+        let Ok(event) = serde_json::from_str::<Value>(text) else {
+            return Verdict::Forward;
+        };
+        let Some(error) = event.get("error") else {
+            return Verdict::Forward;
+        };
+        let Some(event_id) = str_field(error, "event_id") else {
+            return Verdict::Forward;
+        };
+        if !event_id.starts_with(REQUEST_ID_PREFIX) {
+            return Verdict::Forward;
+        }
+        if let Some(requested) = self
+            .response_requested
+            .take_if(|requested| requested.event_id == event_id)
+        {
+            self.continuation_waiting |= requested.continuation;
+        }
+        Counters::bump(&self.counters_ref().refused_responses);
+        self.note(Note::ResponseRefused {
+            event_id: event_id.to_owned(),
+            code: str_field(error, "code").map(str::to_owned),
+            message: str_field(error, "message").unwrap_or_default().to_owned(),
+        });
+        Verdict::Drop
     }
 
     /// Starts the partial arguments of a call of a streaming client tool.
