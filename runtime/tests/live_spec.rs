@@ -1,0 +1,268 @@
+//! Every message a Gemini Live session sends upstream validates as a `LiveClientMessage` of
+//! Google's own Gen AI SDK (`google-genai`, whose pydantic models refuse unknown members), and
+//! every server message of the scripted fake model, as the model sent it and as the browser
+//! gets it after the session rewrote it, validates as a `LiveServerMessage`.
+//! `tests/gemini-live/validate.py` does the checking in the virtualenv `scripts/setup` makes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use toolc_runtime::realtime::{
+    script, Output, Provider, Scheduling, Session, SessionConfig, Verdict,
+};
+use toolc_runtime::{definitions_from_str, executor_fn, Registry};
+
+const MANIFEST: &str = r#"
+version: 1
+tools:
+  - name: lookup_order
+    description: Find an order.
+    location: server
+    parameters:
+      type: object
+      properties:
+        order_number: { type: string, pattern: "^[A-Z]{2}-[0-9]{6}$" }
+        fields:
+          type: array
+          items: { type: string, enum: [status, total, items] }
+          uniqueItems: true
+        since: { type: string, format: date }
+      required: [order_number]
+      additionalProperties: false
+  - name: highlight
+    description: Highlight an element.
+    location: client
+    timeout: 5s
+    parameters:
+      type: object
+      properties: { selector: { type: string } }
+      required: [selector]
+  - name: show_toast
+    description: Show a short message.
+    location: client
+    wait_for_response: false
+    parameters:
+      type: object
+      properties: { text: { type: string, maxLength: 80 } }
+  - name: build_report
+    description: Build a long report.
+    location: server
+    mode: async
+    parameters:
+      type: object
+      properties: { topic: { type: string } }
+  - name: ping
+    description: No parameters at all.
+    location: server
+"#;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn registry() -> Arc<Registry> {
+    let defs = definitions_from_str("live.tools.yaml", MANIFEST).expect("manifest");
+    Arc::new(
+        Registry::builder()
+            .definitions(defs)
+            .executor(
+                "lookup_order",
+                executor_fn(|args: Value| async move {
+                    Ok(json!({ "order": args["order_number"], "status": "shipped" }))
+                }),
+            )
+            .executor(
+                "build_report",
+                executor_fn(|_| async {
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    Ok(json!({ "pages": 3 }))
+                }),
+            )
+            .executor("ping", executor_fn(|_| async { Ok(json!("pong")) }))
+            .build()
+            .expect("registry"),
+    )
+}
+
+/// One line for the validator: the side, then the message.
+fn line(side: &str, message: &str) -> String {
+    let value: Value = serde_json::from_str(message).expect("messages are JSON");
+    format!("{side} {value}\n")
+}
+
+/// Runs the SDK's validator over `lines`; its output and whether it accepted all.
+fn validate(lines: &str) -> (String, bool) {
+    let python = repo().join("tests/mcp/.venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup (it installs Google's Gen AI SDK there)",
+        python.display()
+    );
+    let dir = std::env::temp_dir().join(format!("toolc-live-spec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("messages-{}.jsonl", lines.len()));
+    std::fs::write(&file, lines).unwrap();
+    let out = std::process::Command::new(python)
+        .arg(repo().join("tests/gemini-live/validate.py"))
+        .arg(&file)
+        .output()
+        .expect("the validator runs");
+    let _ = std::fs::remove_file(&file);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (text, out.status.success())
+}
+
+struct Run {
+    session: Session,
+    events: toolc_runtime::realtime::SessionEvents,
+    lines: String,
+    client_messages: usize,
+    server_messages: usize,
+}
+
+impl Run {
+    fn model(&mut self, message: &Value) {
+        let text = message.to_string();
+        self.lines += &line("server", &text);
+        self.server_messages += 1;
+        match self.session.on_model_event(&text) {
+            Verdict::Forward => {}
+            // What the page gets must still be a message its Live client reads.
+            Verdict::Replace(rewritten) => {
+                self.lines += &line("server", &rewritten);
+                self.server_messages += 1;
+            }
+            Verdict::Drop => {}
+        }
+        self.drain();
+    }
+
+    fn browser(&mut self, message: &Value) {
+        let text = message.to_string();
+        if self.session.on_browser_event(&text) == Verdict::Forward && message.get("type").is_none()
+        {
+            self.lines += &line("client", &text);
+            self.client_messages += 1;
+        }
+        self.drain();
+    }
+
+    fn drain(&mut self) {
+        let outputs: Vec<Output> = self.session.drain_outputs().collect();
+        for output in outputs {
+            if let Output::ToModel(text) = output {
+                self.lines += &line("client", &text);
+                self.client_messages += 1;
+            }
+        }
+    }
+
+    async fn run_for(&mut self, d: Duration) {
+        let until = tokio::time::Instant::now() + d;
+        while let Ok(Some(event)) = tokio::time::timeout_at(until, self.events.recv()).await {
+            self.session.on_event(event);
+            self.drain();
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_live_message_validates_with_googles_gen_ai_sdk() {
+    let registry = registry();
+    let mut config = SessionConfig::for_provider(&registry, Provider::GeminiLive);
+    config.async_scheduling = Scheduling::Interrupt;
+    let (session, events) = Session::new(registry, Arc::new(config));
+    let setup = session.session_update();
+    let mut run = Run {
+        session,
+        events,
+        lines: line("client", &setup),
+        client_messages: 1,
+        server_messages: 0,
+    };
+    run.model(&script::live::setup_complete());
+    run.browser(
+        &json!({"realtimeInput": {"audio": {"data": "AAAA", "mimeType": "audio/pcm;rate=16000"}}}),
+    );
+    run.browser(&json!({"clientContent": {"turns": [{"role": "user", "parts": [{"text": "Where is AB-123456?"}]}], "turnComplete": true}}));
+    // A call in the model turn, then the batch that repeats it with more: server, client,
+    // fire-and-forget, background, unknown and invalid calls.
+    let lookup = json!({"order_number": "AB-123456", "fields": ["status"]});
+    run.model(&script::live::model_turn_call(
+        "c1",
+        "lookup_order",
+        lookup.clone(),
+    ));
+    run.model(&script::live::tool_call(&[
+        ("c1", "lookup_order", lookup),
+        ("c2", "highlight", json!({"selector": "#order"})),
+        ("c3", "show_toast", json!({"text": "Found it"})),
+        ("c4", "build_report", json!({"topic": "shipping"})),
+        ("c5", "no_such_tool", json!({})),
+        ("c6", "lookup_order", json!({"order_number": 7})),
+        ("c7", "ping", json!({})),
+    ]));
+    run.model(&script::live::audio("UklGRg=="));
+    run.browser(&json!({"type": "function_call.result", "call_id": "c2", "output": "{\"highlighted\":true}"}));
+    run.run_for(Duration::from_millis(50)).await;
+    // The next batch is cancelled before the page answers it.
+    run.model(&script::live::tool_call(&[(
+        "c8",
+        "highlight",
+        json!({"selector": "#help"}),
+    )]));
+    run.model(&script::live::cancellation(&["c8"]));
+    run.model(&script::live::turn_complete(true));
+    run.run_for(Duration::from_secs(3)).await;
+    run.model(&script::live::turn_complete(false));
+
+    let responses: Vec<&str> = run
+        .lines
+        .lines()
+        .filter(|l| l.starts_with("client ") && l.contains("toolResponse"))
+        .collect();
+    assert_eq!(
+        responses.len(),
+        3,
+        "the batch, the report's start, its result: {responses:#?}"
+    );
+    assert!(responses
+        .iter()
+        .any(|r| r.contains(r#""scheduling":"INTERRUPT""#)));
+    assert!(run.lines.contains("parametersJsonSchema"));
+    assert!(run.client_messages >= 6 && run.server_messages >= 8);
+    let (report, accepted) = validate(&run.lines);
+    assert!(accepted, "the SDK refused messages:\n{report}");
+    assert!(
+        report.contains(&format!(
+            "{} accepted, 0 refused",
+            run.client_messages + run.server_messages
+        )),
+        "{report}"
+    );
+}
+
+#[test]
+fn the_validator_refuses_what_the_sdk_does_not_know() {
+    let good = line(
+        "client",
+        r#"{"toolResponse":{"functionResponses":[{"id":"c1","name":"a","response":{"output":{}}}]}}"#,
+    );
+    let (report, accepted) = validate(&good);
+    assert!(accepted, "{report}");
+    for bad in [
+        // A member a declaration does not have.
+        r#"client {"setup":{"model":"models/m","tools":[{"functionDeclarations":[{"name":"a","inputSchema":{}}]}]}}"#,
+        // An enum value the SDK does not know.
+        r#"client {"toolResponse":{"functionResponses":[{"id":"c1","name":"a","response":{},"scheduling":"LATER"}]}}"#,
+        // A client message where a server one belongs.
+        r#"server {"toolResponse":{"functionResponses":[]}}"#,
+    ] {
+        let (report, accepted) = validate(&format!("{bad}\n"));
+        assert!(!accepted, "accepted {bad}: {report}");
+        assert!(report.contains("refused"), "{report}");
+    }
+}
