@@ -1,8 +1,10 @@
 //! Every message a Gemini Live session sends upstream validates as a `LiveClientMessage` of
 //! Google's own Gen AI SDK (`google-genai`, whose pydantic models refuse unknown members), and
 //! every server message of the scripted fake model, as the model sent it and as the browser
-//! gets it after the session rewrote it, validates as a `LiveServerMessage`.
-//! `tests/gemini-live/validate.py` does the checking in the virtualenv `scripts/setup` makes.
+//! gets it after the session rewrote it, validates as a `LiveServerMessage`. Each is checked
+//! twice: by the SDK itself (`tests/gemini-live/validate.py`, in the virtualenv `scripts/setup`
+//! makes) and against the JSON Schemas generated from it (`specs/gemini-live/`), which a test
+//! keeps equal to the SDK's.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -113,6 +115,31 @@ fn validate(lines: &str) -> (String, bool) {
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (text, out.status.success())
+}
+
+/// The schema of one side's messages, from `specs/gemini-live/`.
+fn schema(side: &str) -> jsonschema::Validator {
+    let path = repo().join(format!("specs/gemini-live/{side}-message.schema.json"));
+    let text = std::fs::read_to_string(&path).expect("the Live schema files are in the repo");
+    let schema: Value = serde_json::from_str(&text).expect("schema JSON");
+    jsonschema::draft202012::new(&schema).expect("the schema compiles")
+}
+
+/// The schema errors of every line, as `line: error`.
+fn schema_errors(lines: &str) -> Vec<String> {
+    let (client, server) = (schema("client"), schema("server"));
+    let mut errors = Vec::new();
+    for (n, l) in lines.lines().enumerate() {
+        let (side, text) = l.split_once(' ').unwrap();
+        let message: Value = serde_json::from_str(text).unwrap();
+        let validator = if side == "client" { &client } else { &server };
+        errors.extend(
+            validator
+                .iter_errors(&message)
+                .map(|e| format!("{}: {e} at {}", n + 1, e.instance_path().as_str())),
+        );
+    }
+    errors
 }
 
 struct Run {
@@ -234,6 +261,8 @@ async fn every_live_message_validates_with_googles_gen_ai_sdk() {
         .any(|r| r.contains(r#""scheduling":"INTERRUPT""#)));
     assert!(run.lines.contains("parametersJsonSchema"));
     assert!(run.client_messages >= 6 && run.server_messages >= 8);
+    let errors = schema_errors(&run.lines);
+    assert!(errors.is_empty(), "{}\n{}", errors.join("\n"), run.lines);
     let (report, accepted) = validate(&run.lines);
     assert!(accepted, "the SDK refused messages:\n{report}");
     assert!(
@@ -264,5 +293,24 @@ fn the_validator_refuses_what_the_sdk_does_not_know() {
         let (report, accepted) = validate(&format!("{bad}\n"));
         assert!(!accepted, "accepted {bad}: {report}");
         assert!(report.contains("refused"), "{report}");
+        assert!(!schema_errors(bad).is_empty(), "the schema accepted {bad}");
     }
+    assert!(schema_errors(good.trim_end()).is_empty());
+}
+
+#[test]
+fn the_schema_files_are_the_sdks() {
+    let python = repo().join("tests/mcp/.venv/bin/python");
+    assert!(python.exists(), "run scripts/setup");
+    let out = std::process::Command::new(python)
+        .arg(repo().join("tests/gemini-live/schema.py"))
+        .arg("--check")
+        .output()
+        .expect("schema.py runs");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -7,7 +7,9 @@
 //! member names that can carry a call before it parses anything; a message without them is
 //! forwarded as its original text. The shapes follow Google's Live API reference
 //! (`BidiGenerateContentSetup`, `BidiGenerateContentToolCall`, `BidiGenerateContentToolResponse`,
-//! `BidiGenerateContentToolCallCancellation`, `FunctionResponse`).
+//! `BidiGenerateContentToolCallCancellation`, `FunctionResponse`); `specs/gemini-live/` in the
+//! repository holds them as JSON Schemas generated from Google's Gen AI SDK, and the runtime's
+//! tests validate every message of a session against those and the SDK itself.
 
 use std::fmt;
 use std::str::FromStr;
