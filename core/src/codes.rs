@@ -55,8 +55,14 @@ pub const PROVIDER_NAME: &str = "toolc::provider-name";
 /// Error: a schema that is, through `$ref`s and `anyOf`/`oneOf`/`allOf` members, only itself
 /// (`A: {$ref: A}`): it has no type, and Rust and TypeScript reject the alias
 pub const REF_CYCLE: &str = "toolc::ref-cycle";
-/// Error: `mode` on a client tool
+/// Error: `mode` or `scheduling` on a client tool
 pub const SERVER_ONLY_FIELD: &str = "toolc::server-only-field";
+/// Error: `scheduling` on a tool that is not `mode: async` (only a background result is
+/// scheduled)
+pub const SCHEDULING_WITHOUT_ASYNC: &str = "toolc::scheduling-without-async";
+/// Warning: a tool asks for a behaviour that one of the manifest's `realtime` targets cannot
+/// give (a filler or streamed arguments on Gemini Live, a result scheduling on OpenAI)
+pub const TARGET_CANNOT_HONOUR: &str = "toolc::target-cannot-honour";
 /// OpenAI strict mode is not possible for a tool; it is declared with `strict: false`.
 pub const STRICT_MODE_UNAVAILABLE: &str = "toolc::strict-mode-unavailable";
 /// Error: a timeout of 0 or over 1h

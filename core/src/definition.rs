@@ -104,8 +104,68 @@ pub enum Mode {
     Async,
 }
 
+/// When the model takes up the result of a background (`mode: async`) call, where the provider
+/// lets the application say (Gemini Live's `FunctionResponse.scheduling`). OpenAI Realtime has
+/// no such setting: a result goes in at the next point where no response is in progress.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheduling {
+    /// Once the model is idle: it finishes what it is saying first (the default).
+    #[default]
+    WhenIdle,
+    /// At once: the model stops speaking and answers with the result.
+    Interrupt,
+    /// Into the context only: the model uses it when it next speaks, without being prompted.
+    Silent,
+}
+
+impl Scheduling {
+    /// The manifest's words for it, in order.
+    pub const NAMES: &'static [&'static str] = &["when_idle", "interrupt", "silent"];
+
+    /// As the manifest writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheduling::WhenIdle => "when_idle",
+            Scheduling::Interrupt => "interrupt",
+            Scheduling::Silent => "silent",
+        }
+    }
+
+    /// Gemini Live's wire value (`FunctionResponseScheduling`).
+    pub fn live_value(self) -> &'static str {
+        match self {
+            Scheduling::WhenIdle => "WHEN_IDLE",
+            Scheduling::Interrupt => "INTERRUPT",
+            Scheduling::Silent => "SILENT",
+        }
+    }
+}
+
+impl std::fmt::Display for Scheduling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Scheduling {
+    type Err = String;
+
+    /// The manifest's word or the Live value (`when_idle`, `WHEN_IDLE`, `when-idle`).
+    fn from_str(s: &str) -> Result<Scheduling, String> {
+        match s.to_ascii_lowercase().replace('-', "_").as_str() {
+            "when_idle" => Ok(Scheduling::WhenIdle),
+            "interrupt" => Ok(Scheduling::Interrupt),
+            "silent" => Ok(Scheduling::Silent),
+            _ => Err(format!(
+                "unknown scheduling `{s}`: use when_idle, interrupt or silent"
+            )),
+        }
+    }
+}
+
 /// How a call of one tool runs around its handler (the manifest's `approval`, `mode`,
-/// `cancel_on_interruption` and `stream_arguments`).
+/// `scheduling`, `cancel_on_interruption` and `stream_arguments`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CallPolicy {
     #[serde(default, skip_serializing_if = "is_default")]
@@ -113,6 +173,10 @@ pub struct CallPolicy {
     /// Server tools only.
     #[serde(default, skip_serializing_if = "is_default")]
     pub mode: Mode,
+    /// `mode: async` tools only: when the model takes up the result; `None` leaves it to the
+    /// session's setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<Scheduling>,
     /// Whether a call still running when the user interrupts the response that made it is
     /// cancelled; `None` means the default ([`ToolDefinition::cancels_on_interruption`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -132,6 +196,7 @@ impl CallPolicy {
     pub const DEFAULT: CallPolicy = CallPolicy {
         approval: Approval::None,
         mode: Mode::Sync,
+        scheduling: None,
         cancel_on_interruption: None,
         stream_arguments: false,
     };

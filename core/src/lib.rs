@@ -33,7 +33,8 @@ pub mod yaml;
 use std::path::Path;
 
 pub use definition::{
-    Annotations, Approval, CallPolicy, Location, Mode, ToolDefinition, DEFAULT_CLIENT_TIMEOUT,
+    Annotations, Approval, CallPolicy, Location, Mode, Scheduling, ToolDefinition,
+    DEFAULT_CLIENT_TIMEOUT,
 };
 pub use diagnostic::{Diagnostic, Diagnostics, HumanRenderer, Severity};
 pub use ir::{Ir, IrTool};

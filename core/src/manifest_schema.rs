@@ -75,6 +75,10 @@ fn tool_field(name: &str) -> Value {
             "enum": crate::manifest::MODE_VALUES,
             "default": "sync"
         }),
+        "scheduling" => json!({
+            "description": "Server tools with `mode: async` only: when the model takes up the result on Gemini Live. `when_idle` (default): once the model has finished what it is saying. `interrupt`: at once, stopping its speech (for results the user is waiting on). `silent`: into the context only; the model uses it when it next speaks. OpenAI Realtime has no such setting: a result goes in at the next point where no response is in progress.",
+            "enum": crate::definition::Scheduling::NAMES
+        }),
         "cancel_on_interruption" => json!({
             "description": "Whether a call still running when the user interrupts the response that made it is cancelled (the executor's cancellation signal fires; the browser handler's abort signal fires). Default: true for waiting client tools and sync server tools, false otherwise.",
             "type": "boolean"
@@ -99,6 +103,12 @@ pub fn manifest_json_schema() -> Value {
             "version" => {
                 json!({ "description": "Manifest format version.", "const": FORMAT_VERSION })
             }
+            "realtime" => json!({
+                "description": "The realtime providers these tools are served on. A tool asking for a behaviour one of them cannot give (a filler or streamed arguments on `gemini-live`, a `scheduling` on `openai`) gets a warning at build time.",
+                "type": "array",
+                "items": { "enum": crate::manifest::REALTIME_TARGETS },
+                "uniqueItems": true
+            }),
             "tools" => json!({ "type": "array", "items": { "$ref": "#/$defs/Tool" } }),
             other => unreachable!("ROOT_FIELDS lists `{other}` without documentation"),
         };
@@ -131,7 +141,11 @@ pub fn manifest_json_schema() -> Value {
                     },
                     {
                         "if": { "properties": { "location": { "const": "client" } } },
-                        "then": { "not": { "required": ["mode"] } }
+                        "then": { "not": { "anyOf": [ { "required": ["mode"] }, { "required": ["scheduling"] } ] } }
+                    },
+                    {
+                        "if": { "required": ["scheduling"] },
+                        "then": { "properties": { "mode": { "const": "async" } }, "required": ["mode"] }
                     },
                     {
                         "if": {

@@ -713,6 +713,7 @@ fn definition_from_rust(
             policy: #fns::CallPolicy {
                 approval: #approval,
                 mode: #mode,
+                scheduling: ::core::option::Option::None,
                 cancel_on_interruption: ::core::option::Option::None,
                 stream_arguments: false,
             },

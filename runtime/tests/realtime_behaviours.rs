@@ -40,6 +40,7 @@ tools:
     description: Build a long report.
     location: server
     mode: async
+    scheduling: silent
     parameters:
       type: object
       properties: { topic: { type: string } }
@@ -995,6 +996,55 @@ async fn live_an_async_call_says_started_at_once_and_its_result_is_scheduled() {
     assert_eq!(last["scheduling"], "INTERRUPT");
     assert_eq!(last["response"]["output"]["report"], "all about tides");
     assert!(last.get("willContinue").is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn live_an_async_result_takes_the_manifests_scheduling() {
+    let mut h = Harness::live();
+    h.model(&script::live::tool_call(&[(
+        "c1",
+        "generate_report",
+        json!({"topic": "tides"}),
+    )]));
+    h.run_for(Duration::from_secs(6)).await;
+    let responses = h.tool_responses();
+    assert_eq!(responses.len(), 2);
+    assert_eq!(
+        responses[1][0]["scheduling"], "SILENT",
+        "`scheduling: silent`"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn live_a_cancelled_call_that_does_not_cancel_runs_on_and_its_batch_goes_without_it() {
+    let mut h = Harness::live();
+    h.model(&script::live::tool_call(&[
+        ("c1", "play_video", json!({})),
+        ("c2", "highlight", json!({"selector": "#a"})),
+        ("c3", "delete_account", json!({"user": "ann"})),
+    ]));
+    h.run_for(Duration::from_millis(10)).await;
+    let id = h.approval_request()["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.answer_approval(&id, true, None);
+    h.run_for(Duration::from_millis(10)).await;
+    h.model(&script::live::cancellation(&["c1", "c2"]));
+    // `play_video` has `cancel_on_interruption: false`: the page is not told to stop it.
+    let cancels: Vec<&Value> = h.browser_of("toolc.cancel");
+    assert_eq!(cancels.len(), 1, "{cancels:?}");
+    assert_eq!(cancels[0]["call_id"], "c2");
+    // The batch's one call the model still wants is answered without waiting for the video.
+    let responses = h.tool_responses();
+    assert_eq!(responses.len(), 1, "{responses:#?}");
+    assert_eq!(responses[0].len(), 1);
+    assert_eq!(responses[0][0]["id"], "c3");
+    // The video's end is nobody's to hear.
+    h.answer_call("c1", r#"{"watched":true}"#);
+    h.run_for(Duration::from_secs(6)).await;
+    assert_eq!(h.tool_responses().len(), 1);
+    assert_eq!(h.session.open_calls(), 0);
 }
 
 #[tokio::test(start_paused = true)]

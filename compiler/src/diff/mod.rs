@@ -116,6 +116,7 @@ pub mod codes {
     pub const MODE_CHANGED: &str = "toolc::diff::mode-changed";
     pub const INTERRUPTION_CHANGED: &str = "toolc::diff::interruption-changed";
     pub const STREAM_ARGUMENTS_CHANGED: &str = "toolc::diff::stream-arguments-changed";
+    pub const SCHEDULING_CHANGED: &str = "toolc::diff::scheduling-changed";
     pub const RETURNS_ADDED: &str = "toolc::diff::returns-added";
     pub const RETURNS_REMOVED: &str = "toolc::diff::returns-removed";
     pub const DESCRIPTION_CHANGED: &str = "toolc::diff::description-changed";
@@ -372,6 +373,26 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
             Impact::Info,
             format!("a call of `{}` {now} when the user interrupts", n.name),
             None,
+        ));
+    }
+    if o.runs_in_background()
+        && n.runs_in_background()
+        && o.policy.scheduling != n.policy.scheduling
+    {
+        let shown = |s: Option<toolc_core::Scheduling>| {
+            s.map_or("the session's setting".to_owned(), |s| format!("`{s}`"))
+        };
+        found.push(change(
+            SCHEDULING_CHANGED,
+            Impact::Info,
+            Impact::Unaffected,
+            format!(
+                "`{}`'s result is now taken up {} (was {})",
+                n.name,
+                shown(n.policy.scheduling),
+                shown(o.policy.scheduling)
+            ),
+            Some("on Gemini Live, when the model hears a background result: after it finishes speaking, at once, or only when it next speaks"),
         ));
     }
     if o.streams_arguments() != n.streams_arguments() {

@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use crate::definition::{Annotations, Approval, CallPolicy, Location, Mode, ToolDefinition};
+use crate::definition::{
+    Annotations, Approval, CallPolicy, Location, Mode, Scheduling, ToolDefinition,
+};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ir::{IrTool, Origin};
 use crate::schema_check;
@@ -15,12 +17,14 @@ use crate::suggest::{closest, did_you_mean};
 use crate::yaml::{self, Limits, Node, Value};
 
 mod parts;
+mod targets;
 
 use parts::{load_file_in_parts, PARALLEL_PARSE_BYTES, PARALLEL_THRESHOLD};
+pub use targets::{RealtimeTargets, REALTIME_TARGETS};
 
 pub const FORMAT_VERSION: u64 = 1;
 
-pub const ROOT_FIELDS: &[&str] = &["version", "tools"];
+pub const ROOT_FIELDS: &[&str] = &["version", "realtime", "tools"];
 pub const TOOL_FIELDS: &[&str] = &[
     "name",
     "description",
@@ -34,11 +38,12 @@ pub const TOOL_FIELDS: &[&str] = &[
     "annotations",
     "approval",
     "mode",
+    "scheduling",
     "cancel_on_interruption",
     "stream_arguments",
 ];
 const CLIENT_ONLY_FIELDS: &[&str] = &["wait_for_response", "stream_arguments"];
-const SERVER_ONLY_FIELDS: &[&str] = &["mode"];
+const SERVER_ONLY_FIELDS: &[&str] = &["mode", "scheduling"];
 
 /// Longest timeout a manifest may give; anything longer is almost certainly a unit mistake.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
@@ -123,6 +128,8 @@ fn load_file_whole(
         },
     }
 
+    let targets = targets::parse_targets(&root, diags);
+
     let Some((_, tools)) = root.get("tools") else {
         diags.push(
             Diagnostic::error(
@@ -166,7 +173,7 @@ fn load_file_whole(
     if items.len() < PARALLEL_THRESHOLD || threads == 1 {
         return items
             .into_iter()
-            .filter_map(|item| load_tool(sources, &file_name, item, diags))
+            .filter_map(|item| load_tool(sources, &file_name, item, targets, diags))
             .collect();
     }
     let chunk = items.len().div_ceil(threads);
@@ -189,7 +196,7 @@ fn load_file_whole(
             let mut part_diags = Diagnostics::default();
             let tools: Vec<IrTool> = part
                 .into_iter()
-                .filter_map(|item| load_tool(sources, &file_name, item, &mut part_diags))
+                .filter_map(|item| load_tool(sources, &file_name, item, targets, &mut part_diags))
                 .collect();
             (tools, part_diags)
         },
@@ -242,6 +249,7 @@ fn load_tool(
     sources: &SourceMap,
     file_name: &str,
     item: Node,
+    targets: RealtimeTargets,
     diags: &mut Diagnostics,
 ) -> Option<IrTool> {
     let Some(entries) = item.as_map() else {
@@ -415,6 +423,8 @@ fn load_tool(
             None => diags.push(type_error("filler", "a list of phrases", v)),
         }
     }
+
+    targets::check_tool(&field, &policy, !filler.is_empty(), &what, targets, diags);
 
     let title = match field("title") {
         None => None,
@@ -619,6 +629,22 @@ fn parse_policy<'n>(
             } else {
                 Mode::Sync
             };
+        }
+    }
+    if location == Location::Server {
+        if let Some(word) = word("scheduling", Scheduling::NAMES, diags) {
+            if policy.mode == Mode::Async {
+                policy.scheduling = word.parse().ok();
+            } else if let Some((key, _)) = field("scheduling") {
+                diags.push(
+                    Diagnostic::error(
+                        crate::codes::SCHEDULING_WITHOUT_ASYNC,
+                        format!("{what} has a `scheduling` but is not `mode: async`"),
+                    )
+                    .at(key.span, "only a background call's result is scheduled")
+                    .help("add `mode: async` if the model should talk on while the tool runs, or remove `scheduling`"),
+                );
+            }
         }
     }
     policy.cancel_on_interruption = bool_field(field, "cancel_on_interruption", diags);

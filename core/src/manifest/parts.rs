@@ -35,6 +35,7 @@ pub(super) fn load_file_in_parts(
     let mut root_diags = Diagnostics::default();
     let entries = root.as_map()?;
     check_fields(entries, ROOT_FIELDS, "manifest", &mut root_diags);
+    let targets = targets::parse_targets(&root, &mut root_diags);
     let version_ok = matches!(root.get("version"), Some((_, v))
         if matches!(&v.value, Value::Number(n) if n.as_u64() == Some(FORMAT_VERSION)));
     let last_key = entries
@@ -85,7 +86,9 @@ pub(super) fn load_file_in_parts(
                     let mut part_diags = Diagnostics::default();
                     let tools: Vec<IrTool> = nodes
                         .into_iter()
-                        .filter_map(|item| load_tool(sources, &file_name, item, &mut part_diags))
+                        .filter_map(|item| {
+                            load_tool(sources, &file_name, item, targets, &mut part_diags)
+                        })
                         .collect();
                     Some((tools, part_diags, count))
                 });

@@ -11,9 +11,6 @@
 //! repository holds them as JSON Schemas generated from Google's Gen AI SDK, and the runtime's
 //! tests validate every message of a session against those and the SDK itself.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde_json::{json, Map, Value};
 
 use crate::ToolDefinition;
@@ -25,49 +22,9 @@ pub const DEFAULT_URL: &str = "wss://generativelanguage.googleapis.com/ws/google
 /// The model named in `setup` unless the application names another.
 pub const DEFAULT_MODEL: &str = "models/gemini-live-2.5-flash-preview";
 
-/// When the model takes up a `NON_BLOCKING` (`mode: async`) call's final result.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Scheduling {
-    /// Once the model is idle: it finishes what it is saying first (the default).
-    #[default]
-    WhenIdle,
-    /// At once: the model stops speaking and answers with the result.
-    Interrupt,
-    /// Into the context only: the model uses it when it next speaks, without being prompted.
-    Silent,
-}
-
-impl Scheduling {
-    /// The wire value (`FunctionResponseScheduling`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scheduling::WhenIdle => "WHEN_IDLE",
-            Scheduling::Interrupt => "INTERRUPT",
-            Scheduling::Silent => "SILENT",
-        }
-    }
-}
-
-impl fmt::Display for Scheduling {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Scheduling {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Scheduling, String> {
-        match s.to_ascii_lowercase().replace('-', "_").as_str() {
-            "when_idle" => Ok(Scheduling::WhenIdle),
-            "interrupt" => Ok(Scheduling::Interrupt),
-            "silent" => Ok(Scheduling::Silent),
-            _ => Err(format!(
-                "unknown scheduling `{s}`: use when_idle, interrupt or silent"
-            )),
-        }
-    }
-}
+/// When the model takes up a `NON_BLOCKING` (`mode: async`) call's final result: the manifest's
+/// `scheduling`, written as Live's `FunctionResponseScheduling` ([`Scheduling::live_value`]).
+pub use toolc_core::definition::Scheduling;
 
 /// The `functionDeclarations` entry of one tool. The parameters go as full JSON Schema in
 /// `parametersJsonSchema` (which current Live models accept, and which keeps `$ref`, type lists
@@ -329,7 +286,7 @@ pub fn function_response(
     };
     let mut entry = json!({ "id": call_id, "name": name, "response": response });
     if let Some(scheduling) = scheduling {
-        entry["scheduling"] = json!(scheduling.as_str());
+        entry["scheduling"] = json!(scheduling.live_value());
     }
     if will_continue {
         entry["willContinue"] = json!(true);

@@ -247,6 +247,18 @@ impl<'a> Tokens<'a> {
                 Mode::Sync => quote!(#rt::Mode::Sync),
                 Mode::Async => quote!(#rt::Mode::Async),
             };
+            let scheduling = match p.scheduling {
+                Some(toolc_core::Scheduling::WhenIdle) => {
+                    quote!(::std::option::Option::Some(#rt::Scheduling::WhenIdle))
+                }
+                Some(toolc_core::Scheduling::Interrupt) => {
+                    quote!(::std::option::Option::Some(#rt::Scheduling::Interrupt))
+                }
+                Some(toolc_core::Scheduling::Silent) => {
+                    quote!(::std::option::Option::Some(#rt::Scheduling::Silent))
+                }
+                None => quote!(::std::option::Option::None),
+            };
             let cancel = match p.cancel_on_interruption {
                 Some(b) => quote!(::std::option::Option::Some(#b)),
                 None => quote!(::std::option::Option::None),
@@ -255,6 +267,7 @@ impl<'a> Tokens<'a> {
             quote!(#rt::CallPolicy {
                 approval: #approval,
                 mode: #mode,
+                scheduling: #scheduling,
                 cancel_on_interruption: #cancel,
                 stream_arguments: #stream,
             })

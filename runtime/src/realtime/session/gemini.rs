@@ -97,6 +97,18 @@ impl Session {
             }
         }
         for call_id in known {
+            let keeps_running = self
+                .calls
+                .get(call_id.as_str())
+                .and_then(|info| self.registry.definition(&info.name))
+                .is_some_and(|def| !def.cancels_on_interruption());
+            if keeps_running {
+                // `cancel_on_interruption: false`: the work goes on (the video plays to its
+                // end), but the model no longer takes its result, so the batch does not wait
+                // for it.
+                self.detach_call(call_id);
+                continue;
+            }
             let cancelled = self.cancel_call(call_id);
             self.note(Note::Interrupted {
                 response_id: self
@@ -106,6 +118,22 @@ impl Session {
                     .to_owned(),
                 cancelled: usize::from(cancelled),
             });
+        }
+    }
+
+    /// A call the model cancelled that keeps running: it leaves its batch now, and whatever it
+    /// ends with later is nobody's to hear.
+    fn detach_call(&mut self, call_id: &str) {
+        if !self.tracker.is_open(call_id) {
+            return;
+        }
+        if let Some(info) = self.calls.get_mut(call_id) {
+            info.background = false;
+        }
+        if self.tracker.resolve(call_id) == Resolved::Continue {
+            if let Some(batch) = self.tracker.response_of(call_id).map(str::to_owned) {
+                self.gemini_continuation(&batch);
+            }
         }
     }
 
@@ -170,7 +198,8 @@ impl Session {
         let scheduling = self
             .calls
             .get(call_id)
-            .map(|c| self.config.scheduling(&c.name));
+            .and_then(|c| self.registry.definition(&c.name))
+            .map(|def| self.config.scheduling(def));
         let Some(entry) = self.live_response(call_id, &outcome, scheduling, false) else {
             return;
         };

@@ -78,11 +78,11 @@ pub struct SessionConfig {
     /// How long an approval request waits for the user's answer before the call is refused.
     pub approval_timeout: Duration,
     /// Gemini Live: when the model takes up the final result of a `mode: async` (`NON_BLOCKING`)
-    /// call, unless [`SessionConfig::scheduling_of`] names the tool. OpenAI has one behaviour
-    /// (the result is added at the next quiet point, then one `response.create`), which is
-    /// `WhenIdle`.
+    /// call whose tool has no `scheduling` in the manifest and is not in
+    /// [`SessionConfig::scheduling_of`]. OpenAI has one behaviour (the result is added at the
+    /// next quiet point, then one `response.create`), which is `WhenIdle`.
     pub async_scheduling: Scheduling,
-    /// Per-tool exceptions to `async_scheduling`.
+    /// Per-tool settings that win over the manifest's `scheduling`.
     pub scheduling_of: HashMap<String, Scheduling>,
 }
 
@@ -147,11 +147,14 @@ impl SessionConfig {
         }
     }
 
-    /// When the model takes up `tool`'s final result (Gemini Live `mode: async` tools).
-    pub fn scheduling(&self, tool: &str) -> Scheduling {
+    /// When the model takes up the final result of a call of `tool` (Gemini Live `mode: async`
+    /// tools): [`SessionConfig::scheduling_of`], else the manifest's `scheduling`, else
+    /// [`SessionConfig::async_scheduling`].
+    pub fn scheduling(&self, tool: &crate::ToolDefinition) -> Scheduling {
         self.scheduling_of
-            .get(tool)
+            .get(&tool.name)
             .copied()
+            .or(tool.policy.scheduling)
             .unwrap_or(self.async_scheduling)
     }
 }

@@ -1,0 +1,101 @@
+//! The manifest's `realtime` targets (`openai`, `gemini-live`) and the behaviours a target cannot
+//! give: a tool that asks for one is a warning naming the tool and the target at build time,
+//! rather than a behaviour that silently does not happen in a live call.
+
+use super::*;
+
+/// The realtime providers a manifest says its tools are served on. None named: no checks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RealtimeTargets {
+    pub openai: bool,
+    pub gemini_live: bool,
+}
+
+/// The words `realtime` takes.
+pub const REALTIME_TARGETS: &[&str] = &["openai", "gemini-live"];
+
+/// Reads the root's `realtime` list, reporting what is not a target.
+pub(super) fn parse_targets(root: &Node, diags: &mut Diagnostics) -> RealtimeTargets {
+    let mut targets = RealtimeTargets::default();
+    let Some((_, list)) = root.get("realtime") else {
+        return targets;
+    };
+    let Some(items) = list.as_seq() else {
+        diags.push(type_error(
+            "realtime",
+            "a list of realtime targets, e.g. `[openai, gemini-live]`",
+            list,
+        ));
+        return targets;
+    };
+    for item in items {
+        match item.as_str() {
+            Some("openai") => targets.openai = true,
+            Some("gemini-live") => targets.gemini_live = true,
+            other => {
+                let shown = other.map_or_else(|| item.kind().to_owned(), |s| format!("`{s}`"));
+                diags.push(
+                    Diagnostic::error(
+                        crate::codes::INVALID_FIELD,
+                        format!("unknown realtime target {shown}"),
+                    )
+                    .at(item.span, "expected `openai` or `gemini-live`")
+                    .help(format!(
+                        "{}the realtime targets are `openai` (OpenAI Realtime) and `gemini-live` (Gemini Live)",
+                        did_you_mean(other.unwrap_or(""), REALTIME_TARGETS.iter().copied())
+                    )),
+                );
+            }
+        }
+    }
+    targets
+}
+
+/// What one tool asks for that a target cannot give.
+pub(super) fn check_tool<'n>(
+    field: &dyn Fn(&str) -> Option<(&'n Node, &'n Node)>,
+    policy: &CallPolicy,
+    has_filler: bool,
+    what: &str,
+    targets: RealtimeTargets,
+    diags: &mut Diagnostics,
+) {
+    let mut cannot = |name: &str, target: &str, why: &str, help: &str| {
+        if let Some((key, _)) = field(name) {
+            diags.push(
+                Diagnostic::warning(
+                    crate::codes::TARGET_CANNOT_HONOUR,
+                    format!("`{name}` of {what} has no effect on realtime target `{target}`"),
+                )
+                .at(key.span, why.to_owned())
+                .help(help.to_owned()),
+            );
+        }
+    };
+    if targets.gemini_live {
+        if has_filler {
+            cannot(
+                "filler",
+                "gemini-live",
+                "Gemini Live has no out-of-band response to say a filler in",
+                "keep it for OpenAI, or remove `filler` (a Live model may say a phrase itself while a `BLOCKING` call runs)",
+            );
+        }
+        if policy.stream_arguments {
+            cannot(
+                "stream_arguments",
+                "gemini-live",
+                "Gemini Live sends a call's arguments whole",
+                "keep it for OpenAI, or remove `stream_arguments: true`; on Live the page gets the call once, complete",
+            );
+        }
+    }
+    if targets.openai && policy.scheduling.is_some() {
+        cannot(
+            "scheduling",
+            "openai",
+            "OpenAI Realtime has no result scheduling",
+            "keep it for Gemini Live, or remove `scheduling`; on OpenAI a background result goes in at the next point where no response is in progress (like `when_idle`)",
+        );
+    }
+}
