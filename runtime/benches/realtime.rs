@@ -7,7 +7,7 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use toolc_runtime::dispatch::{self, NoClient, ToolCall};
-use toolc_runtime::realtime::{script, Session, SessionConfig};
+use toolc_runtime::realtime::{script, Provider, Session, SessionConfig};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
 const MANIFEST: &str = r#"
@@ -85,6 +85,44 @@ fn bench(c: &mut Criterion) {
             });
             session.drain_outputs().count()
         })
+    });
+
+    // The same call on Gemini Live: one `toolCall` in, one `toolResponse` out.
+    let mut live_config = SessionConfig::for_provider(&registry, Provider::GeminiLive);
+    live_config.filler_delay = None;
+    let live_config = Arc::new(live_config);
+    let live_calls: Vec<String> = (0..4096)
+        .map(|i| {
+            script::live::tool_call(&[(&format!("c{i}"), "noop", json!({"q": "x"}))]).to_string()
+        })
+        .collect();
+    c.bench_function("live/one_server_call_round_trip", |b| {
+        let (mut session, mut rx) = Session::new(registry.clone(), live_config.clone());
+        let mut i = 0usize;
+        b.iter(|| {
+            if i > 0 && i % live_calls.len() == 0 {
+                let fresh = Session::new(registry.clone(), live_config.clone());
+                session = fresh.0;
+                rx = fresh.1;
+            }
+            session.on_model_event(&live_calls[i % live_calls.len()]);
+            i += 1;
+            rt.block_on(async {
+                let ev = rx.recv().await.unwrap();
+                session.on_event(ev);
+            });
+            session.drain_outputs().count()
+        })
+    });
+    let live_audio = script::live::audio(&"A".repeat(4096)).to_string();
+    c.bench_function("live/unrelated_4k_audio", |b| {
+        let (mut session, _rx) = Session::new(registry.clone(), live_config.clone());
+        b.iter(|| session.on_model_event(&live_audio))
+    });
+    let live_input = json!({"realtimeInput": {"audio": {"mimeType": "audio/pcm;rate=16000", "data": "QUJD".repeat(75)}}}).to_string();
+    c.bench_function("live/browser_300b_audio_input", |b| {
+        let (mut session, _rx) = Session::new(registry.clone(), live_config.clone());
+        b.iter(|| session.on_browser_event(&live_input))
     });
 
     let audio = json!({"type":"response.output_audio.delta","event_id":"ev_1","response_id":"r1","item_id":"i1","output_index":0,"content_index":0,"delta":"A".repeat(4096)}).to_string();

@@ -6,10 +6,12 @@
 //! them. Runs alternate between the two proxies; the median of several runs is reported. The
 //! relay runs as deployed: bearer-token authentication and an Origin allow-list at the
 //! handshake, every browser event read strictly before it is forwarded.
-//! `cargo bench -p toolc-runtime --features relay --bench realtime_relay`
+//! `cargo bench -p toolc-runtime --features relay --bench realtime_relay` (OpenAI Realtime
+//! events), `... --bench realtime_relay -- --bench --provider gemini-live` (Gemini Live messages:
+//! model audio in `serverContent`, browser audio in `realtimeInput`).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
@@ -19,6 +21,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::Message;
+use toolc_runtime::realtime::Provider;
 use toolc_runtime::relay::{Relay, RelayConfig, StaticTokens};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
@@ -36,9 +39,27 @@ tools:
 const TOKEN: &str = "bench-token-0123456789";
 const ORIGIN: &str = "https://app.example";
 
-fn event(kind: &str, i: usize) -> String {
-    // ~300 bytes, like a small audio delta.
-    json!({"type": kind, "event_id": format!("ev_{i}"), "response_id": "r1", "item_id": "i1", "output_index": 0, "content_index": 0, "delta": "QUJD".repeat(60)}).to_string()
+/// The provider whose wire the run speaks (`--provider`).
+static PROVIDER: OnceLock<Provider> = OnceLock::new();
+
+fn provider() -> Provider {
+    *PROVIDER.get().unwrap_or(&Provider::OpenAi)
+}
+
+/// The model's audio, ~300 bytes.
+fn model_event(i: usize) -> String {
+    match provider() {
+        Provider::OpenAi => json!({"type": "response.output_audio.delta", "event_id": format!("ev_{i}"), "response_id": "r1", "item_id": "i1", "output_index": 0, "content_index": 0, "delta": "QUJD".repeat(60)}).to_string(),
+        Provider::GeminiLive => json!({"serverContent": {"modelTurn": {"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": "QUJD".repeat(62)}}]}}}).to_string(),
+    }
+}
+
+/// The browser's audio, ~300 bytes.
+fn browser_event(i: usize) -> String {
+    match provider() {
+        Provider::OpenAi => json!({"type": "input_audio_buffer.append", "event_id": format!("ev_{i}"), "response_id": "r1", "item_id": "i1", "output_index": 0, "content_index": 0, "delta": "QUJD".repeat(60)}).to_string(),
+        Provider::GeminiLive => json!({"realtimeInput": {"audio": {"mimeType": "audio/pcm;rate=16000", "data": "QUJD".repeat(64)}}}).to_string(),
+    }
 }
 
 /// A model server: on each connection, skips the relay's `session.update` if there is one, sends
@@ -56,9 +77,7 @@ async fn model_server(n: usize) -> (SocketAddr, mpsc::UnboundedReceiver<()>) {
                 let (mut tx, mut rx) = ws.split();
                 let sender = tokio::spawn(async move {
                     for i in 0..n {
-                        tx.feed(Message::text(event("response.output_audio.delta", i)))
-                            .await
-                            .unwrap();
+                        tx.feed(Message::text(model_event(i))).await.unwrap();
                     }
                     tx.flush().await.unwrap();
                     tx
@@ -67,7 +86,10 @@ async fn model_server(n: usize) -> (SocketAddr, mpsc::UnboundedReceiver<()>) {
                 while got < n {
                     match rx.next().await {
                         Some(Ok(Message::Text(t))) => {
-                            if !t.as_str().contains("session.update") {
+                            // The relay's own first message: `session.update` or `setup`.
+                            let own = t.as_str().contains("session.update")
+                                || t.as_str().starts_with(r#"{"setup""#);
+                            if !own {
                                 got += 1;
                             }
                         }
@@ -141,7 +163,7 @@ fn registry() -> Arc<Registry> {
 
 fn config(upstream: String) -> RelayConfig {
     let registry = registry();
-    let mut config = RelayConfig::new(&registry);
+    let mut config = RelayConfig::for_provider(&registry, provider());
     config.upstream = upstream;
     config.authorizer = Some(Arc::new(
         StaticTokens::parse(&format!("{TOKEN} bench-user\n")).unwrap(),
@@ -171,9 +193,7 @@ async fn run(proxy: &str, n: usize, done: &mut mpsc::UnboundedReceiver<()>) -> D
     let start = Instant::now();
     let sender = tokio::spawn(async move {
         for i in 0..n {
-            tx.feed(Message::text(event("input_audio_buffer.append", i)))
-                .await
-                .unwrap();
+            tx.feed(Message::text(browser_event(i))).await.unwrap();
         }
         tx.flush().await.unwrap();
         tx
@@ -194,7 +214,15 @@ async fn run(proxy: &str, n: usize, done: &mut mpsc::UnboundedReceiver<()>) -> D
 }
 
 fn main() {
-    let smoke = !std::env::args().any(|a| a == "--bench");
+    let args: Vec<String> = std::env::args().collect();
+    let smoke = !args.iter().any(|a| a == "--bench");
+    let chosen = args
+        .windows(2)
+        .find(|w| w[0] == "--provider")
+        .map_or(Provider::OpenAi, |w| {
+            w[1].parse().expect("--provider openai|gemini-live")
+        });
+    PROVIDER.set(chosen).unwrap();
     let (n, rounds) = if smoke { (200, 1) } else { (20_000, 7) };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -223,7 +251,10 @@ fn main() {
         let median = |v: &[Duration]| v[v.len() / 2];
         let rate = |d: Duration| (2 * n) as f64 / d.as_secs_f64();
         let (b, r, m) = (median(&times[0]), median(&times[1]), median(&times[2]));
-        println!("realtime_relay: {n} events each way (~300 B), median of {rounds} runs");
+        println!(
+            "realtime_relay ({}): {n} events each way (~300 B), median of {rounds} runs",
+            provider().as_str()
+        );
         println!(
             "  bare tokio-tungstenite forward loop: {b:?} ({:.0} events/s)",
             rate(b)

@@ -1,5 +1,6 @@
 //! The scripted conversation the bundled model plays when no API key is set: the customer's
-//! question, then three responses in OpenAI Realtime GA events.
+//! question, then three responses, in OpenAI Realtime GA events ([`script`]) or in Gemini Live
+//! messages ([`live_script`]).
 //!
 //! 1. A sentence, then one server call (`search_help_articles`) and two waiting client calls
 //!    (`highlight_element`, `scroll_to_section`) in the same response.
@@ -107,6 +108,56 @@ pub fn script(pace: Duration) -> Script {
     let mut script = Script::new();
     script.steps = steps;
     // A person may take a while before pressing Send.
+    script.wait_limit = Duration::from_secs(3600);
+    script
+}
+
+/// The same conversation as a Gemini Live model plays it. Live has no `response.create`: the
+/// model answers the customer's `clientContent`, and goes on after each batch of calls when the
+/// relay sends that batch's one `toolResponse`. So the script waits for `setup` (answered with
+/// `setupComplete`), for the question, then for one `toolResponse` per earlier batch. Each
+/// response is its text, then its calls in one `toolCall`; the last ends the turn.
+pub fn live_script(pace: Duration) -> Script {
+    let mut steps = vec![
+        Step::WaitFor {
+            kind: "setup".into(),
+            count: 1,
+        },
+        Step::Send(script::live::setup_complete()),
+        Step::WaitFor {
+            kind: "clientContent".into(),
+            count: 1,
+        },
+    ];
+    for (n, turn) in TURNS.iter().enumerate() {
+        if n > 0 {
+            steps.push(Step::WaitFor {
+                kind: "toolResponse".into(),
+                count: n,
+            });
+        }
+        for piece in pieces(turn.text) {
+            if !pace.is_zero() {
+                steps.push(Step::Sleep(pace));
+            }
+            steps.push(Step::Send(script::live::text(&piece)));
+        }
+        if turn.calls.is_empty() {
+            steps.push(Step::Send(script::live::turn_complete(false)));
+            continue;
+        }
+        let calls: Vec<(&str, &str, Value)> = turn
+            .calls
+            .iter()
+            .map(|call| {
+                let args = serde_json::from_str(call.arguments).unwrap_or_default();
+                (call.call_id, call.name, args)
+            })
+            .collect();
+        steps.push(Step::Send(script::live::tool_call(&calls)));
+    }
+    let mut script = Script::new();
+    script.steps = steps;
     script.wait_limit = Duration::from_secs(3600);
     script
 }
@@ -274,6 +325,54 @@ mod tests {
                 assert!(args.is_object(), "{}", call.arguments);
             }
         }
+    }
+
+    #[test]
+    fn the_live_script_waits_for_the_question_then_one_tool_response_per_batch() {
+        let steps = live_script(Duration::ZERO).steps;
+        let waits: Vec<(String, usize)> = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::WaitFor { kind, count } => Some((kind.clone(), *count)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            waits,
+            [
+                ("setup".to_owned(), 1),
+                ("clientContent".to_owned(), 1),
+                ("toolResponse".to_owned(), 1),
+                ("toolResponse".to_owned(), 2),
+            ]
+        );
+        let sent: Vec<&Value> = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Send(v) => Some(v),
+                _ => None,
+            })
+            .collect();
+        let batches: Vec<Vec<&str>> = sent
+            .iter()
+            .filter_map(|m| m["toolCall"]["functionCalls"].as_array())
+            .map(|calls| calls.iter().map(|c| c["id"].as_str().unwrap()).collect())
+            .collect();
+        let expected: Vec<Vec<&str>> = TURNS[..2]
+            .iter()
+            .map(|t| t.calls.iter().map(|c| c.call_id).collect())
+            .collect();
+        assert_eq!(batches, expected);
+        assert_eq!(
+            sent.last().unwrap()["serverContent"]["turnComplete"],
+            true,
+            "the closing response ends the turn"
+        );
+        let text: String = sent
+            .iter()
+            .filter_map(|m| m["serverContent"]["modelTurn"]["parts"][0]["text"].as_str())
+            .collect();
+        assert_eq!(text, TURNS.iter().map(|t| t.text).collect::<String>());
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The voice-agent demo as a library, so that tests can start it in-process: one axum app serves
 //! the page (tower-http for the files, gzip where the browser takes it) and, on the same port
 //! and path, relays each page's websocket (`ws://HOST:PORT/`) to a realtime model through
-//! `toolc_runtime::relay::RelayService`. The model is the bundled scripted one
-//! ([`conversation`]) unless an upstream URL is given.
+//! `toolc_runtime::relay::RelayService`. The model speaks OpenAI Realtime or Gemini Live
+//! ([`Options::provider`]); it is the bundled scripted one ([`conversation`]) unless an upstream
+//! URL is given.
 
 pub mod conversation;
 pub mod tools;
@@ -20,7 +21,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
-use toolc_runtime::realtime::SessionConfig;
+use toolc_runtime::realtime::{Provider, SessionConfig};
 use toolc_runtime::relay::testing::FakeModel;
 use toolc_runtime::relay::{RelayConfig, RelayService};
 use toolc_runtime::Registry;
@@ -41,7 +42,7 @@ pub enum Model {
     /// The bundled scripted model, started in this process; `pace` is the pause between
     /// streamed pieces of its text.
     Scripted { pace: Duration },
-    /// A realtime model at `url` (OpenAI's GA endpoint or anything speaking its events).
+    /// A realtime model at `url` (the provider's endpoint or anything speaking its wire).
     Remote {
         url: String,
         api_key: Option<String>,
@@ -58,6 +59,9 @@ pub struct Options {
     /// The folder with `index.html`, `style.css` and the compiled `dist/`.
     pub web_dir: PathBuf,
     pub model: Model,
+    /// Which wire the model speaks: OpenAI Realtime GA events or Gemini Live messages. The
+    /// page's tool protocol is the same for both.
+    pub provider: Provider,
     /// Serve `GET /_test/model` (what the scripted model received, and the relay's counters).
     pub test_endpoints: bool,
     /// How long a waiting client call may be open before the model says a filler phrase.
@@ -80,6 +84,7 @@ impl Options {
             model: Model::Scripted {
                 pace: Duration::from_millis(40),
             },
+            provider: Provider::OpenAi,
             test_endpoints: false,
             filler_delay: None,
             session: serde_json::Map::new(),
@@ -90,6 +95,7 @@ impl Options {
 struct App {
     registry: Arc<Registry>,
     session: Arc<SessionConfig>,
+    provider: Provider,
     upstream: String,
     relay: RelayService,
     web_dir: PathBuf,
@@ -122,7 +128,8 @@ impl Server {
         let data = Arc::new(tools::Data::bundled()?);
         let registry = Arc::new(tools::registry(definitions, data)?);
 
-        let mut session = SessionConfig::new(&registry);
+        let provider = options.provider;
+        let mut session = SessionConfig::for_provider(&registry, provider);
         session.trace_calls = true;
         session.filler_delay = options.filler_delay;
         session.session.extend(options.session.clone());
@@ -131,7 +138,11 @@ impl Server {
 
         let (upstream, api_key, scripted) = match options.model {
             Model::Scripted { pace } => {
-                let model = FakeModel::start(conversation::script(pace))
+                let script = match provider {
+                    Provider::OpenAi => conversation::script(pace),
+                    Provider::GeminiLive => conversation::live_script(pace),
+                };
+                let model = FakeModel::start(script)
                     .await
                     .map_err(|e| format!("cannot start the scripted model: {e}"))?;
                 (model.url(), None, Some(model))
@@ -143,7 +154,7 @@ impl Server {
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
         let session = Arc::new(session);
-        let mut relay = RelayConfig::new(&registry);
+        let mut relay = RelayConfig::for_provider(&registry, provider);
         relay.upstream = upstream.clone();
         relay.api_key = api_key;
         relay.session = session.clone();
@@ -155,6 +166,7 @@ impl Server {
             relay: RelayService::new(registry.clone(), relay),
             registry,
             session,
+            provider,
             upstream,
             web_dir: options.web_dir,
             scripted,
@@ -259,12 +271,13 @@ async fn page_or_relay(State(app): State<Arc<App>>, request: Request) -> Respons
 async fn config(State(app): State<Arc<App>>) -> Json<Value> {
     Json(json!({
         "mode": if app.scripted.is_some() { "scripted" } else { "remote" },
+        "provider": app.provider.as_str(),
         "question": conversation::QUESTION,
     }))
 }
 
 /// What the scripted model received on each connection, and the relay's counters: what the
-/// browser test checks (every `function_call_output`, one `response.create` per response).
+/// browser test checks (every result, one continuation per response).
 async fn model_report(State(app): State<Arc<App>>) -> Json<Value> {
     let mut connections = Vec::new();
     if let Some(model) = &app.scripted {

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use serde_json::Value;
-use toolc_runtime::realtime::openai;
+use serde_json::{json, Value};
+use toolc_runtime::realtime::Provider;
 use voice_agent::{Model, Options, Server};
 
 #[derive(Debug, Parser)]
@@ -19,11 +19,15 @@ struct Args {
     /// Address of the page and of its relay websocket. Port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: String,
+    /// The realtime model API: `openai` (Realtime GA events) or `gemini-live` (Live API
+    /// messages). The scripted model speaks either; the page's tool protocol is the same.
+    #[arg(long, default_value = "openai")]
+    provider: Provider,
     /// Talk to the model at this websocket URL instead of the scripted one (the default with
-    /// OPENAI_API_KEY set is OpenAI's GA endpoint).
+    /// the provider's API key set, OPENAI_API_KEY or GEMINI_API_KEY, is its public endpoint).
     #[arg(long, value_name = "URL")]
     upstream: Option<String>,
-    /// Play the bundled scripted conversation even when OPENAI_API_KEY is set.
+    /// Play the bundled scripted conversation even when the provider's API key is set.
     #[arg(long, conflicts_with = "upstream")]
     scripted: bool,
     /// Milliseconds between the streamed pieces of the scripted model's text.
@@ -98,7 +102,8 @@ fn options(args: &Args) -> Result<Options, String> {
         options.manifests = args.manifest.clone();
     }
     options.test_endpoints = args.test_endpoints;
-    let api_key = std::env::var("OPENAI_API_KEY")
+    options.provider = args.provider;
+    let api_key = std::env::var(api_key_variable(args.provider))
         .ok()
         .filter(|k| !k.trim().is_empty() && !args.scripted);
     options.model = match (&args.upstream, api_key) {
@@ -108,27 +113,54 @@ fn options(args: &Args) -> Result<Options, String> {
         (url, api_key) => {
             let url = url
                 .clone()
-                .unwrap_or_else(|| openai::DEFAULT_URL.to_owned());
+                .unwrap_or_else(|| args.provider.default_url().to_owned());
             options.filler_delay =
                 (args.filler_delay_ms > 0).then(|| Duration::from_millis(args.filler_delay_ms));
-            options
-                .session
-                .insert("instructions".into(), Value::String(INSTRUCTIONS.into()));
+            match args.provider {
+                Provider::OpenAi => {
+                    options
+                        .session
+                        .insert("instructions".into(), Value::String(INSTRUCTIONS.into()));
+                }
+                Provider::GeminiLive => {
+                    // Live answers in audio; its transcript is what the page shows as text.
+                    options.session.insert(
+                        "systemInstruction".into(),
+                        json!({ "parts": [{ "text": INSTRUCTIONS }] }),
+                    );
+                    options
+                        .session
+                        .insert("outputAudioTranscription".into(), json!({}));
+                }
+            }
             Model::Remote { url, api_key }
         }
     };
     Ok(options)
 }
 
+/// The environment variable that holds the provider's API key.
+fn api_key_variable(provider: Provider) -> &'static str {
+    match provider {
+        Provider::OpenAi => "OPENAI_API_KEY",
+        Provider::GeminiLive => "GEMINI_API_KEY",
+    }
+}
+
 async fn run(options: Options) -> Result<(), String> {
     let web_dir = options.web_dir.clone();
     let scripted = matches!(options.model, Model::Scripted { .. });
+    let provider = options.provider;
     let server = Server::bind(options).await?;
     let addr = server.local_addr().map_err(|e| e.to_string())?;
     // The first line is machine-readable: the browser test reads the address from it.
     println!("listening on http://{addr}/");
     if scripted {
-        println!("model: the bundled scripted conversation (set OPENAI_API_KEY for a real one)");
+        println!(
+            "model: the bundled scripted conversation in {} messages (set {} for a real one)",
+            provider.as_str(),
+            api_key_variable(provider)
+        );
     } else {
         println!("model: {}", server.upstream());
     }

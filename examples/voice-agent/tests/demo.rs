@@ -8,13 +8,19 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use toolc_runtime::realtime::Provider;
 use toolc_runtime::relay::testing::TestBrowser;
 use voice_agent::{conversation, Model, Options, Server};
 
 const LIMIT: Duration = Duration::from_secs(10);
 
 async fn start() -> String {
+    start_with(Provider::OpenAi).await
+}
+
+async fn start_with(provider: Provider) -> String {
     let mut options = Options::new("127.0.0.1:0");
+    options.provider = provider;
     options.model = Model::Scripted {
         pace: Duration::ZERO,
     };
@@ -70,7 +76,7 @@ async fn the_page_and_its_settings_are_served_and_nothing_else() {
     let config: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
         config,
-        json!({"mode": "scripted", "question": conversation::QUESTION})
+        json!({"mode": "scripted", "provider": "openai", "question": conversation::QUESTION})
     );
 
     for path in [
@@ -184,19 +190,75 @@ fn answer(name: &str) -> Option<Value> {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_scripted_conversation_runs_through_the_relay() {
-    let addr = start().await;
+/// What the customer's question is on each provider's wire: a user message, then (OpenAI) a
+/// request for a response; Live answers a `clientContent` that completes the user's turn.
+fn question(provider: Provider) -> Vec<Value> {
+    match provider {
+        Provider::OpenAi => vec![
+            json!({
+                "type": "conversation.item.create",
+                "item": {"type": "message", "role": "user",
+                         "content": [{"type": "input_text", "text": conversation::QUESTION}]},
+            }),
+            json!({"type": "response.create"}),
+        ],
+        Provider::GeminiLive => vec![json!({
+            "clientContent": {
+                "turns": [{"role": "user", "parts": [{"text": conversation::QUESTION}]}],
+                "turnComplete": true,
+            }
+        })],
+    }
+}
+
+/// The results the model received, by call id, and how many times it was asked to go on
+/// (OpenAI: every `response.create`, the customer's included; Live: every `toolResponse`).
+fn results_and_continuations(
+    provider: Provider,
+    received: &[Value],
+) -> (Vec<(String, Value)>, usize) {
+    let mut results = Vec::new();
+    let mut continuations = 0;
+    for event in received {
+        match provider {
+            Provider::OpenAi => {
+                if event["type"] == "response.create" {
+                    continuations += 1;
+                }
+                if event["item"]["type"] == "function_call_output" {
+                    let output = event["item"]["output"].as_str().unwrap();
+                    results.push((
+                        event["item"]["call_id"].as_str().unwrap().to_owned(),
+                        serde_json::from_str(output).unwrap(),
+                    ));
+                }
+            }
+            Provider::GeminiLive => {
+                let Some(responses) = event["toolResponse"]["functionResponses"].as_array() else {
+                    continue;
+                };
+                continuations += 1;
+                for response in responses {
+                    results.push((
+                        response["id"].as_str().unwrap().to_owned(),
+                        response["response"]["output"].clone(),
+                    ));
+                }
+            }
+        }
+    }
+    (results, continuations)
+}
+
+/// The whole scripted conversation through the relay, as a page plays it, on `provider`'s wire.
+async fn conversation_runs_through_the_relay(provider: Provider) {
+    let addr = start_with(provider).await;
     let mut browser = TestBrowser::connect(&format!("ws://{addr}/"))
         .await
         .expect("the relay accepts a page");
-    let question = json!({
-        "type": "conversation.item.create",
-        "item": {"type": "message", "role": "user",
-                 "content": [{"type": "input_text", "text": conversation::QUESTION}]},
-    });
-    assert!(browser.send(&question).await);
-    assert!(browser.send(&json!({"type": "response.create"})).await);
+    for message in question(provider) {
+        assert!(browser.send(&message).await);
+    }
 
     let (first, mut seen) = take_calls(
         &mut browser,
@@ -211,8 +273,11 @@ async fn the_scripted_conversation_runs_through_the_relay() {
     assert_eq!(second.len(), 2);
     seen.extend(more);
     let (closing, rest) = browser
-        .next_matching(LIMIT, |e| {
-            e["type"] == "response.done" && e["response"]["id"] == "resp_demo_3"
+        .next_matching(LIMIT, |e| match provider {
+            Provider::OpenAi => {
+                e["type"] == "response.done" && e["response"]["id"] == "resp_demo_3"
+            }
+            Provider::GeminiLive => e["serverContent"]["turnComplete"] == true,
         })
         .await;
     assert!(closing.is_some(), "no closing response; got {rest:?}");
@@ -229,15 +294,11 @@ async fn the_scripted_conversation_runs_through_the_relay() {
     assert_eq!(status, 200);
     let report: Value = serde_json::from_str(&body).unwrap();
     let received = report["connections"][0]["received"].as_array().unwrap();
-    let outputs: Vec<&str> = received
-        .iter()
-        .filter(|e| e["item"]["type"] == "function_call_output")
-        .map(|e| e["item"]["call_id"].as_str().unwrap())
-        .collect();
-    let mut sorted = outputs.clone();
-    sorted.sort_unstable();
+    let (results, continuations) = results_and_continuations(provider, received);
+    let mut ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
+    ids.sort_unstable();
     assert_eq!(
-        sorted,
+        ids,
         [
             "call_demo_fill",
             "call_demo_highlight",
@@ -245,34 +306,31 @@ async fn the_scripted_conversation_runs_through_the_relay() {
             "call_demo_search",
             "call_demo_submit",
             "call_demo_toast"
-        ]
+        ],
+        "one result per call"
     );
-    let creates = received
-        .iter()
-        .filter(|e| e["type"] == "response.create")
-        .count();
-    assert_eq!(creates, 3, "the question and one continuation per response");
+    let asked = match provider {
+        // The customer's response.create, then one continuation per response with calls.
+        Provider::OpenAi => 3,
+        // One toolResponse per batch: the customer's clientContent started the turn.
+        Provider::GeminiLive => 2,
+    };
+    assert_eq!(continuations, asked, "{received:?}");
     assert_eq!(report["counters"]["continuations"], 2);
     assert_eq!(report["counters"]["server_calls"], 2);
     assert_eq!(report["counters"]["approvals_granted"], 1);
     assert_eq!(report["counters"]["results_accepted"], 3);
-    let search = received
-        .iter()
-        .find(|e| e["item"]["call_id"] == "call_demo_search")
-        .unwrap();
-    let result: Value = serde_json::from_str(search["item"]["output"].as_str().unwrap()).unwrap();
-    assert_eq!(result["articles"][0]["section"], "refunds");
-
-    let submitted = received
-        .iter()
-        .find(|e| e["item"]["call_id"] == "call_demo_submit")
-        .unwrap();
-    let result: Value =
-        serde_json::from_str(submitted["item"]["output"].as_str().unwrap()).unwrap();
+    let result = |id: &str| &results.iter().find(|(c, _)| c == id).unwrap().1;
     assert_eq!(
-        result["status"], "submitted",
-        "approved, so it ran: {result}"
+        result("call_demo_search")["articles"][0]["section"],
+        "refunds"
     );
+    assert_eq!(
+        result("call_demo_submit")["status"],
+        "submitted",
+        "approved, so it ran"
+    );
+    assert_eq!(*result("call_demo_highlight"), json!({"found": true}));
 
     let text = serde_json::to_string(&seen).unwrap();
     assert!(!text.contains("call_demo_search"), "{text}");
@@ -281,6 +339,22 @@ async fn the_scripted_conversation_runs_through_the_relay() {
         "a server call's id stays on the server"
     );
     browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scripted_conversation_runs_through_the_relay() {
+    conversation_runs_through_the_relay(Provider::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scripted_conversation_runs_through_the_relay_on_gemini_live() {
+    conversation_runs_through_the_relay(Provider::GeminiLive).await;
+    let addr = start_with(Provider::GeminiLive).await;
+    let (_, body) = get(&addr, "/config.json").await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["provider"],
+        "gemini-live"
+    );
 }
 
 #[test]
@@ -363,6 +437,50 @@ async fn a_remote_model_gets_the_key_and_the_page_does_not() {
     let update = &conn.events_of("session.update")[0];
     assert_eq!(update["session"]["tools"].as_array().unwrap().len(), 7);
     assert!(!updated.to_string().contains("sk-test-secret"));
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_live_model_gets_the_key_in_its_own_header_and_the_tools_in_setup() {
+    use toolc_runtime::relay::testing::{FakeModel, Script};
+    let model = FakeModel::start(
+        Script::new()
+            .wait_for("setup", 1)
+            .send(toolc_runtime::realtime::script::live::setup_complete()),
+    )
+    .await
+    .unwrap();
+    let mut options = Options::new("127.0.0.1:0");
+    options.provider = Provider::GeminiLive;
+    options.model = Model::Remote {
+        url: model.url(),
+        api_key: Some("AIza-test-secret".into()),
+    };
+    let server = Server::bind(options).await.expect("the demo starts");
+    let addr = server.local_addr().unwrap();
+    tokio::spawn(server.serve());
+
+    let mut browser = TestBrowser::connect(&format!("ws://{addr}/"))
+        .await
+        .unwrap();
+    let complete = browser
+        .next_event(LIMIT)
+        .await
+        .expect("the model's message");
+    assert_eq!(complete, json!({"setupComplete": {}}));
+    let conn = model.connection(0, LIMIT).await.unwrap();
+    assert_eq!(conn.google_api_key().as_deref(), Some("AIza-test-secret"));
+    assert_eq!(conn.authorization(), None, "Live takes no bearer token");
+    let setup = &conn.events_of("setup")[0];
+    let declared = setup["setup"]["tools"][0]["functionDeclarations"]
+        .as_array()
+        .unwrap();
+    assert_eq!(declared.len(), 7);
+    let submit = declared
+        .iter()
+        .find(|d| d["name"] == "submit_refund_request")
+        .unwrap();
+    assert_eq!(submit["behavior"], "BLOCKING");
     browser.close().await;
 }
 

@@ -87,3 +87,42 @@ fn every_scripted_event_is_a_valid_ga_server_event() {
     assert_eq!(checked["response.done"], 3);
     assert_eq!(checked["response.function_call_arguments.done"], 6);
 }
+
+/// The repository's schema of Gemini Live messages from one side (`client` or `server`),
+/// generated from Google's Gen AI SDK (`specs/gemini-live/README.md` names the source).
+fn live_schema(side: &str) -> jsonschema::Validator {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "../../specs/gemini-live/{side}-message.schema.json"
+    ));
+    let text = std::fs::read_to_string(&path).expect("specs/gemini-live is in the repository");
+    let schema: Value = serde_json::from_str(&text).expect("the schema is JSON");
+    jsonschema::draft202012::new(&schema).expect("the schema compiles")
+}
+
+#[test]
+fn every_scripted_live_message_is_a_valid_live_server_message() {
+    let server = live_schema("server");
+    let script = conversation::live_script(Duration::from_millis(1));
+    let mut sent = 0;
+    for step in &script.steps {
+        let Step::Send(message) = step else { continue };
+        let errors: Vec<String> = server
+            .iter_errors(message)
+            .map(|e| format!("{e} at {}", e.instance_path().as_str()))
+            .collect();
+        assert!(errors.is_empty(), "{message}:\n{}", errors.join("\n"));
+        sent += 1;
+    }
+    assert!(sent > 10, "the conversation was checked ({sent} messages)");
+    // The schema is not one that accepts anything.
+    let unknown = serde_json::json!({"toolCall": {"functionCalls": [{"id": "c", "nme": "x"}]}});
+    assert!(!server.is_valid(&unknown));
+
+    // What the page sends as the customer's question is a valid client message.
+    let client = live_schema("client");
+    let question = serde_json::json!({"clientContent": {
+        "turns": [{"role": "user", "parts": [{"text": conversation::QUESTION}]}],
+        "turnComplete": true,
+    }});
+    assert!(client.is_valid(&question));
+}

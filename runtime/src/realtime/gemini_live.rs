@@ -132,9 +132,10 @@ pub struct CallMessage {
 /// parsed in full.
 pub fn read(text: &str) -> Read {
     let bytes = text.as_bytes();
-    let may_carry_calls = memchr::memchr(b'\\', bytes).is_some()
-        || memchr::memmem::find(bytes, b"toolCall").is_some()
-        || memchr::memmem::find(bytes, b"functionCall").is_some();
+    // `toolCall`, `functionCall` and `toolCallCancellation` all hold `Call`; base64 audio
+    // seldom does, and then the message is merely parsed.
+    let may_carry_calls =
+        memchr::memchr(b'\\', bytes).is_some() || call_finder().find(bytes).is_some();
     if !may_carry_calls {
         return Read::Plain;
     }
@@ -201,6 +202,12 @@ fn ends_turn_in(message: &Map<String, Value>) -> bool {
     };
     content.get("turnComplete") == Some(&Value::Bool(true))
         || content.get("interrupted") == Some(&Value::Bool(true))
+}
+
+fn call_finder() -> &'static memchr::memmem::Finder<'static> {
+    static FINDER: std::sync::OnceLock<memchr::memmem::Finder<'static>> =
+        std::sync::OnceLock::new();
+    FINDER.get_or_init(|| memchr::memmem::Finder::new(b"Call"))
 }
 
 fn model_turn_parts(message: &Map<String, Value>) -> impl Iterator<Item = &Value> {

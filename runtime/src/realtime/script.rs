@@ -195,6 +195,11 @@ pub mod live {
         })
     }
 
+    /// A piece of the model's text (a `TEXT` response modality).
+    pub fn text(text: &str) -> Value {
+        json!({ "serverContent": { "modelTurn": { "parts": [{ "text": text }] } } })
+    }
+
     /// The end of the model's turn; `interrupted` when the user barged in.
     pub fn turn_complete(interrupted: bool) -> Value {
         if interrupted {

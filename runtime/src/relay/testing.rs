@@ -1,5 +1,5 @@
 //! Test doubles for realtime work (feature `testing`): a scripted fake model server that speaks
-//! websockets like the OpenAI Realtime endpoint, and a small test browser.
+//! websockets like the OpenAI Realtime or Gemini Live endpoint, and a small test browser.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -39,7 +39,8 @@ pub enum Step {
     SendText(String),
     /// Send a binary frame.
     SendBinary(Vec<u8>),
-    /// Wait until `count` events of this type have arrived on this connection in total.
+    /// Wait until `count` events of this kind (an OpenAI `type`, or a Gemini Live message's one
+    /// member, e.g. `toolResponse`) have arrived on this connection in total.
     WaitFor {
         kind: String,
         count: usize,
@@ -117,6 +118,7 @@ pub struct Connection {
     received: Mutex<Vec<String>>,
     binary: Mutex<Vec<Vec<u8>>>,
     authorization: Mutex<Option<String>>,
+    google_api_key: Mutex<Option<String>>,
     path: Mutex<String>,
     changed: Notify,
     closed: Mutex<bool>,
@@ -127,12 +129,20 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What kind of message a text frame is: its `type` (OpenAI Realtime events), or, for a
+/// message without one that has a single member, that member's name (Gemini Live messages are
+/// `{"setup": ...}`, `{"toolResponse": ...}`, `{"clientContent": ...}`).
 fn type_of(text: &str) -> Option<String> {
-    serde_json::from_str::<Value>(text)
-        .ok()?
-        .get("type")?
-        .as_str()
-        .map(str::to_owned)
+    kind_of(&serde_json::from_str::<Value>(text).ok()?).map(str::to_owned)
+}
+
+fn kind_of(event: &Value) -> Option<&str> {
+    let members = event.as_object()?;
+    match members.get("type") {
+        Some(kind) => kind.as_str(),
+        None if members.len() == 1 => members.keys().next().map(String::as_str),
+        None => None,
+    }
 }
 
 impl Connection {
@@ -149,11 +159,11 @@ impl Connection {
             .collect()
     }
 
-    /// Events of one type, in order.
+    /// Events of one kind (an OpenAI `type`, or a Gemini Live message's one member), in order.
     pub fn events_of(&self, kind: &str) -> Vec<Value> {
         self.events()
             .into_iter()
-            .filter(|e| e.get("type").and_then(Value::as_str) == Some(kind))
+            .filter(|e| kind_of(e) == Some(kind))
             .collect()
     }
 
@@ -171,6 +181,11 @@ impl Connection {
     /// The `Authorization` header of the handshake.
     pub fn authorization(&self) -> Option<String> {
         lock(&self.authorization).clone()
+    }
+
+    /// The `x-goog-api-key` header of the handshake (where Gemini Live takes its key).
+    pub fn google_api_key(&self) -> Option<String> {
+        lock(&self.google_api_key).clone()
     }
 
     /// The request path and query of the handshake.
@@ -311,11 +326,14 @@ async fn serve(stream: TcpStream, conn: Arc<Connection>, script: Arc<Script>) {
     let _ = stream.set_nodelay(true);
     let seen = conn.clone();
     let ws = tokio_tungstenite::accept_hdr_async(stream, move |req: &Request, resp: Response| {
-        *lock(&seen.authorization) = req
-            .headers()
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let header = |name: &str| {
+            req.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        *lock(&seen.authorization) = header("authorization");
+        *lock(&seen.google_api_key) = header("x-goog-api-key");
         *lock(&seen.path) = req
             .uri()
             .path_and_query()

@@ -375,7 +375,60 @@ class AudioOut {
 const audio = new AudioOut();
 let responsesDone = 0;
 
+function responseDone(responseId: string): void {
+  bubbles.get(responseId)?.removeAttribute("data-streaming");
+  responsesDone += 1;
+  document.body.dataset["responsesDone"] = String(responsesDone);
+}
+
+function record(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
+
+/** Gemini Live: the response being streamed now (Live messages carry no response id). */
+let liveResponse = 0;
+let liveResponseOpen = false;
+
+/**
+ * A Gemini Live server message. Live has no response events: a response is what the model says
+ * until it calls tools (`toolCall`) or its turn ends (`turnComplete`, or `interrupted` when the
+ * customer barged in).
+ */
+function onLiveMessage(message: Record<string, unknown>): void {
+  const content = record(message["serverContent"]);
+  const id = `live-${liveResponse}`;
+  const parts = record(content?.["modelTurn"])?.["parts"];
+  for (const part of Array.isArray(parts) ? parts : []) {
+    const text = record(part)?.["text"];
+    const data = record(record(part)?.["inlineData"])?.["data"];
+    if (typeof text === "string") {
+      agentText(id, text);
+      liveResponseOpen = true;
+    } else if (typeof data === "string") {
+      audio.play(data);
+      liveResponseOpen = true;
+    }
+  }
+  const transcript = record(content?.["outputTranscription"])?.["text"];
+  if (typeof transcript === "string") {
+    agentText(id, transcript);
+    liveResponseOpen = true;
+  }
+  const ends = message["toolCall"] !== undefined || content?.["turnComplete"] === true || content?.["interrupted"] === true;
+  if (ends && liveResponseOpen) {
+    responseDone(id);
+    liveResponse += 1;
+    liveResponseOpen = false;
+  }
+}
+
 function onMessage(message: Record<string, unknown>): void {
+  if (!("type" in message)) {
+    onLiveMessage(message);
+    return;
+  }
   const responseId = typeof message["response_id"] === "string" ? message["response_id"] : "";
   switch (message["type"]) {
     case "response.output_text.delta":
@@ -390,14 +443,8 @@ function onMessage(message: Record<string, unknown>): void {
       }
       break;
     case "response.done": {
-      const response = message["response"];
-      const id =
-        typeof response === "object" && response !== null && "id" in response && typeof response.id === "string"
-          ? response.id
-          : "";
-      bubbles.get(id)?.removeAttribute("data-streaming");
-      responsesDone += 1;
-      document.body.dataset["responsesDone"] = String(responsesDone);
+      const id = record(message["response"])?.["id"];
+      responseDone(typeof id === "string" ? id : "");
       break;
     }
     case "toolc.trace":
@@ -421,7 +468,20 @@ function onMessage(message: Record<string, unknown>): void {
 
 interface Config {
   readonly mode: "scripted" | "remote";
+  readonly provider: "openai" | "gemini-live";
   readonly question: string;
+}
+
+/** The customer's typed question on the model's wire: it stands in for the microphone. */
+function questionMessages(provider: Config["provider"], text: string): unknown[] {
+  if (provider === "gemini-live") {
+    // Live answers a user turn that is complete; there is no separate request for a response.
+    return [{ clientContent: { turns: [{ role: "user", parts: [{ text }] }], turnComplete: true } }];
+  }
+  return [
+    { type: "conversation.item.create", item: { type: "message", role: "user", content: [{ type: "input_text", text }] } },
+    { type: "response.create" },
+  ];
 }
 
 function setStatus(state: "connecting" | "connected" | "closed", text: string): void {
@@ -431,10 +491,9 @@ function setStatus(state: "connecting" | "connected" | "closed", text: string): 
 
 async function start(): Promise<void> {
   const config = (await (await fetch("config.json")).json()) as Config;
+  const wire = config.provider === "gemini-live" ? "Gemini Live" : "OpenAI Realtime";
   modeLine.textContent =
-    config.mode === "scripted"
-      ? "Scripted model: a bundled conversation in OpenAI Realtime events"
-      : "OpenAI Realtime model";
+    config.mode === "scripted" ? `Scripted model: a bundled conversation in ${wire} messages` : `${wire} model`;
   question.value = config.mode === "scripted" ? config.question : "";
   if (config.mode === "remote") {
     question.placeholder = config.question;
@@ -480,14 +539,9 @@ async function start(): Promise<void> {
     }
     audio.unlock();
     say("user", text);
-    // Typed text stands in for the microphone: a user message, then ask for a response.
-    socket.send(
-      JSON.stringify({
-        type: "conversation.item.create",
-        item: { type: "message", role: "user", content: [{ type: "input_text", text }] },
-      }),
-    );
-    socket.send(JSON.stringify({ type: "response.create" }));
+    for (const message of questionMessages(config.provider, text)) {
+      socket.send(JSON.stringify(message));
+    }
     question.value = "";
     if (config.mode === "scripted") {
       // The scripted model plays one conversation per connection.

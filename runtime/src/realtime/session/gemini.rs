@@ -227,6 +227,25 @@ impl Session {
     /// go through the browser protocol, where the session checks them), nor put calls or
     /// results in `clientContent`.
     pub(super) fn gemini_browser_message(&mut self, text: &str) -> Verdict {
+        // Most of what the browser sends is audio: its members are told apart without building
+        // the tree; only `clientContent` has parts that must be looked into.
+        let members = match serde_json::from_str::<
+            std::collections::BTreeMap<String, serde::de::IgnoredAny>,
+        >(text)
+        {
+            Ok(members) => members,
+            Err(_) => return self.refuse_browser_event(guard::Refused::NoType),
+        };
+        let refused = match members.keys().next().map(String::as_str) {
+            _ if members.len() != 1 => Some(guard::Refused::NotOneMessage),
+            Some("setup") => Some(guard::Refused::SetupNotAllowed),
+            Some("toolResponse") => Some(guard::Refused::ToolResponseNotAllowed),
+            Some("clientContent") => None,
+            _ => return Verdict::Forward,
+        };
+        if let Some(refused) = refused {
+            return self.refuse_browser_event(refused);
+        }
         let message = match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(message)) => message,
             _ => return self.refuse_browser_event(guard::Refused::NoType),
