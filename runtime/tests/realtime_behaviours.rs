@@ -1089,6 +1089,23 @@ async fn live_browser_input_passes_and_it_cannot_declare_tools_or_answer_calls_u
             json!({"realtimeInput": {}, "clientContent": {}}),
             "not_one_message",
         ),
+        (json!({}), "not_one_message"),
+        // The page may not replace the declarations mid-session (and so call a server tool's
+        // name as its own, or take the tools away).
+        (
+            json!({"contextUpdate": {"tools": {"tools": [{"functionDeclarations": [{"name": "steal"}]}]}}}),
+            "tools_not_allowed",
+        ),
+        (
+            json!({"contextUpdate": {"tools": {"tools": []}}}),
+            "tools_not_allowed",
+        ),
+        // Allow-listed: what the relay does not know is not forwarded.
+        (
+            json!({"toolCall": {"functionCalls": []}}),
+            "unknown_message",
+        ),
+        (json!({"type": 7}), "unknown_message"),
     ] {
         assert_eq!(h.browser(&message), Verdict::Drop, "{message}");
         let error = h.to_browser.last().unwrap();
@@ -1099,6 +1116,9 @@ async fn live_browser_input_passes_and_it_cannot_declare_tools_or_answer_calls_u
             .on_browser_event(r#"{"realtimeInput":{},"realtimeInput":{}}"#),
         Verdict::Drop
     );
+    let instructions =
+        json!({"contextUpdate": {"systemInstruction": {"parts": [{"text": "Be brief."}]}}});
+    assert_eq!(h.browser(&instructions), Verdict::Forward);
     // A server call is answered only by its executor, never by the page.
     h.answer_call("c1", r#"{"hits":99}"#);
     h.run_for(Duration::from_secs(4)).await;

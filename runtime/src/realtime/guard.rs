@@ -54,6 +54,13 @@ pub enum Refused {
     /// Gemini Live: not one client message (none, or several of `realtimeInput`,
     /// `clientContent`, ... in one object).
     NotOneMessage,
+    /// Gemini Live: a member that is not a client message the relay forwards (the browser may
+    /// send `realtimeInput`, `clientContent` and `contextUpdate`).
+    UnknownLiveMessage(String),
+    /// Gemini Live: `contextUpdate.tools` from the browser. Only the server declares tools: a
+    /// page that replaced them could hand the model a server tool's name to call or take the
+    /// declared ones away.
+    ToolsInContextUpdate,
 }
 
 impl Refused {
@@ -72,6 +79,8 @@ impl Refused {
             Refused::ToolResponseNotAllowed => "tool_response_not_allowed",
             Refused::NotOneMessage => "not_one_message",
             Refused::CallPartInContent => "call_part_not_allowed",
+            Refused::UnknownLiveMessage(_) => "unknown_message",
+            Refused::ToolsInContextUpdate => "tools_not_allowed",
         }
     }
 }
@@ -109,7 +118,14 @@ impl fmt::Display for Refused {
                 "`clientContent.turns` may not hold functionCall or functionResponse parts",
             ),
             Refused::NotOneMessage => f.write_str(
-                "a Live client message is an object with exactly one member (`realtimeInput`, `clientContent`, ...)",
+                "a Live client message is an object with exactly one member (`realtimeInput`, `clientContent` or `contextUpdate`)",
+            ),
+            Refused::UnknownLiveMessage(member) => write!(
+                f,
+                "`{member}` is not a Live client message the relay forwards; send `realtimeInput`, `clientContent` or `contextUpdate`"
+            ),
+            Refused::ToolsInContextUpdate => f.write_str(
+                "`contextUpdate.tools` is set by the server; a browser may not declare tools",
             ),
         }
     }
@@ -117,13 +133,29 @@ impl fmt::Display for Refused {
 
 /// The `type` of a browser event, read strictly (see the module docs).
 pub fn event_type(text: &str) -> Result<Cow<'_, str>, Refused> {
+    top_level(text)?.kind.ok_or(Refused::NoType)
+}
+
+/// What one strict read of a browser message learns of its top level.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TopLevel<'a> {
+    /// The `type` member, when it is a string (OpenAI events, the browser protocol's own).
+    pub kind: Option<Cow<'a, str>>,
+    /// How many members the object has (0 for anything that is not an object).
+    pub members: usize,
+    /// The first member's name: what a Gemini Live client message is (`realtimeInput`, ...).
+    pub first_member: Option<Cow<'a, str>>,
+}
+
+/// Reads a browser message strictly (see the module docs), once: its `type`, and the members a
+/// Live client message is told apart by, without building the tree.
+pub fn top_level(text: &str) -> Result<TopLevel<'_>, Refused> {
     let mut de = serde_json::Deserializer::from_str(text);
     let found = de
         .deserialize_any(TopVisitor)
         .and_then(|found| de.end().map(|()| found));
     match found {
-        Ok(Some(kind)) => Ok(kind),
-        Ok(None) => Err(Refused::NoType),
+        Ok(top) => Ok(top),
         // Only our visitors raise data errors, and only for a duplicate key.
         Err(e) if e.classify() == serde_json::error::Category::Data => {
             Err(Refused::DuplicateKey(duplicate_key_of(&e)))
@@ -195,16 +227,42 @@ fn check_tool_choice(choice: &Value, declared: &impl Fn(&str) -> bool) -> Result
     }
 }
 
-/// Checks a Gemini Live client message from the browser (already read strictly).
-pub fn check_live_client_message(message: &serde_json::Map<String, Value>) -> Result<(), Refused> {
-    if message.len() != 1 {
+/// What to do with a Gemini Live client message from the browser, from its top level alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LiveInput {
+    /// `realtimeInput` (audio, video, text, activity signals): forward it unread.
+    Forward,
+    /// `clientContent` or `contextUpdate`: parse it and [`check_live_client_message`].
+    LookInside,
+}
+
+/// Sorts a Live client message by its one member (an allow-list: anything the relay does not
+/// know could be a way around it).
+pub fn live_input(top: &TopLevel<'_>) -> Result<LiveInput, Refused> {
+    if top.members != 1 {
         return Err(Refused::NotOneMessage);
     }
-    if message.contains_key("setup") {
-        return Err(Refused::SetupNotAllowed);
+    match top.first_member.as_deref().unwrap_or_default() {
+        "realtimeInput" => Ok(LiveInput::Forward),
+        "clientContent" | "contextUpdate" => Ok(LiveInput::LookInside),
+        "setup" => Err(Refused::SetupNotAllowed),
+        "toolResponse" => Err(Refused::ToolResponseNotAllowed),
+        other => Err(Refused::UnknownLiveMessage(other.to_owned())),
     }
-    if message.contains_key("toolResponse") {
-        return Err(Refused::ToolResponseNotAllowed);
+}
+
+/// Checks a Gemini Live client message from the browser (already read strictly).
+pub fn check_live_client_message(message: &serde_json::Map<String, Value>) -> Result<(), Refused> {
+    let top = TopLevel {
+        kind: None,
+        members: message.len(),
+        first_member: message.keys().next().map(|k| Cow::Borrowed(k.as_str())),
+    };
+    live_input(&top)?;
+    if let Some(update) = message.get("contextUpdate") {
+        if update.get("tools").is_some() {
+            return Err(Refused::ToolsInContextUpdate);
+        }
     }
     let turns = message
         .get("clientContent")
@@ -228,11 +286,12 @@ fn is_call_item(item: &Value) -> bool {
     matches!(kind, Some("function_call" | "function_call_output")) || item.get("call_id").is_some()
 }
 
-/// The top-level object: its `type` when it is a string, every member read strictly.
+/// The top-level object: its `type` when it is a string, its first member and how many there
+/// are, every member read strictly.
 struct TopVisitor;
 
 impl<'de> Visitor<'de> for TopVisitor {
-    type Value = Option<Cow<'de, str>>;
+    type Value = TopLevel<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON object")
@@ -240,41 +299,45 @@ impl<'de> Visitor<'de> for TopVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut keys = Keys::new();
-        let mut kind = None;
+        let mut top = TopLevel::default();
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             let is_type = key == "type";
+            if top.members == 0 {
+                top.first_member = Some(key.clone());
+            }
+            top.members += 1;
             keys.insert::<A::Error>(key)?;
             if is_type {
-                kind = map.next_value::<TypeValue<'de>>()?.0;
+                top.kind = map.next_value::<TypeValue<'de>>()?.0;
             } else {
                 map.next_value::<Strict>()?;
             }
         }
-        Ok(kind)
+        Ok(top)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         while seq.next_element::<Strict>()?.is_some() {}
-        Ok(None)
+        Ok(TopLevel::default())
     }
 
     fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
+        Ok(TopLevel::default())
     }
     fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
+        Ok(TopLevel::default())
     }
     fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
+        Ok(TopLevel::default())
     }
     fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
+        Ok(TopLevel::default())
     }
     fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
+        Ok(TopLevel::default())
     }
     fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
+        Ok(TopLevel::default())
     }
 }
 
@@ -427,6 +490,40 @@ impl<'de> Visitor<'de> for StrictVisitor {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn one_read_sorts_a_live_message_by_its_one_member() {
+        let audio = top_level(r#"{"realtimeInput":{"audio":{"data":"AAAA"}}}"#).unwrap();
+        assert_eq!((audio.kind.as_deref(), audio.members), (None, 1));
+        assert_eq!(live_input(&audio), Ok(LiveInput::Forward));
+        let escaped = top_level(r#"{"clientCont\u0065nt":{}}"#).unwrap();
+        assert_eq!(escaped.first_member.as_deref(), Some("clientContent"));
+        assert_eq!(live_input(&escaped), Ok(LiveInput::LookInside));
+        for (text, refused) in [
+            (r#"{"setup":{}}"#, Refused::SetupNotAllowed),
+            (r#"{"toolResponse":{}}"#, Refused::ToolResponseNotAllowed),
+            (
+                r#"{"realtimeInput":{},"clientContent":{}}"#,
+                Refused::NotOneMessage,
+            ),
+            ("{}", Refused::NotOneMessage),
+            ("[1]", Refused::NotOneMessage),
+            (
+                r#"{"goAway":{}}"#,
+                Refused::UnknownLiveMessage("goAway".into()),
+            ),
+        ] {
+            assert_eq!(
+                live_input(&top_level(text).unwrap()),
+                Err(refused),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            top_level(r#"{"realtimeInput":{},"realtimeInput":{}}"#),
+            Err(Refused::DuplicateKey("realtimeInput".into()))
+        );
+    }
 
     #[test]
     fn well_formed_events_give_their_type() {

@@ -10,13 +10,17 @@ impl Session {
     /// `function_call` item is dropped; a `session.update` gets the declarations merged in;
     /// everything else passes.
     pub fn on_browser_event(&mut self, text: &str) -> Verdict {
-        let kind = match guard::event_type(text) {
-            Ok(kind) => kind,
-            // Live messages have no `type`: read strictly, then checked as Live input.
-            Err(guard::Refused::NoType) if self.config.provider == Provider::GeminiLive => {
-                return self.gemini_browser_message(text);
-            }
+        let top = match guard::top_level(text) {
+            Ok(top) => top,
             Err(refused) => return self.refuse_browser_event(refused),
+        };
+        let kind = match top.kind {
+            Some(kind) => kind,
+            // Live messages have no `type`: read strictly, then checked as Live input.
+            None if self.config.provider == Provider::GeminiLive => {
+                return self.gemini_browser_message(&top, text);
+            }
+            None => return self.refuse_browser_event(guard::Refused::NoType),
         };
         if self.config.provider == Provider::GeminiLive {
             return self.gemini_browser_event(&kind, text);

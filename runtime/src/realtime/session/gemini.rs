@@ -222,29 +222,19 @@ impl Session {
     }
 
     /// A Live client message from the browser (read strictly already: no duplicate keys, no
-    /// number or string parsers read differently). Audio, video and text input pass; the
-    /// browser may not send `setup` (the server declares the tools) or `toolResponse` (results
-    /// go through the browser protocol, where the session checks them), nor put calls or
-    /// results in `clientContent`.
-    pub(super) fn gemini_browser_message(&mut self, text: &str) -> Verdict {
-        // Most of what the browser sends is audio: its members are told apart without building
-        // the tree; only `clientContent` has parts that must be looked into.
-        let members = match serde_json::from_str::<
-            std::collections::BTreeMap<String, serde::de::IgnoredAny>,
-        >(text)
-        {
-            Ok(members) => members,
-            Err(_) => return self.refuse_browser_event(guard::Refused::NoType),
-        };
-        let refused = match members.keys().next().map(String::as_str) {
-            _ if members.len() != 1 => Some(guard::Refused::NotOneMessage),
-            Some("setup") => Some(guard::Refused::SetupNotAllowed),
-            Some("toolResponse") => Some(guard::Refused::ToolResponseNotAllowed),
-            Some("clientContent") => None,
-            _ => return Verdict::Forward,
-        };
-        if let Some(refused) = refused {
-            return self.refuse_browser_event(refused);
+    /// number or string parsers read differently). Audio, video and text input pass unread; the
+    /// browser may not send `setup` (the server declares the tools), `toolResponse` (results go
+    /// through the browser protocol, where the session checks them) or tools in
+    /// `contextUpdate`, nor put calls or results in `clientContent`; anything else is refused.
+    pub(super) fn gemini_browser_message(
+        &mut self,
+        top: &guard::TopLevel<'_>,
+        text: &str,
+    ) -> Verdict {
+        match guard::live_input(top) {
+            Ok(guard::LiveInput::Forward) => return Verdict::Forward,
+            Ok(guard::LiveInput::LookInside) => {}
+            Err(refused) => return self.refuse_browser_event(refused),
         }
         let message = match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(message)) => message,
