@@ -325,47 +325,29 @@ pub async fn run_planned(
 }
 
 /// Runs `run` (one call, routed to `location`) inside its `toolc.call` span, and records the
-/// outcome, error kind and duration on the span once it is over (see [`run_planned`]).
+/// outcome, error kind and duration on the span once it is over (see [`run_planned`] and
+/// [`crate::telemetry`]).
 pub(crate) async fn traced(
     call: &ToolCall,
     session: &str,
     location: &'static str,
     run: impl std::future::Future<Output = CallOutcome>,
 ) -> CallOutcome {
-    use tracing::field::Empty;
     use tracing::Instrument;
-    let span = tracing::info_span!(
-        "toolc.call",
-        tool = %call.name,
-        call_id = %call.call_id,
-        session = %session,
-        location,
-        outcome = Empty,
-        error = Empty,
-        duration_ms = Empty,
-    );
+    let span = crate::telemetry::call_span(call, session, location);
     tracing::trace!(target: "toolc::payloads", parent: &span, arguments = %call.arguments, "call");
     let started = std::time::Instant::now();
     let outcome = run.instrument(span.clone()).await;
-    let duration_ms = started.elapsed().as_secs_f64() * 1e3;
-    span.record("duration_ms", duration_ms);
-    match &outcome.status {
-        Status::Ok => {
-            span.record("outcome", "ok");
-        }
-        Status::Acknowledged => {
-            span.record("outcome", "acknowledged");
-        }
-        Status::Failed(error) => {
-            span.record("outcome", "error");
-            span.record("error", error.kind().as_str());
-            let _entered = span.enter();
-            match error.kind() {
-                crate::CallErrorKind::Timeout => {
-                    tracing::warn!(tool = %call.name, duration_ms, "call timed out")
-                }
-                kind => tracing::info!(tool = %call.name, error = kind.as_str(), "call failed"),
+    let took = started.elapsed();
+    crate::telemetry::record_outcome(&span, &outcome, took);
+    if let Status::Failed(error) = &outcome.status {
+        let _entered = span.enter();
+        match error.kind() {
+            crate::CallErrorKind::Timeout => {
+                let duration_ms = took.as_secs_f64() * 1e3;
+                tracing::warn!(tool = %call.name, duration_ms, "call timed out")
             }
+            kind => tracing::info!(tool = %call.name, error = kind.as_str(), "call failed"),
         }
     }
     tracing::trace!(target: "toolc::payloads", parent: &span, output = %outcome.output, "result");

@@ -24,6 +24,7 @@ pub mod realtime;
 pub mod registry;
 #[cfg(feature = "relay")]
 pub mod relay;
+pub mod telemetry;
 pub mod tool;
 
 use std::path::Path;

@@ -1,6 +1,6 @@
 //! What the runtime traces, captured by a subscriber layer of the test's own: a `toolc.session`
-//! span per relay session with a `toolc.call` span per call inside it (tool, call id, location,
-//! outcome, error kind, duration), warnings for refusals and timeouts, and never a call's
+//! span per relay session, a `toolc.response` per model response in it, and a `toolc.call` span
+//! per call inside that (tool, call id, location, outcome, error kind, duration), warnings for refusals and timeouts, and never a call's
 //! arguments or results outside the opt-in `toolc::payloads` target.
 #![cfg(feature = "testing")]
 
@@ -182,9 +182,22 @@ tools:
     assert!(lookup.1.contains_key("duration_ms"));
     assert_eq!(
         lookup.2.as_deref(),
-        Some("toolc.session"),
-        "calls nest in the session"
+        Some("toolc.response"),
+        "calls nest in their response"
     );
+    let response = captured
+        .spans
+        .iter()
+        .find(|(name, ..)| name == "toolc.response")
+        .expect("a response span");
+    assert_eq!(response.1["gen_ai.response.id"], "r1");
+    assert_eq!(
+        response.2.as_deref(),
+        Some("toolc.session"),
+        "responses nest in the session"
+    );
+    assert_eq!(lookup.1["gen_ai.tool.name"], "lookup");
+    assert_eq!(lookup.1["gen_ai.operation.name"], "execute_tool");
     let highlight = call("highlight");
     assert_eq!(highlight.1["location"], "client");
     assert_eq!(highlight.1["outcome"], "error");

@@ -256,6 +256,8 @@ export interface ToolCallInfo {
   readonly name: ClientToolName;
   /** Aborts when the server cancels the call (the user interrupted) or the dispatcher is disposed. */
   readonly signal: AbortSignal;
+  /** The W3C trace context of the call, when the relay exports to OpenTelemetry: start the handler's span as its child. */
+  readonly traceparent?: string;
 }
 
 /** A call the user must approve before it runs: the tool, where it runs, and its arguments. */
@@ -636,7 +638,13 @@ export function createToolDispatcher(
       return;
     }
     const controller = controllerOf(callId);
-    const call = { callId, name, signal: controller.signal } as ToolCallInfo;
+    const traceparent = message["traceparent"];
+    const call = {
+      callId,
+      name,
+      signal: controller.signal,
+      ...(typeof traceparent === "string" ? { traceparent } : {}),
+    } as ToolCallInfo;
     const wait = tool.wait_for_response;
     const fail = (error: string): void => {
       calls.delete(callId);

@@ -87,6 +87,12 @@ struct Args {
     /// gets a model session paid for with your API key. Only behind a proxy that authenticates.
     #[arg(long, conflicts_with = "auth_tokens")]
     insecure_no_auth: bool,
+    /// Export the spans (a session, its responses, an `execute_tool` span per call, as the
+    /// OpenTelemetry GenAI conventions name them) to an OTLP/HTTP collector, e.g.
+    /// `http://localhost:4318/v1/traces`. Arguments and results are left out unless
+    /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`.
+    #[arg(long, value_name = "URL")]
+    otlp_endpoint: Option<String>,
 }
 
 fn default_manifest() -> PathBuf {
@@ -95,7 +101,13 @@ fn default_manifest() -> PathBuf {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    init_logging();
+    let tracer = match init_logging(args.otlp_endpoint.as_deref()) {
+        Ok(tracer) => tracer,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -106,7 +118,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(args)) {
+    let ended = runtime.block_on(run(args));
+    if let Some(tracer) = tracer {
+        // The last spans go out before the process does.
+        let _ = tracer.shutdown();
+    }
+    match ended {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {message}");
@@ -275,12 +292,47 @@ async fn run(args: Args) -> Result<(), String> {
 /// timed-out calls; `toolc_runtime=debug` adds every note, `toolc::payloads=trace` arguments and
 /// results). To export spans to OpenTelemetry instead, add a `tracing-opentelemetry` layer to
 /// this subscriber (see the README).
-fn init_logging() {
+/// Logs to stderr (`RUST_LOG`, default `info`), and with `otlp_endpoint` the spans to an
+/// OTLP/HTTP collector as well, batched on the exporter's own thread.
+fn init_logging(
+    otlp_endpoint: Option<&str>,
+) -> Result<Option<opentelemetry_sdk::trace::SdkTracerProvider>, String> {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_otlp::WithExportConfig as _;
+    use tracing_subscriber::prelude::*;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    let Some(endpoint) = otlp_endpoint else {
+        tracing_subscriber::registry()
+            .with(filter)
+            .with(logs)
+            .init();
+        return Ok(None);
+    };
+    // The exporter's reqwest client shares the runtime's rustls, built without a default
+    // crypto provider: ring, as the runtime's own clients use.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_endpoint(endpoint)
+        .build()
+        .map_err(|e| format!("--otlp-endpoint {endpoint}: {e}"))?;
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(
+            opentelemetry_sdk::Resource::builder()
+                .with_service_name("realtime-relay")
+                .build(),
+        )
+        .build();
+    let spans = tracing_opentelemetry::layer().with_tracer(provider.tracer("realtime-relay"));
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(logs)
+        .with(spans)
         .init();
+    Ok(Some(provider))
 }

@@ -294,3 +294,96 @@ async fn any_manifest_of_client_tools_runs_and_a_foreign_server_tool_is_refused(
     assert!(err.contains("A relay for your own tools"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn otlp_endpoint_exports_genai_spans_without_the_arguments() {
+    use std::sync::{Arc, Mutex};
+    use toolc_runtime::relay::axum::{self, body::Bytes, routing::post, Router};
+
+    // A collector: every OTLP/HTTP request body it receives.
+    let bodies: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
+    let kept = bodies.clone();
+    let collector = Router::new().route(
+        "/v1/traces",
+        post(move |body: Bytes| {
+            let kept = kept.clone();
+            async move {
+                kept.lock().unwrap().push(body.to_vec());
+                ""
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}/v1/traces", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, collector).await });
+
+    const SECRET: &str = "zebra-secret-query";
+    let arguments = json!({ "query": SECRET }).to_string();
+    let model = FakeModel::start(
+        Script::new()
+            .wait_for("session.update", 1)
+            .send_all(script::response_with_calls(
+                "resp_traced",
+                &[("call_traced", "search_help_articles", &arguments)],
+            ))
+            .wait_for("response.create", 1),
+    )
+    .await
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_realtime-relay"))
+        .args(["--listen", "127.0.0.1:0", "--upstream", &model.url()])
+        .args(["--otlp-endpoint", &endpoint])
+        // Batches go out at once rather than every 5 s.
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .env_remove("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the example binary starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(LIMIT, lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("a first line");
+    let url = first
+        .strip_prefix("listening on ")
+        .expect(&first)
+        .to_owned();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+
+    let browser = TestBrowser::connect(&url).await.unwrap();
+    let conn = model.connection(0, LIMIT).await.unwrap();
+    assert!(conn.wait_for("response.create", 1, LIMIT).await);
+    drop(browser);
+    // The session span ends with the session; its batch follows within the schedule delay.
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    let exported = loop {
+        let all: Vec<u8> = bodies.lock().unwrap().concat();
+        let has = |needle: &str| all.windows(needle.len()).any(|w| w == needle.as_bytes());
+        if has("execute_tool search_help_articles") && has("realtime session") {
+            break all;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the collector got no call and session span ({} requests)",
+            bodies.lock().unwrap().len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let has = |needle: &str| {
+        exported
+            .windows(needle.len())
+            .any(|w| w == needle.as_bytes())
+    };
+    for attribute in [
+        "gen_ai.tool.call.id",
+        "call_traced",
+        "gen_ai.response.id",
+        "resp_traced",
+    ] {
+        assert!(has(attribute), "{attribute} was not exported");
+    }
+    assert!(!has(SECRET), "arguments are exported only when opted in");
+    let _ = child.kill().await;
+}

@@ -295,15 +295,19 @@ impl TurnRunner {
         let background = self.background.clone();
         let ctx = self.scope.call(&call.name, &call.call_id);
         let started = CallOutcome::started(&call.call_id, &call.name);
-        handle.spawn(async move {
-            let outcome =
-                dispatch::run_approved(&registry, ctx, &routed, route, client.as_ref()).await;
+        let session = self.scope.session_id().to_owned();
+        // The work's span nests in the turn's, though it outlives the turn.
+        let span = tracing::Span::current();
+        let task = async move {
+            let work = dispatch::run_approved(&registry, ctx, &routed, route, client.as_ref());
+            let outcome = dispatch::traced(&routed, &session, "server_async", work).await;
             let result = CallResult::new(call.clone(), outcome);
             if let Ok(mut done) = background.done.lock() {
                 done.push(BackgroundResult { call, result });
             }
             background.arrived.notify_waiters();
-        });
+        };
+        handle.spawn(tracing::Instrument::instrument(task, span));
         started
     }
 
@@ -333,6 +337,12 @@ impl TurnRunner {
     /// Runs every call concurrently and returns one result per distinct call id, in call order.
     /// Never panics: every failure, including a panicking client path, is a result.
     pub async fn run(&self, calls: &[ToolCall]) -> TurnOutcome {
+        // The turn's calls' spans nest in one `toolc.turn` span (see `crate::telemetry`).
+        let span = crate::telemetry::turn_span(self.scope.session_id(), calls.len());
+        tracing::Instrument::instrument(self.run_in_turn(calls), span).await
+    }
+
+    async fn run_in_turn(&self, calls: &[ToolCall]) -> TurnOutcome {
         let mut unique: Vec<&ToolCall> = Vec::with_capacity(calls.len());
         let mut duplicates = Vec::new();
         {

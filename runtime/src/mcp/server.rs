@@ -191,7 +191,17 @@ impl McpServer {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         // The MCP client's `notifications/cancelled` fires the executor's signal; the call then
         // ends as the executor ends it (its timeout bounds one that does not listen).
-        let call = self.registry.call_value_with_context(ctx, arguments);
+        let traced = crate::dispatch::ToolCall::new(
+            context.id.to_string(),
+            name,
+            serde_json::to_string(&arguments).unwrap_or_default(),
+        );
+        let span = crate::telemetry::call_span(&traced, scope.session_id(), "mcp");
+        let started = std::time::Instant::now();
+        let call = tracing::Instrument::instrument(
+            self.registry.call_value_with_context(ctx, arguments),
+            span.clone(),
+        );
         tokio::pin!(call);
         let outcome = tokio::select! {
             outcome = &mut call => outcome,
@@ -200,6 +210,19 @@ impl McpServer {
                 call.await
             }
         };
+        let recorded = match &outcome {
+            Ok(value) => {
+                // The output is only read when the application opted in to recording it.
+                let text = if crate::telemetry::captures_payloads() {
+                    value.to_string()
+                } else {
+                    String::new()
+                };
+                crate::dispatch::CallOutcome::ok(&traced.call_id, text)
+            }
+            Err(error) => crate::dispatch::CallOutcome::failed(&traced.call_id, error.clone()),
+        };
+        crate::telemetry::record_outcome(&span, &recorded, started.elapsed());
         // The reports go out before the result: the finished call dropped its context, so the
         // forwarder ends once it has sent them (bounded, for an executor that kept a copy).
         if let Some(forwarder) = forwarder {

@@ -79,11 +79,27 @@ impl Naming {
 
 /// A client call for the browser.
 pub fn encode_call(naming: Naming, call_id: &str, name: &str, arguments: &str) -> String {
-    let mut msg = serde_json::Map::with_capacity(4);
+    encode_call_traced(naming, call_id, name, arguments, None)
+}
+
+/// [`encode_call`] with the W3C `traceparent` of the call's trace, when there is one (runtime
+/// feature `otel`): a page that starts its own span for the handler as a child of it shows the
+/// browser's part of the call inside the call's trace.
+pub fn encode_call_traced(
+    naming: Naming,
+    call_id: &str,
+    name: &str,
+    arguments: &str,
+    traceparent: Option<&str>,
+) -> String {
+    let mut msg = serde_json::Map::with_capacity(5);
     msg.insert("type".into(), Value::String(naming.call_type().into()));
     msg.insert(naming.id_key().into(), Value::String(call_id.into()));
     msg.insert("name".into(), Value::String(name.into()));
     msg.insert("arguments".into(), Value::String(arguments.into()));
+    if let Some(traceparent) = traceparent {
+        msg.insert("traceparent".into(), Value::String(traceparent.into()));
+    }
     Value::Object(msg).to_string()
 }
 

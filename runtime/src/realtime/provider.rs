@@ -34,6 +34,14 @@ impl Provider {
         }
     }
 
+    /// The provider's name in OpenTelemetry's GenAI conventions (`gen_ai.provider.name`).
+    pub fn otel_name(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::GeminiLive => "gcp.gemini",
+        }
+    }
+
     /// The provider's public websocket endpoint.
     pub fn default_url(self) -> &'static str {
         match self {

@@ -258,6 +258,9 @@ impl RelayService {
         // The session's span: every call span and event of the session nests in it.
         let span = tracing::info_span!(
             "toolc.session",
+            "otel.name" = "realtime session",
+            "gen_ai.provider.name" = config.session.provider.otel_name(),
+            "gen_ai.conversation.id" = %scope.session_id(),
             session = %scope.session_id(),
             principal = scope.principal().map(|p| p.id()),
             ended_by = tracing::field::Empty,

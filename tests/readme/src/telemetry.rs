@@ -11,7 +11,7 @@ pub fn init_tracing(exporter: impl SpanExporter + 'static) -> SdkTracerProvider 
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(exporter) // `with_batch_exporter` in production
         .build();
-    // `RUST_LOG` if set, else `info`: the `toolc.call` and `toolc.session` spans are INFO.
+    // `RUST_LOG` if set, else `info`: toolc's spans are INFO.
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     tracing_subscriber::registry()
         .with(filter)

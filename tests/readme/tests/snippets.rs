@@ -164,12 +164,12 @@ async fn telemetry_exports_a_span_per_call() {
     let spans = exporter.get_finished_spans().unwrap();
     let call = spans
         .iter()
-        .find(|s| s.name == "toolc.call")
-        .unwrap_or_else(|| panic!("no toolc.call span in {spans:?}"));
+        .find(|s| s.name == "execute_tool get_order_status")
+        .unwrap_or_else(|| panic!("no execute_tool span in {spans:?}"));
     let tool = call
         .attributes
         .iter()
-        .find(|kv| kv.key.as_str() == "tool")
+        .find(|kv| kv.key.as_str() == "gen_ai.tool.name")
         .map(|kv| kv.value.to_string());
     assert_eq!(tool.as_deref(), Some("get_order_status"));
     provider.shutdown().unwrap();

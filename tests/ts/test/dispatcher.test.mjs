@@ -116,6 +116,19 @@ test("a normal call runs its handler with parsed arguments and answers with the 
   assert.ok(signal instanceof AbortSignal && !signal.aborted);
 });
 
+test("a call's trace context reaches its handler when the relay sends one", async (t) => {
+  const { client, replies, send } = await connect(t);
+  const { handlers, calls } = supportHandlers();
+  support.createToolDispatcher(client, handlers);
+  const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  send({ ...call("call_t", "highlight_element", { selector: "#a" }), traceparent });
+  await replies.next();
+  send({ ...call("call_u", "highlight_element", { selector: "#b" }), traceparent: 7 });
+  await replies.next();
+  assert.equal(calls[0].info.traceparent, traceparent);
+  assert.equal("traceparent" in calls[1].info, false, "only a string is handed on");
+});
+
 test("async handlers: each reply carries its own call_id, in the order the handlers finish", async (t) => {
   const { client, replies, send } = await connect(t);
   let release;

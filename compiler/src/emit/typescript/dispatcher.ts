@@ -312,7 +312,13 @@ export function createToolDispatcher(
       return;
     }
     const controller = controllerOf(callId);
-    const call = { callId, name, signal: controller.signal } as ToolCallInfo;
+    const traceparent = message["traceparent"];
+    const call = {
+      callId,
+      name,
+      signal: controller.signal,
+      ...(typeof traceparent === "string" ? { traceparent } : {}),
+    } as ToolCallInfo;
     const wait = tool.wait_for_response;
     const fail = (error: string): void => {
       calls.delete(callId);

@@ -523,6 +523,8 @@ fn handlers(ir: &Ir, names: &[ToolNames], out: &mut String) {
          \x20 readonly name: ClientToolName;\n\
          \x20 /** Aborts when the server cancels the call (the user interrupted) or the dispatcher is disposed. */\n\
          \x20 readonly signal: AbortSignal;\n\
+         \x20 /** The W3C trace context of the call, when the relay exports to OpenTelemetry: start the handler's span as its child. */\n\
+         \x20 readonly traceparent?: string;\n\
          }\n\n\
          /** A call the user must approve before it runs: the tool, where it runs, and its arguments. */\n\
          export type ApprovalRequest = {\n\

@@ -11,15 +11,17 @@ impl Session {
             Route::Client { arguments, .. } | Route::Notify { arguments } => arguments,
             Route::Server { .. } | Route::Reject(_) => return,
         };
+        let traceparent = crate::telemetry::traceparent(&self.response_span(&call.call_id));
         let mut state = lock(&self.browser.state);
         if !state.connected {
             return;
         }
-        let text = browser::encode_call(
+        let text = browser::encode_call_traced(
             state.naming,
             &call.call_id,
             &call.name,
             &arguments.to_string(),
+            traceparent.as_deref(),
         );
         if matches!(route, Route::Client { .. }) {
             let (tx, rx) = oneshot::channel();
@@ -40,6 +42,7 @@ impl Session {
             self.finish(&call_id, outcome);
             return;
         }
+        let span = self.response_span(&call.call_id);
         let registry = self.registry.clone();
         let path = self.browser.clone();
         let ctx = self.call_context(&call);
@@ -49,16 +52,30 @@ impl Session {
             tool: call.name.clone(),
             sent: false,
         };
-        // The call's span nests in whatever span drives the session (the relay's
-        // `toolc.session`): a spawned task does not inherit it by itself.
+        // The call's span nests in its response's, which nests in whatever span drives the
+        // session (the relay's `toolc.session`): a spawned task does not inherit it by itself.
         let task = async move {
             let outcome = dispatch::run_planned(&registry, ctx, &call, route, &path).await;
             guard.send(outcome);
         };
-        tokio::spawn(tracing::Instrument::instrument(
-            task,
-            tracing::Span::current(),
-        ));
+        tokio::spawn(tracing::Instrument::instrument(task, span));
+    }
+
+    /// The `toolc.response` span the calls of `call_id`'s response run in, made at its first
+    /// call as a child of the current span (the session's). Spans of responses that are over
+    /// are let go here: each stays open while a call task still holds it, and closes (and is
+    /// exported) with the last.
+    fn response_span(&mut self, call_id: &str) -> tracing::Span {
+        let Some(response) = self.tracker.response_of(call_id).map(str::to_owned) else {
+            return tracing::Span::current();
+        };
+        let tracker = &self.tracker;
+        self.response_spans
+            .retain(|r, _| *r == response || !tracker.is_done(r));
+        self.response_spans
+            .entry(response)
+            .or_insert_with_key(|r| crate::telemetry::response_span(r))
+            .clone()
     }
 
     /// The context a call runs with, kept so that an interruption can cancel it.
@@ -78,6 +95,7 @@ impl Session {
             let outcome = CallOutcome::failed(&call.call_id, CallError::no_runtime(&call.name));
             return self.finish(&call.call_id.clone(), outcome);
         }
+        let span = self.response_span(&call.call_id);
         let registry = self.registry.clone();
         let path = self.browser.clone();
         let ctx = self.call_context(&call);
@@ -106,10 +124,7 @@ impl Session {
                 outcome,
             });
         };
-        tokio::spawn(tracing::Instrument::instrument(
-            task,
-            tracing::Span::current(),
-        ));
+        tokio::spawn(tracing::Instrument::instrument(task, span));
     }
 
     /// The user interrupted `response_id` (its `response.done` says `cancelled`): every call of
@@ -243,6 +258,7 @@ impl Session {
             let outcome = CallOutcome::failed(&call.call_id, CallError::no_runtime(&call.name));
             return self.finish(&call.call_id.clone(), outcome);
         }
+        let span = self.response_span(&call.call_id);
         let ctx = self.scope.call(&call.name, &call.call_id);
         let guard = DoneGuard {
             tx: self.browser.tx.clone(),
@@ -268,10 +284,7 @@ impl Session {
             };
             guard.send(dispatch::traced(&call, &session, "server_live", run).await);
         };
-        tokio::spawn(tracing::Instrument::instrument(
-            task,
-            tracing::Span::current(),
-        ));
+        tokio::spawn(tracing::Instrument::instrument(task, span));
     }
 
     /// Sends a `session.update` with the current declarations when the live tools changed

@@ -148,8 +148,15 @@ impl ClientPath for BrowserPath {
                 ))));
             }
             state.pending.insert(call.call_id.clone(), tx);
-            let text =
-                browser::encode_call(state.naming, &call.call_id, &call.name, &call.arguments);
+            // Inside the call's task: the current span is the call's own.
+            let traceparent = crate::telemetry::traceparent(&tracing::Span::current());
+            let text = browser::encode_call_traced(
+                state.naming,
+                &call.call_id,
+                &call.name,
+                &call.arguments,
+                traceparent.as_deref(),
+            );
             if self.tx.send(Inner::ToBrowser(text)).is_err() {
                 state.pending.remove(&call.call_id);
                 return Box::pin(std::future::ready(Err(ClientFailure::Disconnected)));

@@ -264,6 +264,8 @@ pub struct Session {
     registry: Arc<Registry>,
     config: Arc<SessionConfig>,
     tracker: Tracker,
+    /// The `toolc.response` spans of responses whose calls are still being reported.
+    response_spans: HashMap<String, tracing::Span>,
     calls: HashMap<String, CallInfo>,
     /// Visibility to the browser of function-call items and calls, by item id and by call id.
     item_visible: HashMap<String, bool>,
@@ -367,6 +369,7 @@ impl Session {
             registry,
             config,
             tracker: Tracker::new(),
+            response_spans: HashMap::new(),
             calls: HashMap::new(),
             item_visible: HashMap::new(),
             call_visible: HashMap::new(),
