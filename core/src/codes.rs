@@ -63,6 +63,11 @@ pub const SCHEDULING_WITHOUT_ASYNC: &str = "toolc::scheduling-without-async";
 /// Warning: a tool asks for a behaviour that one of the manifest's `realtime` targets cannot
 /// give (a filler or streamed arguments on Gemini Live, a result scheduling on OpenAI)
 pub const TARGET_CANNOT_HONOUR: &str = "toolc::target-cannot-honour";
+/// Warning: a tool's `on_duplicate` contradicts its `annotations` (`reuse` on a destructive,
+/// non-idempotent tool; `run` on one that says calling it twice does more)
+pub const DUPLICATE_POLICY_CONTRADICTION: &str = "toolc::duplicate-policy-contradiction";
+/// Warning: a `duplicate_window` on a tool whose calls all run (no duplicate is looked for)
+pub const DUPLICATE_WINDOW_UNUSED: &str = "toolc::duplicate-window-unused";
 /// OpenAI strict mode is not possible for a tool; it is declared with `strict: false`.
 pub const STRICT_MODE_UNAVAILABLE: &str = "toolc::strict-mode-unavailable";
 /// Error: a timeout of 0 or over 1h

@@ -164,8 +164,62 @@ impl std::str::FromStr for Scheduling {
     }
 }
 
+/// What a second call of a tool with the same (canonical) arguments within the duplicate window
+/// does: a model re-issuing a call after the user interrupted it, a provider delivering one call
+/// twice, a client retrying (the manifest's `on_duplicate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnDuplicate {
+    /// Runs again, as any call.
+    Run,
+    /// Does not run: it gets the first call's result (waiting for it if the first still runs).
+    Reuse,
+    /// Does not run: the model is told the same call already ran (or is running).
+    Refuse,
+}
+
+impl OnDuplicate {
+    /// The manifest's words for it, in order.
+    pub const NAMES: &'static [&'static str] = &["run", "reuse", "refuse"];
+
+    /// As the manifest writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnDuplicate::Run => "run",
+            OnDuplicate::Reuse => "reuse",
+            OnDuplicate::Refuse => "refuse",
+        }
+    }
+}
+
+impl std::fmt::Display for OnDuplicate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for OnDuplicate {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<OnDuplicate, String> {
+        match s {
+            "run" => Ok(OnDuplicate::Run),
+            "reuse" => Ok(OnDuplicate::Reuse),
+            "refuse" => Ok(OnDuplicate::Refuse),
+            _ => Err(format!(
+                "unknown on_duplicate `{s}`: use run, reuse or refuse"
+            )),
+        }
+    }
+}
+
+/// How long after a call a second one with the same arguments counts as its duplicate, unless
+/// the manifest's `duplicate_window` says otherwise.
+pub const DEFAULT_DUPLICATE_WINDOW: Duration = Duration::from_secs(60);
+
 /// How a call of one tool runs around its handler (the manifest's `approval`, `mode`,
-/// `scheduling`, `cancel_on_interruption` and `stream_arguments`).
+/// `scheduling`, `cancel_on_interruption`, `stream_arguments`, `on_duplicate` and
+/// `duplicate_window`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CallPolicy {
     #[serde(default, skip_serializing_if = "is_default")]
@@ -184,6 +238,14 @@ pub struct CallPolicy {
     /// Client tools only: the browser gets the arguments while the model writes them.
     #[serde(default, skip_serializing_if = "is_default")]
     pub stream_arguments: bool,
+    /// What a duplicate call does; `None` means the default
+    /// ([`ToolDefinition::duplicate_policy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_duplicate: Option<OnDuplicate>,
+    /// How long a call's duplicates are recognised, in milliseconds; `None` means
+    /// [`DEFAULT_DUPLICATE_WINDOW`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_window_ms: Option<u64>,
 }
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
@@ -199,6 +261,8 @@ impl CallPolicy {
         scheduling: None,
         cancel_on_interruption: None,
         stream_arguments: false,
+        on_duplicate: None,
+        duplicate_window_ms: None,
     };
 
     pub fn is_default(&self) -> bool {
@@ -290,6 +354,30 @@ impl ToolDefinition {
                 Location::Client => self.wait_for_response,
                 Location::Server => self.policy.mode == Mode::Sync,
             })
+    }
+
+    /// What a second call with the same arguments within [`ToolDefinition::duplicate_window`]
+    /// does: as the manifest says, else by its `idempotent` hint. A tool that says calling it
+    /// twice changes nothing more runs again; one that says it does gets the first result
+    /// (a create-type call re-issued after an interruption finds what it created), or, when it
+    /// is also destructive, is refused (a deliberate second transfer must not be answered with
+    /// the first's receipt, nor run unasked). Without the hint, calls run as they come.
+    pub fn duplicate_policy(&self) -> OnDuplicate {
+        if let Some(policy) = self.policy.on_duplicate {
+            return policy;
+        }
+        match (self.annotations.idempotent, self.annotations.destructive) {
+            (Some(false), Some(true)) => OnDuplicate::Refuse,
+            (Some(false), _) => OnDuplicate::Reuse,
+            _ => OnDuplicate::Run,
+        }
+    }
+
+    /// How long after a call a second one with the same arguments is its duplicate.
+    pub fn duplicate_window(&self) -> Duration {
+        self.policy
+            .duplicate_window_ms
+            .map_or(DEFAULT_DUPLICATE_WINDOW, Duration::from_millis)
     }
 
     /// Whether the browser gets this tool's arguments while the model writes them.

@@ -88,6 +88,18 @@ fn tool_field(name: &str) -> Value {
             "type": "boolean",
             "default": false
         }),
+        "on_duplicate" => json!({
+            "description": "What a second call with the same arguments within `duplicate_window` does (a model re-issuing a call after an interruption, a provider or client sending one twice). `run`: runs again. `reuse`: does not run; gets the first call's result. `refuse`: does not run; the model is told the same call already ran. Default by `annotations.idempotent`: `reuse` when false (`refuse` when also `destructive: true`), else `run`.",
+            "enum": crate::definition::OnDuplicate::NAMES
+        }),
+        "duplicate_window" => json!({
+            "description": format!(
+                "How long after a call a second one with the same arguments is its duplicate (default 60s). Written as {}.",
+                crate::manifest::TIMEOUT_GRAMMAR
+            ),
+            "type": "string",
+            "pattern": crate::manifest::TIMEOUT_PATTERN
+        }),
         other => unreachable!("TOOL_FIELDS lists `{other}` without documentation"),
     }
 }

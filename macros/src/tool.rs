@@ -716,6 +716,8 @@ fn definition_from_rust(
                 scheduling: ::core::option::Option::None,
                 cancel_on_interruption: ::core::option::Option::None,
                 stream_arguments: false,
+                on_duplicate: ::core::option::Option::None,
+                duplicate_window_ms: ::core::option::Option::None,
             },
         }
         .build()

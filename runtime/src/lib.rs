@@ -38,8 +38,8 @@ pub use executor::{
 pub use registry::{Registry, RegistryBuilder};
 pub use tool::Tool;
 pub use toolc_core::definition::{
-    Annotations, Approval, CallPolicy, Location, Mode, Scheduling, ToolDefinition,
-    DEFAULT_CLIENT_TIMEOUT,
+    Annotations, Approval, CallPolicy, Location, Mode, OnDuplicate, Scheduling, ToolDefinition,
+    DEFAULT_CLIENT_TIMEOUT, DEFAULT_DUPLICATE_WINDOW,
 };
 /// `#[tool]` derives a tool from a fn signature; `tools![...]` assembles a registry builder.
 pub use toolc_macros::{tool, tools};

@@ -117,6 +117,7 @@ pub mod codes {
     pub const INTERRUPTION_CHANGED: &str = "toolc::diff::interruption-changed";
     pub const STREAM_ARGUMENTS_CHANGED: &str = "toolc::diff::stream-arguments-changed";
     pub const SCHEDULING_CHANGED: &str = "toolc::diff::scheduling-changed";
+    pub const DUPLICATE_POLICY_CHANGED: &str = "toolc::diff::duplicate-policy-changed";
     pub const RETURNS_ADDED: &str = "toolc::diff::returns-added";
     pub const RETURNS_REMOVED: &str = "toolc::diff::returns-removed";
     pub const DESCRIPTION_CHANGED: &str = "toolc::diff::description-changed";
@@ -393,6 +394,24 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
                 shown(o.policy.scheduling)
             ),
             Some("on Gemini Live, when the model hears a background result: after it finishes speaking, at once, or only when it next speaks"),
+        ));
+    }
+    let (old_dup, new_dup) = (o.duplicate_policy(), n.duplicate_policy());
+    let window_matters = new_dup != toolc_core::OnDuplicate::Run;
+    if old_dup != new_dup || (window_matters && o.duplicate_window() != n.duplicate_window()) {
+        let shown = |d: &toolc_core::ToolDefinition| match d.duplicate_policy() {
+            toolc_core::OnDuplicate::Run => "every call runs".to_owned(),
+            policy => format!(
+                "a repeat within {} gets `{policy}`",
+                timeout_text(Some(d.duplicate_window()))
+            ),
+        };
+        found.push(change(
+            DUPLICATE_POLICY_CHANGED,
+            Impact::Info,
+            Impact::Unaffected,
+            format!("`{}`: {} (was: {})", n.name, shown(n), shown(o)),
+            Some("a call the model repeats with the same arguments runs again, gets the first result, or is refused"),
         ));
     }
     if o.streams_arguments() != n.streams_arguments() {

@@ -16,6 +16,7 @@ use crate::source::{FileId, SourceMap, Span};
 use crate::suggest::{closest, did_you_mean};
 use crate::yaml::{self, Limits, Node, Value};
 
+mod duplicates;
 mod parts;
 mod targets;
 
@@ -41,6 +42,8 @@ pub const TOOL_FIELDS: &[&str] = &[
     "scheduling",
     "cancel_on_interruption",
     "stream_arguments",
+    "on_duplicate",
+    "duplicate_window",
 ];
 const CLIENT_ONLY_FIELDS: &[&str] = &["wait_for_response", "stream_arguments"];
 const SERVER_ONLY_FIELDS: &[&str] = &["mode", "scheduling"];
@@ -439,6 +442,8 @@ fn load_tool(
     let annotations = field("annotations")
         .map(|(_, v)| parse_annotations(v, &what, diags))
         .unwrap_or_default();
+    let mut policy = policy;
+    duplicates::parse(&field, &mut policy, &annotations, &what, diags);
 
     let parameters_node = field("parameters").map(|(_, v)| v);
     let parameters = match parameters_node {

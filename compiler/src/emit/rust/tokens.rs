@@ -264,12 +264,33 @@ impl<'a> Tokens<'a> {
                 None => quote!(::std::option::Option::None),
             };
             let stream = p.stream_arguments;
+            let on_duplicate = match p.on_duplicate {
+                Some(toolc_core::OnDuplicate::Run) => {
+                    quote!(::std::option::Option::Some(#rt::OnDuplicate::Run))
+                }
+                Some(toolc_core::OnDuplicate::Reuse) => {
+                    quote!(::std::option::Option::Some(#rt::OnDuplicate::Reuse))
+                }
+                Some(toolc_core::OnDuplicate::Refuse) => {
+                    quote!(::std::option::Option::Some(#rt::OnDuplicate::Refuse))
+                }
+                None => quote!(::std::option::Option::None),
+            };
+            let window = match p.duplicate_window_ms {
+                Some(ms) => {
+                    let ms = Literal::u64_suffixed(ms);
+                    quote!(::std::option::Option::Some(#ms))
+                }
+                None => quote!(::std::option::Option::None),
+            };
             quote!(#rt::CallPolicy {
                 approval: #approval,
                 mode: #mode,
                 scheduling: #scheduling,
                 cancel_on_interruption: #cancel,
                 stream_arguments: #stream,
+                on_duplicate: #on_duplicate,
+                duplicate_window_ms: #window,
             })
         };
         let docs = doc_attrs(&marker_docs(tool));
