@@ -92,6 +92,10 @@ pub enum CallErrorKind {
     /// The call was cancelled before it finished (code `interrupted`: the user interrupted the
     /// response that made it).
     Cancelled,
+    /// The call repeats an earlier one (same tool, same arguments, within the tool's
+    /// `duplicate_window`) and the tool's `on_duplicate` is `refuse`: it did not run (code
+    /// `duplicate_call`).
+    Duplicate,
 }
 
 impl CallErrorKind {
@@ -108,6 +112,7 @@ impl CallErrorKind {
             CallErrorKind::NoRuntime => "no_runtime",
             CallErrorKind::NotApproved => "not_approved",
             CallErrorKind::Cancelled => "cancelled",
+            CallErrorKind::Duplicate => "duplicate",
         }
     }
 
@@ -333,6 +338,25 @@ impl CallError {
         );
         e.0.code = Some("approval_required".into());
         e.0.detail = Some(why.to_owned());
+        e
+    }
+
+    /// A repeat of call `first` (same tool and arguments, within the window) of a tool whose
+    /// `on_duplicate` is `refuse`.
+    pub(crate) fn duplicate(tool: &str, first: &str, first_still_runs: bool) -> CallError {
+        let state = if first_still_runs {
+            "is still running"
+        } else {
+            "already ran"
+        };
+        let mut e = CallError::new(
+            CallErrorKind::Duplicate,
+            tool,
+            format!(
+                "This call of `{tool}` repeats call `{first}` with the same arguments, which {state}, so it was not run again. If the user wants it done a second time, ask them to confirm and call it with arguments that say so."
+            ),
+        );
+        e.0.code = Some("duplicate_call".into());
         e
     }
 

@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod chat;
 pub mod context;
 pub mod dispatch;
+mod duplicates;
 pub mod error;
 pub mod executor;
 pub mod live;

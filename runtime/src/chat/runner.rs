@@ -21,6 +21,7 @@ use crate::context::SessionScope;
 use crate::dispatch::{
     self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath, Route,
 };
+use crate::duplicates::{Repeat, Seen};
 use crate::error::CallError;
 use crate::executor::panic_message;
 use crate::Location;
@@ -44,6 +45,8 @@ pub struct TurnRunner {
     strip_strict_nulls: bool,
     scope: SessionScope,
     background: Arc<Background>,
+    /// The conversation's calls that later ones may repeat (the tools' `on_duplicate`).
+    seen: Arc<Mutex<Seen>>,
 }
 
 /// Results of background (`mode: async`) calls that finished and were not taken yet.
@@ -172,7 +175,13 @@ impl TurnRunner {
             strip_strict_nulls: true,
             scope: SessionScope::new(),
             background: Arc::default(),
+            seen: Arc::default(),
         }
+    }
+
+    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        // Nothing panics while holding it; recover rather than spread a poison.
+        self.seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The conversation these turns belong to: its id and authenticated principal reach every
@@ -181,6 +190,8 @@ impl TurnRunner {
     /// conversation (or request) its own scope.
     pub fn with_scope(mut self, scope: SessionScope) -> TurnRunner {
         self.scope = scope;
+        // Another conversation: its calls are nobody else's repeats.
+        self.seen = Arc::default();
         self
     }
 
@@ -279,6 +290,9 @@ impl TurnRunner {
                         CallError::panic(&call.name, format!("the client path panicked: {panic}"));
                     CallOutcome::failed(&call.call_id, error)
                 });
+                if r.approved {
+                    self.seen().finished(&r.pending.routed.call_id, &outcome);
+                }
                 CallResult::new(call, outcome)
             })
             .collect()
@@ -355,9 +369,11 @@ impl TurnRunner {
                 }
             }
         }
-        // Calls that need approval wait for the application; the others run now.
+        // Repeats of earlier calls are decided first (the tools' `on_duplicate`): a reused or
+        // refused call neither runs nor asks for approval. Calls that need approval wait for
+        // the application; the others run now.
         let mut pending = Vec::new();
-        let mut runnable: Vec<(&ToolCall, ToolCall, Route)> = Vec::new();
+        let mut runnable: Vec<(&ToolCall, ToolCall, Route, Option<Repeat>)> = Vec::new();
         for call in unique {
             let routed = self.prepare(call);
             let route = dispatch::plan(&self.registry, &routed);
@@ -369,6 +385,15 @@ impl TurnRunner {
                 }
                 Route::Reject(_) => (None, Location::Server),
             };
+            if let (Some(def), Some(arguments)) = (def, arguments) {
+                match self.seen().check(def, &routed.call_id, arguments) {
+                    Repeat::First => {}
+                    repeat => {
+                        runnable.push((call, routed, route, Some(repeat)));
+                        continue;
+                    }
+                }
+            }
             match arguments {
                 Some(arguments) if def.is_some_and(|d| d.requires_approval()) => {
                     pending.push(PendingApproval {
@@ -379,14 +404,19 @@ impl TurnRunner {
                         location,
                     })
                 }
-                _ => runnable.push((call, routed, route)),
+                _ => runnable.push((call, routed, route, None)),
             }
         }
         let registry = self.registry.as_ref();
         let client = self.client.as_ref();
         let futures: Vec<Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>> = runnable
             .iter()
-            .map(|(call, routed, route)| {
+            .map(|(call, routed, route, repeat)| {
+                if let Some(repeat) = repeat {
+                    let now = answer_repeat(&routed.name, &routed.call_id, repeat);
+                    return Box::pin(std::future::ready(now))
+                        as Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>;
+                }
                 let background = matches!(route, Route::Server { .. })
                     && registry
                         .definition(&routed.name)
@@ -408,18 +438,45 @@ impl TurnRunner {
             })
             .collect();
         let outcomes = join_all(futures).await;
-        let results = runnable
-            .into_iter()
+        let mut results: Vec<CallResult> = runnable
+            .iter()
             .zip(outcomes)
-            .map(|((call, _, _), outcome)| {
+            .map(|((call, _, _, _), outcome)| {
                 let outcome = outcome.unwrap_or_else(|panic| {
                     let error =
                         CallError::panic(&call.name, format!("the client path panicked: {panic}"));
                     CallOutcome::failed(&call.call_id, error)
                 });
-                CallResult::new(call.clone(), outcome)
+                CallResult::new((*call).clone(), outcome)
             })
             .collect();
+        // What ran is what later repeats get; a repeat of a call of this same turn gets its
+        // result now.
+        let mut seen = self.seen();
+        for (result, (_, routed, _, repeat)) in results.iter().zip(&runnable) {
+            if repeat.is_none() {
+                let outcome = CallOutcome {
+                    call_id: routed.call_id.clone(),
+                    output: result.output.clone(),
+                    status: result.status.clone(),
+                };
+                seen.finished(&routed.call_id, &outcome);
+            }
+        }
+        drop(seen);
+        for i in 0..results.len() {
+            let Some(Repeat::WaitFor(first)) = &runnable[i].3 else {
+                continue;
+            };
+            let of_first = results
+                .iter()
+                .find(|r| r.call.call_id == *first)
+                .map(|r| (r.output.clone(), r.status.clone()));
+            if let Some((output, status)) = of_first {
+                results[i].output = output;
+                results[i].status = status;
+            }
+        }
         TurnOutcome {
             results,
             duplicates,
@@ -483,6 +540,22 @@ async fn join_all<'a, T>(
 ///
 /// A fire-and-forget call runs the callback on a spawned Tokio task (so the turn does not wait
 /// for it); outside a Tokio runtime it fails as disconnected.
+/// The answer to a repeated call that does not run: the first call's result, or the refusal.
+/// A repeat of a call still running (of this same turn) gets a refusal here, replaced by the
+/// first call's result once the turn's calls have run.
+fn answer_repeat(tool: &str, call_id: &str, repeat: &Repeat) -> CallOutcome {
+    match repeat {
+        Repeat::Reuse(outcome) => outcome.clone(),
+        Repeat::WaitFor(first) => {
+            CallOutcome::failed(call_id, CallError::duplicate(tool, first, true))
+        }
+        Repeat::Refuse { first, running } => {
+            CallOutcome::failed(call_id, CallError::duplicate(tool, first, *running))
+        }
+        Repeat::First => CallOutcome::failed(call_id, CallError::duplicate(tool, call_id, false)),
+    }
+}
+
 pub fn client_fn<F, Fut>(f: F) -> ClientFn<F>
 where
     F: Fn(ClientCall) -> Fut + Send + Sync + 'static,

@@ -26,6 +26,7 @@ use rmcp::ErrorData;
 use serde_json::Value;
 
 use super::McpError;
+use crate::duplicates::{Repeat, Seen};
 use crate::{Location, Principal, Registry, SessionScope, ToolDefinition};
 
 /// Maps an HTTP request (its method, URI and headers, as the streamable HTTP transport saw them)
@@ -41,6 +42,9 @@ pub struct McpServer {
     tools: Arc<Vec<Tool>>,
     info: Implementation,
     principal: Option<Arc<PrincipalFn>>,
+    /// This MCP session's calls that later ones may repeat (the tools' `on_duplicate`), and a
+    /// signal for repeats waiting on a first call that is still running.
+    seen: Arc<(std::sync::Mutex<Seen>, tokio::sync::Notify)>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -69,6 +73,65 @@ impl McpServer {
             tools: Arc::new(tools),
             info: Implementation::new("toolc", env!("CARGO_PKG_VERSION")),
             principal: None,
+            seen: Arc::default(),
+        }
+    }
+
+    /// A copy for one MCP session: the same tools, and no calls seen yet (a repeat is only ever
+    /// matched against the same client's calls).
+    fn for_new_session(&self) -> McpServer {
+        McpServer {
+            seen: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// Whether a call repeats an earlier one of this session; a repeat of a call still running
+    /// waits for it (`reuse`), so the answer is the first call's result or a refusal.
+    async fn repeat_of(
+        &self,
+        name: &str,
+        call_id: &str,
+        arguments: &Value,
+    ) -> Option<CallToolResult> {
+        let def = self.registry.definition(name)?;
+        loop {
+            let changed = self.seen.1.notified();
+            let repeat = self
+                .seen
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .check(def, call_id, arguments);
+            match repeat {
+                Repeat::First => return None,
+                Repeat::WaitFor(_) => changed.await,
+                Repeat::Reuse(outcome) => {
+                    let value = serde_json::from_str(&outcome.output).unwrap_or(Value::Null);
+                    return Some(self.success(name, value));
+                }
+                Repeat::Refuse { first, running } => {
+                    let error = crate::CallError::duplicate(name, &first, running);
+                    return Some(CallToolResult::error(vec![ContentBlock::text(
+                        error.model_text(),
+                    )]));
+                }
+            }
+        }
+    }
+
+    /// A call's result as MCP gives it: `structuredContent` (with a text copy for clients that
+    /// read only text) where the tool declares an object result, else text.
+    fn success(&self, name: &str, value: Value) -> CallToolResult {
+        let structured = self
+            .registry
+            .definition(name)
+            .is_some_and(|d| object_schema(d.returns.as_ref()).is_some());
+        if structured {
+            CallToolResult::structured(value)
+        } else {
+            let text = serde_json::to_string(&value).unwrap_or_else(|_| value.to_string());
+            CallToolResult::success(vec![ContentBlock::text(text)])
         }
     }
 
@@ -109,6 +172,7 @@ impl McpServer {
     {
         use rmcp::ServiceExt;
         let running = self
+            .for_new_session()
             .serve(io)
             .await
             .map_err(|e| McpError(format!("the MCP session did not start: {e}")))?;
@@ -128,7 +192,7 @@ impl McpServer {
         rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
     > {
         rmcp::transport::streamable_http_server::tower::StreamableHttpService::new(
-            move || Ok(self.clone()),
+            move || Ok(self.for_new_session()),
             Default::default(),
             Default::default(),
         )
@@ -189,10 +253,14 @@ impl McpServer {
             }));
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let call_id = context.id.to_string();
+        if let Some(answer) = self.repeat_of(name, &call_id, &arguments).await {
+            return answer;
+        }
         // The MCP client's `notifications/cancelled` fires the executor's signal; the call then
         // ends as the executor ends it (its timeout bounds one that does not listen).
         let traced = crate::dispatch::ToolCall::new(
-            context.id.to_string(),
+            call_id.clone(),
             name,
             serde_json::to_string(&arguments).unwrap_or_default(),
         );
@@ -223,25 +291,24 @@ impl McpServer {
             Err(error) => crate::dispatch::CallOutcome::failed(&traced.call_id, error.clone()),
         };
         crate::telemetry::record_outcome(&span, &recorded, started.elapsed());
+        // Later repeats get this result (a failed call is not repeated: the next one runs).
+        let seen_outcome = match &outcome {
+            Ok(value) => crate::dispatch::CallOutcome::ok(&call_id, value.to_string()),
+            Err(error) => crate::dispatch::CallOutcome::failed(&call_id, error.clone()),
+        };
+        self.seen
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .finished(&call_id, &seen_outcome);
+        self.seen.1.notify_waiters();
         // The reports go out before the result: the finished call dropped its context, so the
         // forwarder ends once it has sent them (bounded, for an executor that kept a copy).
         if let Some(forwarder) = forwarder {
             let _ = tokio::time::timeout(std::time::Duration::from_millis(500), forwarder).await;
         }
         match outcome {
-            Ok(value) => {
-                let structured = self
-                    .registry
-                    .definition(name)
-                    .is_some_and(|d| object_schema(d.returns.as_ref()).is_some());
-                if structured {
-                    // `structuredContent` with a text copy for clients that read only text.
-                    CallToolResult::structured(value)
-                } else {
-                    let text = serde_json::to_string(&value).unwrap_or_else(|_| value.to_string());
-                    CallToolResult::success(vec![ContentBlock::text(text)])
-                }
-            }
+            Ok(value) => self.success(name, value),
             Err(error) => CallToolResult::error(vec![ContentBlock::text(error.model_text())]),
         }
     }

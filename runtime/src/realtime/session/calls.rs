@@ -403,6 +403,15 @@ impl Session {
         if !self.tracker.is_open(call_id) {
             return;
         }
+        // Later repeats get this result; those that waited for it get it now.
+        self.seen.finished(call_id, &outcome);
+        for repeat in self.repeats_waiting.remove(call_id).unwrap_or_default() {
+            let theirs = CallOutcome {
+                call_id: repeat.clone(),
+                ..outcome.clone()
+            };
+            self.finish(&repeat, theirs);
+        }
         if let Status::Failed(error) = &outcome.status {
             let counters = self.counters_ref();
             Counters::bump(&counters.failed_calls);

@@ -28,6 +28,7 @@ use crate::dispatch::{
     self, ApprovalFuture, ApprovalRequest, CallOutcome, ClientCall, ClientFailure, ClientFuture,
     ClientPath, Decision, Route, Status, ToolCall,
 };
+use crate::duplicates::{Repeat, Seen};
 use crate::error::{CallError, CallErrorKind};
 use crate::live::LiveTools;
 use crate::Registry;
@@ -266,6 +267,10 @@ pub struct Session {
     tracker: Tracker,
     /// The `toolc.response` spans of responses whose calls are still being reported.
     response_spans: HashMap<String, tracing::Span>,
+    /// Calls later ones may repeat (the tools' `on_duplicate`), across the session's responses.
+    seen: Seen,
+    /// Repeats waiting for the result of the first call, by the first call's id.
+    repeats_waiting: HashMap<String, Vec<String>>,
     calls: HashMap<String, CallInfo>,
     /// Visibility to the browser of function-call items and calls, by item id and by call id.
     item_visible: HashMap<String, bool>,
@@ -370,6 +375,8 @@ impl Session {
             config,
             tracker: Tracker::new(),
             response_spans: HashMap::new(),
+            seen: Seen::default(),
+            repeats_waiting: HashMap::new(),
             calls: HashMap::new(),
             item_visible: HashMap::new(),
             call_visible: HashMap::new(),
@@ -547,7 +554,13 @@ impl Session {
         self.next_seq += 1;
         self.calls
             .insert(call_id.to_owned(), CallInfo::new(name, kind, self.next_seq));
-        let def = self.registry.definition(name);
+        let registry = self.registry.clone();
+        let def = registry.definition(name);
+        if let Some(def) = def {
+            if self.repeat_answered(def, call_id, &route) {
+                return;
+            }
+        }
         let needs_approval = def.is_some_and(|d| d.requires_approval());
         let background = kind == CallKind::Server && def.is_some_and(|d| d.runs_in_background());
         // A slow call deserves "let me check", the browser's or the server's; a background
@@ -570,6 +583,41 @@ impl Session {
                 self.spawn_call(call, route)
             }
         }
+    }
+
+    /// A call that repeats an earlier one of this session (same tool and arguments, within the
+    /// tool's window) is answered without running, as the tool's `on_duplicate` says: with the
+    /// first call's result (now, or when the first ends) or a refusal. `false`: run it.
+    fn repeat_answered(
+        &mut self,
+        def: &crate::ToolDefinition,
+        call_id: &str,
+        route: &Route,
+    ) -> bool {
+        let arguments = match route {
+            Route::Server { arguments }
+            | Route::Client { arguments, .. }
+            | Route::Notify { arguments } => arguments,
+            Route::Reject(_) => return false,
+        };
+        let outcome = match self.seen.check(def, call_id, arguments) {
+            Repeat::First => return false,
+            Repeat::WaitFor(first) => {
+                self.repeats_waiting
+                    .entry(first)
+                    .or_default()
+                    .push(call_id.to_owned());
+                Counters::bump(&self.counters_ref().repeated_calls);
+                return true;
+            }
+            Repeat::Reuse(outcome) => outcome,
+            Repeat::Refuse { first, running } => {
+                CallOutcome::failed(call_id, CallError::duplicate(&def.name, &first, running))
+            }
+        };
+        Counters::bump(&self.counters_ref().repeated_calls);
+        self.finish(call_id, outcome);
+        true
     }
 
     // ---- call tasks ------------------------------------------------------------------------

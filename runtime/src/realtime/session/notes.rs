@@ -192,6 +192,10 @@ counters! {
     calls,
     /// Call ids reported again and not run again.
     duplicate_calls,
+    /// New calls that repeat an earlier one (same tool and arguments, within the tool's
+    /// `duplicate_window`) and were answered without running: the first call's result, or a
+    /// refusal, as the tool's `on_duplicate` says.
+    repeated_calls,
     /// Calls that ran on the server.
     server_calls,
     /// Calls sent to the browser that wait for a reply.
