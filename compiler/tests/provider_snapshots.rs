@@ -39,3 +39,24 @@ fn provider_files_match_their_snapshots() {
         insta::assert_snapshot!(format!("{stem}__warnings"), session.render(false));
     }
 }
+
+/// Responses declares a tool's result schema: `output_schema` is `returns` as written, and a
+/// tool without `returns` has none (the field is nullable, but absent says the same).
+#[test]
+fn responses_output_schema_is_the_tools_returns() {
+    for path in manifests() {
+        let mut session = Session::new();
+        session.add_manifest("m.tools.yaml", &std::fs::read(&path).unwrap());
+        let ir = session.check().expect("reference manifests compile");
+        let file =
+            providers::declarations(&ir, Provider::OpenaiResponses, &mut session.diagnostics);
+        let declared = file.as_array().expect("a list of tools");
+        for (tool, declaration) in ir.tools.iter().zip(declared) {
+            assert_eq!(declaration["name"], tool.def.name.as_str());
+            match &tool.def.returns {
+                Some(returns) => assert_eq!(&declaration["output_schema"], returns),
+                None => assert!(declaration.get("output_schema").is_none()),
+            }
+        }
+    }
+}

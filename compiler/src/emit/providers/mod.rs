@@ -151,6 +151,9 @@ struct Shared {
     strict: Result<String, Vec<StrictIssue>>,
     /// The description with the policy notes no provider has a field for, when there are any.
     noted_description: Option<String>,
+    /// `returns` as written, for the providers that declare a result schema (Responses'
+    /// `output_schema`).
+    returns: Option<String>,
 }
 
 impl Shared {
@@ -171,6 +174,7 @@ fn shared_renders(ir: &Ir, threads: usize) -> Vec<Shared> {
             std::borrow::Cow::Owned(text) => Some(text),
             std::borrow::Cow::Borrowed(_) => None,
         },
+        returns: tool.def.returns.as_ref().map(text::render),
     };
     let chunks: Vec<&[IrTool]> = ir
         .tools

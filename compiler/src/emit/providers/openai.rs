@@ -34,17 +34,22 @@ pub(super) fn chat<'a>(tool: &'a IrTool, shared: &'a Shared) -> Json<'a> {
     ])
 }
 
-/// A Responses function tool (`FunctionTool`, where `strict` is a required field).
+/// A Responses function tool (`FunctionTool`, where `strict` is a required field), with the
+/// tool's `returns` as its `output_schema` (the JSON the function's string output encodes).
 pub(super) fn responses<'a>(tool: &'a IrTool, shared: &'a Shared) -> Json<'a> {
     let d = &tool.def;
     let (parameters, is_strict) = parameters(shared);
-    Json::Object(vec![
+    let mut fields = vec![
         ("type", Json::Str("function")),
         ("name", Json::Str(&d.name)),
         ("description", Json::Str(shared.description(d))),
         ("parameters", parameters),
         ("strict", Json::Bool(is_strict)),
-    ])
+    ];
+    if let Some(returns) = &shared.returns {
+        fields.push(("output_schema", Json::Rendered(returns)));
+    }
+    Json::Object(fields)
 }
 
 /// The strict schema where there is one, else the schema as written with `strict: false`.
