@@ -81,6 +81,14 @@ impl Builder {
         self
     }
 
+    /// How `providers/gemini.json` carries schemas: Gemini's OpenAPI subset (the default,
+    /// lowered with warnings) or JSON Schema as written (`parametersJsonSchema`), which current
+    /// models accept (the CLI's `--gemini-schema`).
+    pub fn gemini_schema(mut self, form: crate::emit::providers::GeminiSchema) -> Builder {
+        self.config.gemini_schema = form;
+        self
+    }
+
     /// The path through which generated code reaches the runtime (default `::toolc_runtime`),
     /// for crates that rename or re-export it.
     pub fn runtime_path(mut self, path: impl Into<String>) -> Builder {

@@ -436,3 +436,113 @@ fn toolc_schema_json_is_up_to_date() {
         "toolc.schema.json is stale: run `cargo run -p toolc -- manifest-schema > toolc.schema.json`"
     );
 }
+
+/// `--gemini-schema json-schema`: Gemini gets every schema as written in
+/// `parametersJsonSchema` / `responseJsonSchema` (never beside `parameters`), and the subset's
+/// lowering warnings are gone; the default stays the subset; an unknown form is a usage error.
+#[test]
+fn gemini_schema_json_schema_declares_the_schemas_as_written() {
+    let commerce = "manifests/commerce.tools.yaml";
+    let subset = toolc(&["schema", commerce, "--provider", "gemini"]);
+    assert!(subset.status.success(), "{}", stderr(&subset));
+    let subset: serde_json::Value = serde_json::from_slice(&subset.stdout).unwrap();
+    assert!(subset["functionDeclarations"][0]
+        .get("parameters")
+        .is_some());
+
+    let full = toolc(&[
+        "schema",
+        commerce,
+        "--provider",
+        "gemini",
+        "--gemini-schema",
+        "json-schema",
+    ]);
+    assert!(full.status.success(), "{}", stderr(&full));
+    assert!(
+        !stderr(&full).contains("gemini-"),
+        "no lowering warnings: {}",
+        stderr(&full)
+    );
+    let full: serde_json::Value = serde_json::from_slice(&full.stdout).unwrap();
+    let session = {
+        let mut s = toolc::Session::new();
+        s.add_manifest(commerce, &std::fs::read(repo().join(commerce)).unwrap());
+        s.check().unwrap()
+    };
+    let declared = full["functionDeclarations"].as_array().unwrap();
+    assert_eq!(declared.len(), session.tools.len());
+    for (tool, declaration) in session.tools.iter().zip(declared) {
+        assert_eq!(declaration["name"], tool.def.name.as_str());
+        assert!(declaration.get("parameters").is_none(), "{declaration}");
+        assert!(declaration.get("response").is_none(), "{declaration}");
+        let no_arguments = tool.def.parameters["properties"]
+            .as_object()
+            .is_none_or(|p| p.is_empty());
+        if no_arguments {
+            // As in the subset: a tool without arguments is declared without a schema.
+            assert!(
+                declaration.get("parametersJsonSchema").is_none(),
+                "{declaration}"
+            );
+        } else {
+            let schema = &declaration["parametersJsonSchema"];
+            assert_eq!(schema, &tool.def.parameters, "as written");
+            jsonschema::draft202012::new(schema).expect("a JSON Schema");
+        }
+        match &tool.def.returns {
+            Some(returns) => assert_eq!(&declaration["responseJsonSchema"], returns),
+            None => assert!(declaration.get("responseJsonSchema").is_none()),
+        }
+    }
+    // `$ref`s stay, which the subset has to inline.
+    assert!(full.to_string().contains("\"$ref\""));
+
+    // `toolc check` and `build` take it too; `check` then has no Gemini warnings.
+    let dir = temp_dir("gemini-warnings");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lossy = dir.join("lossy.tools.yaml");
+    std::fs::write(
+        &lossy,
+        "version: 1\ntools:\n  - name: pick\n    description: Pick a size.\n    location: server\n    parameters:\n      type: object\n      properties:\n        size: { type: integer, enum: [1, 2, 3] }\n        step: { type: number, multipleOf: 0.5 }\n",
+    )
+    .unwrap();
+    let lossy = lossy.to_str().unwrap();
+    let warned = toolc(&["check", lossy]);
+    let quiet = toolc(&["check", lossy, "--gemini-schema", "json-schema"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(quiet.status.success());
+    assert!(
+        !stderr(&quiet).contains("toolc::gemini-"),
+        "{}",
+        stderr(&quiet)
+    );
+    assert!(
+        stderr(&warned).contains("toolc::gemini-"),
+        "{}",
+        stderr(&warned)
+    );
+    let out = temp_dir("gemini-json-schema");
+    let built = toolc(&[
+        "build",
+        commerce,
+        "--out",
+        out.to_str().unwrap(),
+        "--emit",
+        "providers",
+        "--gemini-schema",
+        "json-schema",
+    ]);
+    assert!(built.status.success(), "{}", stderr(&built));
+    let written = std::fs::read_to_string(out.join("providers/gemini.json")).unwrap();
+    assert!(written.contains("parametersJsonSchema"));
+    let _ = std::fs::remove_dir_all(&out);
+
+    let wrong = toolc(&["check", commerce, "--gemini-schema", "openapi"]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(
+        stderr(&wrong).contains("subset or json-schema"),
+        "{}",
+        stderr(&wrong)
+    );
+}

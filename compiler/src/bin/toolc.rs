@@ -44,6 +44,10 @@ enum Command {
         /// Manifest files, or folders searched for `*.tools.yaml`.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// How Gemini's declarations carry schemas, for its warnings: `subset` (Gemini's
+        /// OpenAPI subset, the default) or `json-schema` (`parametersJsonSchema`, as written).
+        #[arg(long, value_name = "FORM", value_parser = gemini_schema)]
+        gemini_schema: Option<providers::GeminiSchema>,
     },
     /// Check manifests and write the outputs into a folder (nothing is written if there are errors).
     Build {
@@ -62,6 +66,11 @@ enum Command {
         /// `::toolc_runtime`), for crates that rename or re-export it.
         #[arg(long, value_name = "PATH")]
         runtime_path: Option<String>,
+        /// How `providers/gemini.json` carries schemas: `subset` (Gemini's OpenAPI subset,
+        /// lowered with warnings; every model accepts it; the default) or `json-schema`
+        /// (`parametersJsonSchema` / `responseJsonSchema` as written, for current models).
+        #[arg(long, value_name = "FORM", value_parser = gemini_schema)]
+        gemini_schema: Option<providers::GeminiSchema>,
     },
     /// Print one provider's declarations to stdout.
     Schema {
@@ -70,6 +79,9 @@ enum Command {
         /// openai-realtime, openai-chat, openai-responses, anthropic, gemini or mcp.
         #[arg(long)]
         provider: String,
+        /// With `--provider gemini`: `subset` (the default) or `json-schema`.
+        #[arg(long, value_name = "FORM", value_parser = gemini_schema)]
+        gemini_schema: Option<providers::GeminiSchema>,
     },
     /// Print the JSON Schema of the manifest format (the content of `toolc.schema.json`).
     ManifestSchema,
@@ -122,9 +134,16 @@ fn main() -> ExitCode {
 
 fn run(cli: &Cli) -> Result<(), u8> {
     match &cli.command {
-        Command::Check { files } => {
+        Command::Check {
+            files,
+            gemini_schema,
+        } => {
             let (mut session, ir) = compile(cli, files)?;
-            emit::output_warnings(&ir, &mut session.diagnostics);
+            let config = emit::Config {
+                gemini_schema: gemini_schema.unwrap_or_default(),
+                ..emit::Config::default()
+            };
+            emit::output_warnings_with(&ir, &config, &mut session.diagnostics);
             print_diagnostics(cli, &session);
             let tools = count(ir.tools.len(), "tool");
             let outcome = denied(cli, &session);
@@ -141,12 +160,14 @@ fn run(cli: &Cli) -> Result<(), u8> {
             emit: kinds,
             ts_stubs,
             runtime_path,
+            gemini_schema,
         } => {
             let kinds = parse_kinds(kinds)?;
             let mut config = emit::Config::default();
             if let Some(path) = runtime_path {
                 config.runtime_path = path.clone();
             }
+            config.gemini_schema = gemini_schema.unwrap_or_default();
             let problems = config.check();
             if !problems.is_empty() {
                 let mut session = toolc::Session::new();
@@ -206,7 +227,11 @@ fn run(cli: &Cli) -> Result<(), u8> {
                 .map_err(|_| USAGE_OR_IO)?;
             Ok(())
         }
-        Command::Schema { files, provider } => {
+        Command::Schema {
+            files,
+            provider,
+            gemini_schema,
+        } => {
             let Some(provider) = Provider::parse(provider) else {
                 let names: Vec<&str> = Provider::ALL.iter().map(|p| p.name()).collect();
                 eprintln!(
@@ -216,7 +241,8 @@ fn run(cli: &Cli) -> Result<(), u8> {
                 return Err(USAGE_OR_IO);
             };
             let (mut session, ir) = compile(cli, files)?;
-            let text = providers::file_text(&ir, provider, &mut session.diagnostics);
+            let gemini = gemini_schema.unwrap_or_default();
+            let text = providers::file_text_with(&ir, provider, gemini, &mut session.diagnostics);
             print_diagnostics(cli, &session);
             std::io::stdout()
                 .write_all(text.as_bytes())
@@ -224,6 +250,16 @@ fn run(cli: &Cli) -> Result<(), u8> {
             Ok(())
         }
     }
+}
+
+/// `--gemini-schema`'s value.
+fn gemini_schema(name: &str) -> Result<providers::GeminiSchema, String> {
+    providers::GeminiSchema::parse(name).ok_or_else(|| {
+        format!(
+            "`{name}` is not a Gemini schema form; use {}",
+            providers::GeminiSchema::NAMES.join(" or ")
+        )
+    })
 }
 
 /// Exit status of `toolc diff` when a change breaks the audiences looked at.

@@ -62,12 +62,16 @@ pub struct Config {
     /// The path through which generated Rust reaches the runtime: `::toolc_runtime` (the
     /// default), or where a crate re-exports it (`crate::rt`, `::my_sdk::toolc_runtime`).
     pub runtime_path: String,
+    /// How Gemini's declarations carry schemas (`--gemini-schema`): its OpenAPI subset (the
+    /// default) or JSON Schema as written.
+    pub gemini_schema: providers::GeminiSchema,
 }
 
 impl Default for Config {
     fn default() -> Config {
         Config {
             runtime_path: "::toolc_runtime".into(),
+            gemini_schema: providers::GeminiSchema::default(),
         }
     }
 }
@@ -223,6 +227,11 @@ pub fn emit_into(
 /// keyword a provider drops), without writing anything: what `toolc check` adds to the loader's
 /// diagnostics. Only the provider emitters warn.
 pub fn output_warnings(ir: &Ir, diags: &mut Diagnostics) {
+    output_warnings_with(ir, &Config::default(), diags)
+}
+
+/// [`output_warnings`] for outputs written with `config`.
+pub fn output_warnings_with(ir: &Ir, config: &Config, diags: &mut Diagnostics) {
     // The Rust plan is one serial pass over every tool: it runs beside the providers' (which
     // take the other cores), and its warnings come after theirs, as in `toolc build`.
     let rust_warnings = std::thread::scope(|scope| {
@@ -231,7 +240,7 @@ pub fn output_warnings(ir: &Ir, diags: &mut Diagnostics) {
             rust::untyped_warnings(ir, &mut rust_diags);
             rust_diags
         });
-        providers::warnings(ir, diags);
+        providers::warnings_with(ir, config.gemini_schema, diags);
         rust.join()
     });
     match rust_warnings {
@@ -245,7 +254,7 @@ fn emit_one(ir: &Ir, kind: Kind, config: &Config) -> (Outputs, Diagnostics) {
     let mut diags = Diagnostics::default();
     match kind {
         Kind::Schemas => schemas::emit(ir, &mut outputs),
-        Kind::Providers => providers::emit(ir, &mut diags, &mut outputs),
+        Kind::Providers => providers::emit_with(ir, config.gemini_schema, &mut diags, &mut outputs),
         Kind::Rust => {
             let options = config.rust_options("ToolServer", None);
             let code = rust::generate_with_warnings(ir, &options, &mut diags);

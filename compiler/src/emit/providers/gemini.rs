@@ -74,6 +74,36 @@ pub(super) fn write(out: &mut Vec<u8>, depth: usize, tool: &IrTool, diags: &mut 
     );
 }
 
+/// Writes the declaration with the schemas as written, in `parametersJsonSchema` and
+/// `responseJsonSchema` (the fields current models take instead of `parameters`/`response`). A
+/// tool without arguments is declared without `parametersJsonSchema`, as in the subset.
+pub(super) fn write_json_schema(out: &mut Vec<u8>, depth: usize, tool: &IrTool) {
+    let d = &tool.def;
+    let schema = object_root(&d.parameters);
+    let mut declaration = Map::new();
+    declaration.insert("name".into(), d.name.clone().into());
+    declaration.insert(
+        "description".into(),
+        d.model_description().into_owned().into(),
+    );
+    let no_arguments = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_none_or(|p| p.is_empty())
+        && schema.get("additionalProperties") == Some(&Value::Bool(false));
+    if !no_arguments {
+        declaration.insert("parametersJsonSchema".into(), schema.into_owned());
+    }
+    if let Some(returns) = &d.returns {
+        declaration.insert("responseJsonSchema".into(), returns.clone());
+    }
+    text::write(
+        out,
+        &text::Json::Rendered(&text::render(&Value::Object(declaration))),
+        depth,
+    );
+}
+
 /// The warnings of the declaration [`write`] writes.
 pub(super) fn warnings(tool: &IrTool, diags: &mut Diagnostics) {
     declaration(tool, diags);

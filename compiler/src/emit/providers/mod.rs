@@ -37,7 +37,47 @@ pub use toolc_core::provider::Provider;
 /// What several files share (each tool's schema as written and its strict form) is rendered
 /// once, on all cores; then the six files are assembled on all cores. Files and warnings are
 /// merged in provider order, as if made one by one.
+/// How Gemini's `functionDeclarations` carry a tool's schemas.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum GeminiSchema {
+    /// `parameters` and `response` in Gemini's OpenAPI 3.0 subset, lowered with warnings for
+    /// what it cannot say: what every Gemini model accepts (the default).
+    #[default]
+    Subset,
+    /// `parametersJsonSchema` and `responseJsonSchema`: the JSON Schema as written (`$ref`, type
+    /// lists, `anyOf` beside other keywords kept), which current models accept. Mutually
+    /// exclusive with `parameters`; nothing is lowered, so nothing is warned of.
+    JsonSchema,
+}
+
+impl GeminiSchema {
+    /// The names `--gemini-schema` takes.
+    pub const NAMES: [&'static str; 2] = ["subset", "json-schema"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            GeminiSchema::Subset => "subset",
+            GeminiSchema::JsonSchema => "json-schema",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<GeminiSchema> {
+        match name {
+            "subset" => Some(GeminiSchema::Subset),
+            "json-schema" => Some(GeminiSchema::JsonSchema),
+            _ => None,
+        }
+    }
+}
+
+/// Every provider file into `outputs`, with Gemini's schemas in its subset (see
+/// [`emit_with`]).
 pub fn emit(ir: &Ir, diags: &mut Diagnostics, outputs: &mut Outputs) {
+    emit_with(ir, GeminiSchema::default(), diags, outputs)
+}
+
+/// Every provider file into `outputs`, Gemini's schemas as `gemini` says.
+pub fn emit_with(ir: &Ir, gemini: GeminiSchema, diags: &mut Diagnostics, outputs: &mut Outputs) {
     let threads = crate::parallel::cores();
     let shared = shared_renders(ir, threads);
     let made = crate::parallel::each_index(
@@ -47,7 +87,7 @@ pub fn emit(ir: &Ir, diags: &mut Diagnostics, outputs: &mut Outputs) {
         |_, i, _| {
             let provider = Provider::ALL[i];
             let mut provider_diags = Diagnostics::default();
-            let text = file(ir, provider, &shared, &mut provider_diags);
+            let text = file(ir, provider, &shared, gemini, &mut provider_diags);
             (provider, text, provider_diags)
         },
     );
@@ -68,6 +108,11 @@ pub fn emit(ir: &Ir, diags: &mut Diagnostics, outputs: &mut Outputs) {
 /// Tools are taken in chunks on all cores; the warnings are merged in the order [`emit`] pushes
 /// them (provider by provider, then strict mode).
 pub fn warnings(ir: &Ir, diags: &mut Diagnostics) {
+    warnings_with(ir, GeminiSchema::default(), diags)
+}
+
+/// [`warnings`] with Gemini's schemas as `gemini` says.
+pub fn warnings_with(ir: &Ir, gemini: GeminiSchema, diags: &mut Diagnostics) {
     let threads = crate::parallel::cores();
     let chunks: Vec<&[IrTool]> = ir
         .tools
@@ -86,7 +131,7 @@ pub fn warnings(ir: &Ir, diags: &mut Diagnostics) {
             let mut strict_diags = Diagnostics::default();
             for tool in chunks[i] {
                 for (provider, diags) in Provider::ALL.iter().zip(&mut per_provider) {
-                    tool_warnings(tool, *provider, diags);
+                    tool_warnings(tool, *provider, gemini, diags);
                 }
                 if let Err(issues) = strict::to_strict(&tool.def.parameters) {
                     if let Some(d) = strict_warning(tool, &issues, &strict_providers) {
@@ -115,13 +160,14 @@ pub fn warnings(ir: &Ir, diags: &mut Diagnostics) {
 }
 
 /// The warnings one tool's declaration in `provider`'s file has (see [`file`]).
-fn tool_warnings(tool: &IrTool, provider: Provider, diags: &mut Diagnostics) {
+fn tool_warnings(tool: &IrTool, provider: Provider, gemini: GeminiSchema, diags: &mut Diagnostics) {
     if !declares(tool, provider, diags) {
         return;
     }
     match provider {
         Provider::OpenaiRealtime | Provider::OpenaiChat | Provider::OpenaiResponses => {}
         Provider::Anthropic => anthropic::warnings(tool, diags),
+        Provider::Gemini if gemini == GeminiSchema::JsonSchema => {}
         Provider::Gemini => gemini::warnings(tool, diags),
         Provider::Mcp => mcp::warnings(tool, diags),
     }
@@ -130,8 +176,18 @@ fn tool_warnings(tool: &IrTool, provider: Provider, diags: &mut Diagnostics) {
 /// One provider's file, as `toolc build` writes it, with that provider's warnings pushed to
 /// `diags`.
 pub fn file_text(ir: &Ir, provider: Provider, diags: &mut Diagnostics) -> String {
+    file_text_with(ir, provider, GeminiSchema::default(), diags)
+}
+
+/// [`file_text`] with Gemini's schemas as `gemini` says.
+pub fn file_text_with(
+    ir: &Ir,
+    provider: Provider,
+    gemini: GeminiSchema,
+    diags: &mut Diagnostics,
+) -> String {
     let shared = shared_renders(ir, 1);
-    let text = file(ir, provider, &shared, diags);
+    let text = file(ir, provider, &shared, gemini, diags);
     if provider.has_strict_mode() {
         warn_strict(ir, &shared, &[provider], diags);
     }
@@ -190,7 +246,13 @@ fn shared_renders(ir: &Ir, threads: usize) -> Vec<Shared> {
 }
 
 /// One provider's whole file.
-fn file(ir: &Ir, provider: Provider, shared: &[Shared], diags: &mut Diagnostics) -> String {
+fn file(
+    ir: &Ir,
+    provider: Provider,
+    shared: &[Shared],
+    gemini: GeminiSchema,
+    diags: &mut Diagnostics,
+) -> String {
     // Each declaration repeats its schema, so the file is a little longer than the schemas.
     let estimate: usize = shared.iter().map(|s| s.as_written.len() + 256).sum();
     let mut out = Vec::with_capacity(estimate * 5 / 4);
@@ -220,6 +282,9 @@ fn file(ir: &Ir, provider: Provider, shared: &[Shared], diags: &mut Diagnostics)
                 text::write(&mut out, &openai::responses(tool, shared), depth)
             }
             Provider::Anthropic => anthropic::write(&mut out, depth, tool, shared, diags),
+            Provider::Gemini if gemini == GeminiSchema::JsonSchema => {
+                gemini::write_json_schema(&mut out, depth, tool)
+            }
             Provider::Gemini => gemini::write(&mut out, depth, tool, diags),
             Provider::Mcp => mcp::write(&mut out, depth, tool, shared, diags),
         }
