@@ -197,3 +197,238 @@ async fn a_tool_that_needs_approval_does_not_run_over_mcp() {
     assert_eq!(text["error"]["code"], "approval_unavailable", "{text}");
     assert!(!ran.load(Ordering::SeqCst));
 }
+
+/// `tools/list` in the registry's order every time, with the cache hints of MCP 2026-07-28:
+/// `ttlMs` (5 minutes unless the application says otherwise) and `cacheScope`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_list_keeps_its_order_and_carries_cache_hints() {
+    use toolc_runtime::mcp::ListCache;
+    let manifest = "version: 1\ntools:\n  - name: zeta\n    description: Last by name, first here.\n    location: server\n  - name: alpha\n    description: First by name.\n    location: server\n  - name: mid\n    description: In between.\n    location: server\n";
+    let registry = Arc::new(
+        Registry::builder()
+            .definitions(definitions_from_str("o.tools.yaml", manifest).unwrap())
+            .executor(
+                "zeta",
+                toolc_runtime::executor_fn(|_| async { Ok(json!({})) }),
+            )
+            .executor(
+                "alpha",
+                toolc_runtime::executor_fn(|_| async { Ok(json!({})) }),
+            )
+            .executor(
+                "mid",
+                toolc_runtime::executor_fn(|_| async { Ok(json!({})) }),
+            )
+            .build()
+            .unwrap(),
+    );
+    let list = |server: McpServer| async move {
+        let (client, end) = tokio::io::duplex(64 * 1024);
+        tokio::spawn(server.serve_io(tokio::io::split(end)));
+        let (read, mut write) = tokio::io::split(client);
+        let mut lines = BufReader::new(read).lines();
+        let mut answers = Vec::new();
+        for message in [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}),
+        ] {
+            let mut line = message.to_string();
+            line.push('\n');
+            write.write_all(line.as_bytes()).await.unwrap();
+            if message.get("id").is_some() {
+                let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+                    .await
+                    .unwrap()
+                    .unwrap()
+                    .unwrap();
+                answers.push(serde_json::from_str::<Value>(&line).unwrap());
+            }
+        }
+        answers
+    };
+    let answers = list(McpServer::new(registry.clone())).await;
+    let names = |v: &Value| -> Vec<String> {
+        v["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        names(&answers[1]),
+        ["zeta", "alpha", "mid"],
+        "the registry's order"
+    );
+    assert_eq!(
+        names(&answers[1]),
+        names(&answers[2]),
+        "the same order every time"
+    );
+    assert_eq!(answers[1]["result"]["ttlMs"], 300_000);
+    assert_eq!(answers[1]["result"]["cacheScope"], "public");
+
+    let private = McpServer::new(registry).with_list_cache(ListCache {
+        ttl: Duration::ZERO,
+        shared: false,
+    });
+    let answers = list(private).await;
+    assert_eq!(answers[1]["result"]["ttlMs"], 0);
+    assert_eq!(answers[1]["result"]["cacheScope"], "private");
+}
+
+/// A `mode: async` tool is an MCP task for a client that declares the tasks extension: the
+/// call answers with the task at once, `tasks/get` follows it to its result, `tasks/cancel`
+/// fires the executor's cancellation signal. A client without the extension gets the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_tools_are_tasks_for_clients_that_take_tasks() {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let saw_cancel = Arc::new(AtomicBool::new(false));
+    let (gate, flag) = (release.clone(), saw_cancel.clone());
+    let manifest = "version: 1\ntools:\n  - name: build_report\n    description: Builds a long report.\n    location: server\n    mode: async\n    timeout: 30s\n    parameters:\n      type: object\n      properties: { topic: { type: string } }\n";
+    let registry = Arc::new(
+        Registry::builder()
+            .definitions(definitions_from_str("t.tools.yaml", manifest).unwrap())
+            .executor(
+                "build_report",
+                executor_fn_with_context(move |ctx: CallContext, args: Value| {
+                    let (gate, flag) = (gate.clone(), flag.clone());
+                    async move {
+                        tokio::select! {
+                            () = gate.notified() => Ok(json!({"report": args["topic"]})),
+                            () = ctx.cancelled() => {
+                                flag.store(true, Ordering::SeqCst);
+                                Err(ToolError::new("stopped").with_code("cancelled"))
+                            }
+                        }
+                    }
+                }),
+            )
+            .build()
+            .unwrap(),
+    );
+    let (client, server) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(McpServer::new(registry.clone()).serve_io(tokio::io::split(server)));
+    let (read, mut write) = tokio::io::split(client);
+    let mut lines = BufReader::new(read).lines();
+    let mut ask = async |message: Value| -> Value {
+        let id = message["id"].clone();
+        let mut line = message.to_string();
+        line.push('\n');
+        write.write_all(line.as_bytes()).await.unwrap();
+        if id.is_null() {
+            return Value::Null;
+        }
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    let init = ask(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "clientInfo": {"name": "t", "version": "1"}}}),
+    )
+    .await;
+    assert!(
+        init["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+        "the server offers tasks: {init}"
+    );
+    ask(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+
+    let created = ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "build_report", "arguments": {"topic": "Q3"}}}))
+    .await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    assert_eq!(created["result"]["status"], "working");
+    let task = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let get = |id: u64, task: &str| json!({"jsonrpc": "2.0", "id": id, "method": "tasks/get", "params": {"taskId": task}});
+    let working = ask(get(3, &task)).await;
+    assert_eq!(working["result"]["status"], "working", "{working}");
+    release.notify_one();
+    let mut done = Value::Null;
+    for i in 0..50 {
+        done = ask(get(10 + i, &task)).await;
+        if done["result"]["status"] != "working" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    let text = done["result"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        json!({"report": "Q3"})
+    );
+
+    // Cancelled cooperatively: the executor's signal fires, and the task says so.
+    let created = ask(json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call",
+        "params": {"name": "build_report", "arguments": {"topic": "Q4"}}}))
+    .await;
+    let second = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let ack = ask(
+        json!({"jsonrpc": "2.0", "id": 101, "method": "tasks/cancel",
+        "params": {"taskId": second}}),
+    )
+    .await;
+    assert!(ack.get("error").is_none(), "{ack}");
+    let cancelled = ask(get(102, &second)).await;
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    for _ in 0..50 {
+        if saw_cancel.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(saw_cancel.load(Ordering::SeqCst), "the executor was told");
+    let unknown = ask(get(103, "task-999")).await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+
+    // A client without the extension waits for the result itself.
+    let (client, server) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(McpServer::new(registry).serve_io(tokio::io::split(server)));
+    let (read, mut write) = tokio::io::split(client);
+    let mut lines = BufReader::new(read).lines();
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "build_report", "arguments": {"topic": "Q1"}}}),
+    ] {
+        let mut line = message.to_string();
+        line.push('\n');
+        write.write_all(line.as_bytes()).await.unwrap();
+    }
+    release.notify_one();
+    loop {
+        let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["id"] == 2 {
+            assert!(v["result"].get("taskId").is_none(), "{v}");
+            let text = v["result"]["content"][0]["text"].as_str().unwrap();
+            assert_eq!(
+                serde_json::from_str::<Value>(text).unwrap(),
+                json!({"report": "Q1"})
+            );
+            break;
+        }
+    }
+}

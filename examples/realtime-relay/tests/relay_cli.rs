@@ -119,8 +119,17 @@ async fn a_missing_key_variable_is_an_error() {
 
 /// Starts the example with `args`; returns the child and the `ws://` URL it printed.
 async fn start_relay(args: &[&str]) -> (tokio::process::Child, String) {
+    start_relay_with_env(args, &[]).await
+}
+
+/// [`start_relay`] with these environment variables set.
+async fn start_relay_with_env(
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (tokio::process::Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_realtime-relay"))
         .args(args)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -330,27 +339,26 @@ async fn otlp_endpoint_exports_genai_spans_without_the_arguments() {
     )
     .await
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_realtime-relay"))
-        .args(["--listen", "127.0.0.1:0", "--upstream", &model.url()])
-        .args(["--otlp-endpoint", &endpoint])
-        // Batches go out at once rather than every 5 s.
-        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
-        .env_remove("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the example binary starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(LIMIT, lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .expect("a first line");
-    let url = first
-        .strip_prefix("listening on ")
-        .expect(&first)
-        .to_owned();
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let upstream = model.url();
+    let (mut child, url) = start_relay_with_env(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            &upstream,
+            "--otlp-endpoint",
+            &endpoint,
+        ],
+        // Batches go out at once rather than every 5 s; payloads stay out.
+        &[
+            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+            (
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+                "false",
+            ),
+        ],
+    )
+    .await;
 
     let browser = TestBrowser::connect(&url).await.unwrap();
     let conn = model.connection(0, LIMIT).await.unwrap();
@@ -385,5 +393,85 @@ async fn otlp_endpoint_exports_genai_spans_without_the_arguments() {
         assert!(has(attribute), "{attribute} was not exported");
     }
     assert!(!has(SECRET), "arguments are exported only when opted in");
+    let _ = child.kill().await;
+}
+
+/// `--provider gemini-live`: the same support tools on a Live model. The relay sends `setup`
+/// with the declarations and the key in `x-goog-api-key`, runs the server call itself, asks the
+/// page for the client call, and answers the batch with one `toolResponse`; the page never
+/// sees the server call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_relays_a_support_conversation_to_gemini_live() {
+    let model = FakeModel::start(
+        Script::new()
+            .wait_for("setup", 1)
+            .send(script::live::setup_complete())
+            .send(script::live::tool_call(&[
+                (
+                    "live_search",
+                    "search_help_articles",
+                    json!({"query": "refund"}),
+                ),
+                (
+                    "live_hl",
+                    "highlight_element",
+                    json!({"selector": "#refund-button"}),
+                ),
+            ]))
+            .wait_for("toolResponse", 1),
+    )
+    .await
+    .unwrap();
+    let upstream_url = model.url();
+    let (mut child, url) = start_relay_with_env(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--provider",
+            "gemini-live",
+            "--upstream",
+            &upstream_url,
+            "--api-key-env",
+            "REALTIME_RELAY_LIVE_KEY",
+            "--filler-delay-ms",
+            "0",
+        ],
+        &[("REALTIME_RELAY_LIVE_KEY", "AIza-example")],
+    )
+    .await;
+    let mut browser = TestBrowser::connect(&url).await.unwrap();
+    let (call, seen) = browser
+        .next_matching(LIMIT, |e| {
+            e["type"] == "function_call" && e["name"] == "highlight_element"
+        })
+        .await;
+    let call = call.expect("the page is asked to highlight");
+    assert_eq!(call["call_id"], "live_hl");
+    assert!(
+        browser
+            .send(&json!({"type": "function_call.result", "call_id": "live_hl", "output": "{\"found\":true}"}))
+            .await
+    );
+    let upstream = model.connection(0, LIMIT).await.unwrap();
+    assert!(upstream.wait_for("toolResponse", 1, LIMIT).await);
+    assert_eq!(upstream.google_api_key().as_deref(), Some("AIza-example"));
+    let setup = &upstream.events_of("setup")[0];
+    let declared = setup["setup"]["tools"][0]["functionDeclarations"]
+        .as_array()
+        .unwrap();
+    assert!(declared.iter().any(|d| d["name"] == "search_help_articles"));
+    let responses = upstream.events_of("toolResponse");
+    assert_eq!(responses.len(), 1, "one toolResponse for the batch");
+    let entries = responses[0]["toolResponse"]["functionResponses"]
+        .as_array()
+        .unwrap();
+    let by_id = |id: &str| entries.iter().find(|e| e["id"] == id).expect(id).clone();
+    assert_eq!(
+        by_id("live_search")["response"]["output"]["articles"][0]["id"],
+        "refunds"
+    );
+    assert_eq!(by_id("live_hl")["response"]["output"]["found"], true);
+    let page_saw = serde_json::to_string(&seen).unwrap();
+    assert!(!page_saw.contains("live_search"), "{page_saw}");
     let _ = child.kill().await;
 }

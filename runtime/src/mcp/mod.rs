@@ -11,11 +11,13 @@
 mod client;
 #[cfg(feature = "mcp")]
 mod server;
+#[cfg(feature = "mcp")]
+mod tasks;
 
 #[cfg(feature = "mcp-client")]
 pub use client::McpTools;
 #[cfg(feature = "mcp")]
-pub use server::{mcp_tool, McpServer, PrincipalFn};
+pub use server::{mcp_tool, ListCache, McpServer, PrincipalFn, DEFAULT_LIST_TTL};
 
 /// Why an MCP session did not start or stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,6 +25,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData;
 use serde_json::Value;
 
+use super::tasks::Tasks;
 use super::McpError;
 use crate::duplicates::{Repeat, Seen};
 use crate::{Location, Principal, Registry, SessionScope, ToolDefinition};
@@ -45,6 +46,35 @@ pub struct McpServer {
     /// This MCP session's calls that later ones may repeat (the tools' `on_duplicate`), and a
     /// signal for repeats waiting on a first call that is still running.
     seen: Arc<(std::sync::Mutex<Seen>, tokio::sync::Notify)>,
+    /// How long a client may keep `tools/list` (`ttlMs`), and who may share it (`cacheScope`).
+    list_cache: ListCache,
+    /// This MCP session's tasks (`mode: async` tools, for clients with the tasks extension).
+    tasks: Arc<Tasks>,
+}
+
+/// The cache hints of `tools/list` (MCP 2026-07-28: `ttlMs`, `cacheScope`). A registry's tools
+/// do not change while it is served, so a client may keep the list for a while; the default
+/// is 5 minutes, long enough to spare a host a request per turn, short enough to see a
+/// redeployed server's tools soon.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListCache {
+    /// How long the list may be treated as fresh (`ttlMs`; `0`: re-fetch every time).
+    pub ttl: std::time::Duration,
+    /// Whether any cache may keep and share the list (`public`: it holds nothing of the user)
+    /// or only the requesting user's client (`private`).
+    pub shared: bool,
+}
+
+/// [`ListCache`]'s default time to live.
+pub const DEFAULT_LIST_TTL: std::time::Duration = std::time::Duration::from_secs(300);
+
+impl Default for ListCache {
+    fn default() -> ListCache {
+        ListCache {
+            ttl: DEFAULT_LIST_TTL,
+            shared: true,
+        }
+    }
 }
 
 impl std::fmt::Debug for McpServer {
@@ -74,7 +104,15 @@ impl McpServer {
             info: Implementation::new("toolc", env!("CARGO_PKG_VERSION")),
             principal: None,
             seen: Arc::default(),
+            list_cache: ListCache::default(),
+            tasks: Arc::default(),
         }
+    }
+
+    /// The cache hints `tools/list` answers with (see [`ListCache`]).
+    pub fn with_list_cache(mut self, list_cache: ListCache) -> McpServer {
+        self.list_cache = list_cache;
+        self
     }
 
     /// A copy for one MCP session: the same tools, and no calls seen yet (a repeat is only ever
@@ -82,6 +120,7 @@ impl McpServer {
     fn for_new_session(&self) -> McpServer {
         McpServer {
             seen: Arc::default(),
+            tasks: Arc::default(),
             ..self.clone()
         }
     }
@@ -198,10 +237,13 @@ impl McpServer {
         )
     }
 
+    /// Runs one call; `cancelled` is what cancels it (the request's own token for a plain
+    /// call, the task's for a task).
     async fn call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
+        cancelled: tokio_util::sync::CancellationToken,
     ) -> CallToolResult {
         let name = request.name.as_ref();
         // MCP's way to ask the user (elicitation) is not used yet, and the host's own
@@ -273,7 +315,7 @@ impl McpServer {
         tokio::pin!(call);
         let outcome = tokio::select! {
             outcome = &mut call => outcome,
-            () = context.ct.cancelled() => {
+            () = cancelled.cancelled() => {
                 scope.cancel();
                 call.await
             }
@@ -316,8 +358,29 @@ impl McpServer {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(self.info.clone())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(self.info.clone())
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.tasks.get(&request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id)
     }
 
     async fn list_tools(
@@ -325,7 +388,16 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+        // One page, always in the registry's order, with the cache hints.
+        let scope = if self.list_cache.shared {
+            rmcp::model::CacheScope::Public
+        } else {
+            rmcp::model::CacheScope::Private
+        };
+        let ttl_ms = u64::try_from(self.list_cache.ttl.as_millis()).unwrap_or(u64::MAX);
+        Ok(ListToolsResult::with_all_items((*self.tools).clone())
+            .with_ttl_ms(ttl_ms)
+            .with_cache_scope(scope))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -356,7 +428,28 @@ impl ServerHandler for McpServer {
                 None,
             ));
         }
-        Ok(self.call(request, context).await.into())
+        // A background (`mode: async`) tool is a task for a client that takes tasks: it gets
+        // the task at once and polls for the result; any other client waits for the result.
+        let background = self
+            .registry
+            .definition(&request.name)
+            .is_some_and(|d| d.runs_in_background() && !d.requires_approval());
+        let takes_tasks = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        if background && takes_tasks {
+            let (id, cancel, task) = self.tasks.start();
+            let server = self.clone();
+            tokio::spawn(async move {
+                let result = server.call(request, context, cancel).await;
+                server.tasks.complete(&id, &result);
+            });
+            return Ok(CallToolResponse::Task(rmcp::model::CreateTaskResult::new(
+                task,
+            )));
+        }
+        let cancelled = context.ct.clone();
+        Ok(self.call(request, context, cancelled).await.into())
     }
 }
 

@@ -80,18 +80,8 @@ pub(super) fn write(out: &mut Vec<u8>, depth: usize, tool: &IrTool, diags: &mut 
 pub(super) fn write_json_schema(out: &mut Vec<u8>, depth: usize, tool: &IrTool) {
     let d = &tool.def;
     let schema = object_root(&d.parameters);
-    let mut declaration = Map::new();
-    declaration.insert("name".into(), d.name.clone().into());
-    declaration.insert(
-        "description".into(),
-        d.model_description().into_owned().into(),
-    );
-    let no_arguments = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .is_none_or(|p| p.is_empty())
-        && schema.get("additionalProperties") == Some(&Value::Bool(false));
-    if !no_arguments {
+    let mut declaration = named(tool);
+    if !takes_no_arguments(&schema) {
         declaration.insert("parametersJsonSchema".into(), schema.into_owned());
     }
     if let Some(returns) = &d.returns {
@@ -102,6 +92,27 @@ pub(super) fn write_json_schema(out: &mut Vec<u8>, depth: usize, tool: &IrTool) 
         &text::Json::Rendered(&text::render(&Value::Object(declaration))),
         depth,
     );
+}
+
+/// A declaration's `name` and `description` (what the model reads).
+fn named(tool: &IrTool) -> Map<String, Value> {
+    let mut declaration = Map::new();
+    declaration.insert("name".into(), tool.def.name.clone().into());
+    declaration.insert(
+        "description".into(),
+        tool.def.model_description().into_owned().into(),
+    );
+    declaration
+}
+
+/// A closed object root without properties: the tool takes no arguments, and is declared
+/// without a parameter schema.
+fn takes_no_arguments(schema: &Value) -> bool {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_none_or(|p| p.is_empty())
+        && schema.get("additionalProperties") == Some(&Value::Bool(false))
 }
 
 /// The warnings of the declaration [`write`] writes.
@@ -121,12 +132,7 @@ fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
         issues: Vec::new(),
     };
     let lowered = cx.lower(schema, "");
-    let mut out = Map::new();
-    out.insert("name".into(), d.name.clone().into());
-    out.insert(
-        "description".into(),
-        d.model_description().into_owned().into(),
-    );
+    let mut out = named(tool);
     let declared = schema
         .get("properties")
         .and_then(Value::as_object)
@@ -136,7 +142,7 @@ fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
             out.insert("parameters".into(), Value::Object(params));
         }
         // No arguments: Gemini rejects an OBJECT without properties, so `parameters` is omitted.
-        _ if !declared && schema.get("additionalProperties") == Some(&Value::Bool(false)) => {}
+        _ if takes_no_arguments(schema) => {}
         _ if !declared => cx.issue(Issue {
             code: codes::GEMINI_UNSUPPORTED,
             pointer: String::new(),
