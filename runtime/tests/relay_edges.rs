@@ -449,3 +449,56 @@ async fn a_burst_from_the_model_waits_for_a_slow_browser_instead_of_dropping_it(
     }
     assert_eq!(stats.stalled_browsers.load(Ordering::Relaxed), 0);
 }
+
+/// A browser that keeps talking stays past the first idle deadline; one that falls silent is
+/// closed with a policy close ("idle") once `idle_timeout` has passed since its last frame.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_browser_is_closed_after_the_idle_timeout_and_a_talking_one_is_not() {
+    let model = FakeModel::start(Script::new().wait_for("never", 1))
+        .await
+        .unwrap();
+    let (url, stats) = relay(&model, |config| {
+        config.limits.idle_timeout = Duration::from_millis(300);
+    })
+    .await;
+    let mut ws = connect(
+        &url,
+        &[
+            ("authorization", &format!("Bearer {ALICE}")),
+            ("origin", "https://app.example"),
+        ],
+    )
+    .await
+    .unwrap();
+    // Talk every 100 ms for a second: more than three idle timeouts in all.
+    let audio = json!({"type": "input_audio_buffer.append", "audio": "AAAA"}).to_string();
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        ws.send(Message::text(audio.clone())).await.unwrap();
+    }
+    assert_eq!(
+        stats.idle_browsers.load(Ordering::Relaxed),
+        0,
+        "still talking"
+    );
+    // Then silence: closed about 300 ms after the last frame.
+    let silent_since = Instant::now();
+    let closed = loop {
+        match tokio::time::timeout(LIMIT, ws.next()).await.unwrap() {
+            Some(Ok(Message::Close(frame))) => break frame,
+            Some(Ok(_)) => continue,
+            None | Some(Err(_)) => break None,
+        }
+    };
+    let after = silent_since.elapsed();
+    assert!(
+        after >= Duration::from_millis(250),
+        "closed too early: {after:?}"
+    );
+    assert!(after < Duration::from_secs(5), "closed too late: {after:?}");
+    assert_eq!(
+        closed.map(|f| f.reason.to_string()).as_deref(),
+        Some("idle")
+    );
+    assert_eq!(stats.idle_browsers.load(Ordering::Relaxed), 1);
+}

@@ -417,8 +417,11 @@ where
     let mut last_heard = Instant::now();
     let mut ping = tokio::time::interval_at(Instant::now() + ping_every, ping_every);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // One idle timer for the session, moved only when it fires early: a browser frame just
+    // notes when it came, so no timer is registered per frame.
+    let idle_timer = tokio::time::sleep_until(last_heard + idle.unwrap_or(far));
+    tokio::pin!(idle_timer);
     let ended = loop {
-        let idle_at = last_heard + idle.unwrap_or(far);
         tokio::select! {
             msg = from_model.next(), if to_browser.has_room() => {
                 let (side, source) = (Side::Model, &mut from_model);
@@ -454,7 +457,13 @@ where
                     break Ended::Browser;
                 }
             }
-            _ = tokio::time::sleep_until(idle_at), if idle.is_some() => {
+            () = &mut idle_timer, if idle.is_some() => {
+                let idle_at = last_heard + idle.unwrap_or(far);
+                if idle_at > Instant::now() {
+                    // The browser spoke since the timer was set: wait for the new deadline.
+                    idle_timer.as_mut().reset(idle_at);
+                    continue;
+                }
                 options.count(|s| &s.idle_browsers);
                 tracing::info!("browser idle: disconnected");
                 let _ = to_browser.send(Message::Close(Some(CloseFrame {
