@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::{CallToolRequestParams, ContentBlock, Tool};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, ContentBlock, Tool};
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
 use serde_json::Value;
 
@@ -55,6 +55,17 @@ struct Listener {
 }
 
 impl rmcp::handler::client::ClientHandler for Listener {
+    /// This client, by name, and what it takes: tasks (a server may run a long call as one and
+    /// be polled for its result).
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_tasks()
+                .build(),
+            rmcp::model::Implementation::new("toolc", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         if let Ok(tools) = context.peer.list_all_tools().await {
             observe(&self.state, &tools);
@@ -204,9 +215,19 @@ async fn call(peer: &Peer<RoleClient>, name: &str, arguments: Value) -> Result<V
         _ => serde_json::Map::new(),
     };
     let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-    let result = peer.call_tool(params).await.map_err(|e| {
+    let failed = |e: rmcp::service::ServiceError| {
         ToolError::new(format!("the MCP server failed the call: {e}")).with_code("mcp_error")
-    })?;
+    };
+    let result = match peer.call_tool_once(params).await.map_err(failed)? {
+        CallToolResponse::Complete(result) => result,
+        CallToolResponse::Task(created) => task_result(peer, created.task).await?,
+        _ => {
+            return Err(ToolError::new(
+                "the MCP server asked for input in the middle of the call, which this client cannot give",
+            )
+            .with_code("mcp_input_required"))
+        }
+    };
     let text: String = result
         .content
         .iter()
@@ -223,6 +244,62 @@ async fn call(peer: &Peer<RoleClient>, name: &str, arguments: Value) -> Result<V
         Some(value) => value,
         None => serde_json::from_str(&text).unwrap_or(Value::String(text)),
     })
+}
+
+/// Longest pause between two `tasks/get` polls, whatever the server suggests.
+const MAX_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Follows a task the server made of a call (`tasks/get`, at the interval it suggests) to its
+/// result. The call's deadline (the tool's timeout) bounds the polling, as it bounds any call.
+async fn task_result(
+    peer: &Peer<RoleClient>,
+    task: rmcp::model::Task,
+) -> Result<rmcp::model::CallToolResult, ToolError> {
+    use rmcp::model::{GetTaskParams, TaskPayload};
+    let interval = |ms: Option<u64>| {
+        std::time::Duration::from_millis(ms.unwrap_or(500).max(10)).min(MAX_POLL_INTERVAL)
+    };
+    let mut wait = interval(task.poll_interval_ms);
+    loop {
+        tokio::time::sleep(wait).await;
+        let state = peer
+            .get_task(GetTaskParams::new(task.task_id.clone()))
+            .await
+            .map_err(|e| {
+                ToolError::new(format!("the MCP server lost the task: {e}")).with_code("mcp_error")
+            })?;
+        wait = interval(state.task.task.poll_interval_ms);
+        match state.task.payload {
+            TaskPayload::Completed { result } => {
+                return serde_json::from_value(Value::Object(result)).map_err(|e| {
+                    ToolError::new(format!(
+                        "the MCP server's task result is not a tool result: {e}"
+                    ))
+                    .with_code("mcp_error")
+                });
+            }
+            TaskPayload::Failed { error } => {
+                let message = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("the task failed")
+                    .to_owned();
+                return Err(ToolError::new(message).with_code("mcp_error"));
+            }
+            TaskPayload::Cancelled => {
+                return Err(
+                    ToolError::new("the MCP server cancelled the task").with_code("cancelled")
+                )
+            }
+            TaskPayload::InputRequired { .. } => {
+                return Err(ToolError::new(
+                    "the MCP server's task needs input this client cannot give",
+                )
+                .with_code("mcp_input_required"))
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Takes in a `tools/list`: a new generation when the usable tools differ.
