@@ -5,15 +5,16 @@
 //! result, `refuse` does not run again and says so, `run` (and tools without the hint) run.
 #![cfg(feature = "mcp")]
 
+mod mcp_common;
 mod session_common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_common::Pipe;
 use serde_json::{json, Value};
 use session_common::Wire;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use toolc_runtime::chat::{ToolCall, TurnRunner};
 use toolc_runtime::mcp::McpServer;
 use toolc_runtime::realtime::{script, Provider, Session, SessionConfig};
@@ -360,49 +361,19 @@ async fn the_chat_runner_answers_repeats_across_turns_and_within_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_client_repeating_a_call_gets_the_first_result_or_a_refusal() {
     let counted = Arc::new(Runs::default());
-    let (client, server) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(McpServer::new(registry(counted.clone())).serve_io(tokio::io::split(server)));
-    let (read, mut write) = tokio::io::split(client);
-    let mut lines = BufReader::new(read).lines();
-    let send = |message: Value| {
-        let mut line = message.to_string();
-        line.push('\n');
-        line
-    };
-    let init = send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
-    );
-    write.write_all(init.as_bytes()).await.unwrap();
-    lines.next_line().await.unwrap().unwrap();
-    let initialized = send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    write.write_all(initialized.as_bytes()).await.unwrap();
-    let mut answers = std::collections::BTreeMap::new();
-    for (id, name, args) in [
-        (2, "create_ticket", json!({"subject": "s", "priority": "p"})),
-        (3, "create_ticket", json!({"priority": "p", "subject": "s"})),
-        (4, "transfer", json!({"amount": 1})),
-        (5, "transfer", json!({"amount": 1})),
-    ] {
-        let request = send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": name, "arguments": args}}));
-        write.write_all(request.as_bytes()).await.unwrap();
-        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        let answer: Value = serde_json::from_str(&line).unwrap();
-        answers.insert(id, answer["result"].clone());
-    }
+    let (mut pipe, _) = Pipe::open(McpServer::new(registry(counted.clone())), json!({})).await;
+    let first = pipe
+        .call(2, "create_ticket", json!({"subject": "s", "priority": "p"}))
+        .await;
+    let repeat = pipe
+        .call(3, "create_ticket", json!({"priority": "p", "subject": "s"}))
+        .await;
     assert_eq!(runs(&counted).0, 1, "the repeat did not run");
-    assert_eq!(answers[&2]["content"], answers[&3]["content"]);
-    assert_eq!(answers[&3]["isError"], json!(false));
+    assert_eq!(first["content"], repeat["content"]);
+    assert_eq!(repeat["isError"], json!(false));
+    pipe.call(4, "transfer", json!({"amount": 1})).await;
+    let refused = pipe.call(5, "transfer", json!({"amount": 1})).await;
     assert_eq!(runs(&counted).1, 1);
-    assert_eq!(answers[&5]["isError"], json!(true));
-    assert!(
-        answers[&5].to_string().contains("repeats call"),
-        "{}",
-        answers[&5]
-    );
+    assert_eq!(refused["isError"], json!(true));
+    assert!(refused.to_string().contains("repeats call"), "{refused}");
 }

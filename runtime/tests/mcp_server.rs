@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+mod mcp_common;
+
+use mcp_common::Pipe;
 use toolc_runtime::mcp::McpServer;
 use toolc_runtime::{
     definitions_from_str, executor_fn_with_context, CallContext, Registry, ToolError,
@@ -222,34 +225,7 @@ async fn tools_list_keeps_its_order_and_carries_cache_hints() {
             .build()
             .unwrap(),
     );
-    let list = |server: McpServer| async move {
-        let (client, end) = tokio::io::duplex(64 * 1024);
-        tokio::spawn(server.serve_io(tokio::io::split(end)));
-        let (read, mut write) = tokio::io::split(client);
-        let mut lines = BufReader::new(read).lines();
-        let mut answers = Vec::new();
-        for message in [
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}),
-            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}),
-        ] {
-            let mut line = message.to_string();
-            line.push('\n');
-            write.write_all(line.as_bytes()).await.unwrap();
-            if message.get("id").is_some() {
-                let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
-                    .await
-                    .unwrap()
-                    .unwrap()
-                    .unwrap();
-                answers.push(serde_json::from_str::<Value>(&line).unwrap());
-            }
-        }
-        answers
-    };
-    let answers = list(McpServer::new(registry.clone())).await;
+    let list = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}});
     let names = |v: &Value| -> Vec<String> {
         v["result"]["tools"]
             .as_array()
@@ -258,26 +234,25 @@ async fn tools_list_keeps_its_order_and_carries_cache_hints() {
             .map(|t| t["name"].as_str().unwrap().to_owned())
             .collect()
     };
+    let (mut pipe, _) = Pipe::open(McpServer::new(registry.clone()), json!({})).await;
+    let (first, second) = (pipe.ask(list(2)).await, pipe.ask(list(3)).await);
     assert_eq!(
-        names(&answers[1]),
+        names(&first),
         ["zeta", "alpha", "mid"],
         "the registry's order"
     );
-    assert_eq!(
-        names(&answers[1]),
-        names(&answers[2]),
-        "the same order every time"
-    );
-    assert_eq!(answers[1]["result"]["ttlMs"], 300_000);
-    assert_eq!(answers[1]["result"]["cacheScope"], "public");
+    assert_eq!(names(&first), names(&second), "the same order every time");
+    assert_eq!(first["result"]["ttlMs"], 300_000);
+    assert_eq!(first["result"]["cacheScope"], "public");
 
     let private = McpServer::new(registry).with_list_cache(ListCache {
         ttl: Duration::ZERO,
         shared: false,
     });
-    let answers = list(private).await;
-    assert_eq!(answers[1]["result"]["ttlMs"], 0);
-    assert_eq!(answers[1]["result"]["cacheScope"], "private");
+    let (mut pipe, _) = Pipe::open(private, json!({})).await;
+    let listed = pipe.ask(list(2)).await;
+    assert_eq!(listed["result"]["ttlMs"], 0);
+    assert_eq!(listed["result"]["cacheScope"], "private");
 }
 
 /// A `mode: async` tool is an MCP task for a client that declares the tasks extension: the
@@ -310,56 +285,24 @@ async fn background_tools_are_tasks_for_clients_that_take_tasks() {
             .build()
             .unwrap(),
     );
-    let (client, server) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(McpServer::new(registry.clone()).serve_io(tokio::io::split(server)));
-    let (read, mut write) = tokio::io::split(client);
-    let mut lines = BufReader::new(read).lines();
-    let mut ask = async |message: Value| -> Value {
-        let id = message["id"].clone();
-        let mut line = message.to_string();
-        line.push('\n');
-        write.write_all(line.as_bytes()).await.unwrap();
-        if id.is_null() {
-            return Value::Null;
-        }
-        loop {
-            let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
-                .await
-                .unwrap()
-                .unwrap()
-                .unwrap();
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == id {
-                return v;
-            }
-        }
-    };
-    let init = ask(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
-        "clientInfo": {"name": "t", "version": "1"}}}),
-    )
-    .await;
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let (mut pipe, init) = Pipe::open(McpServer::new(registry.clone()), tasks).await;
     assert!(
         init["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
         "the server offers tasks: {init}"
     );
-    ask(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
-
-    let created = ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": "build_report", "arguments": {"topic": "Q3"}}}))
-    .await;
-    assert_eq!(created["result"]["resultType"], "task", "{created}");
-    assert_eq!(created["result"]["status"], "working");
-    let task = created["result"]["taskId"].as_str().unwrap().to_owned();
     let get = |id: u64, task: &str| json!({"jsonrpc": "2.0", "id": id, "method": "tasks/get", "params": {"taskId": task}});
-    let working = ask(get(3, &task)).await;
+
+    let created = pipe.call(2, "build_report", json!({"topic": "Q3"})).await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert_eq!(created["status"], "working");
+    let task = created["taskId"].as_str().unwrap().to_owned();
+    let working = pipe.ask(get(3, &task)).await;
     assert_eq!(working["result"]["status"], "working", "{working}");
     release.notify_one();
     let mut done = Value::Null;
     for i in 0..50 {
-        done = ask(get(10 + i, &task)).await;
+        done = pipe.ask(get(10 + i, &task)).await;
         if done["result"]["status"] != "working" {
             break;
         }
@@ -375,17 +318,16 @@ async fn background_tools_are_tasks_for_clients_that_take_tasks() {
     );
 
     // Cancelled cooperatively: the executor's signal fires, and the task says so.
-    let created = ask(json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call",
-        "params": {"name": "build_report", "arguments": {"topic": "Q4"}}}))
-    .await;
-    let second = created["result"]["taskId"].as_str().unwrap().to_owned();
-    let ack = ask(
-        json!({"jsonrpc": "2.0", "id": 101, "method": "tasks/cancel",
-        "params": {"taskId": second}}),
-    )
-    .await;
+    let created = pipe.call(100, "build_report", json!({"topic": "Q4"})).await;
+    let second = created["taskId"].as_str().unwrap().to_owned();
+    let ack = pipe
+        .ask(
+            json!({"jsonrpc": "2.0", "id": 101, "method": "tasks/cancel",
+                     "params": {"taskId": second}}),
+        )
+        .await;
     assert!(ack.get("error").is_none(), "{ack}");
-    let cancelled = ask(get(102, &second)).await;
+    let cancelled = pipe.ask(get(102, &second)).await;
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
     for _ in 0..50 {
         if saw_cancel.load(Ordering::SeqCst) {
@@ -394,41 +336,17 @@ async fn background_tools_are_tasks_for_clients_that_take_tasks() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(saw_cancel.load(Ordering::SeqCst), "the executor was told");
-    let unknown = ask(get(103, "task-999")).await;
+    let unknown = pipe.ask(get(103, "task-999")).await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 
     // A client without the extension waits for the result itself.
-    let (client, server) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(McpServer::new(registry).serve_io(tokio::io::split(server)));
-    let (read, mut write) = tokio::io::split(client);
-    let mut lines = BufReader::new(read).lines();
-    for message in [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-               "params": {"name": "build_report", "arguments": {"topic": "Q1"}}}),
-    ] {
-        let mut line = message.to_string();
-        line.push('\n');
-        write.write_all(line.as_bytes()).await.unwrap();
-    }
+    let (mut plain, _) = Pipe::open(McpServer::new(registry), json!({})).await;
     release.notify_one();
-    loop {
-        let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        let v: Value = serde_json::from_str(&line).unwrap();
-        if v["id"] == 2 {
-            assert!(v["result"].get("taskId").is_none(), "{v}");
-            let text = v["result"]["content"][0]["text"].as_str().unwrap();
-            assert_eq!(
-                serde_json::from_str::<Value>(text).unwrap(),
-                json!({"report": "Q1"})
-            );
-            break;
-        }
-    }
+    let result = plain.call(2, "build_report", json!({"topic": "Q1"})).await;
+    assert!(result.get("taskId").is_none(), "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        json!({"report": "Q1"})
+    );
 }

@@ -7,14 +7,16 @@
 //! One test: the subscriber and the payload opt-in are process-wide.
 #![cfg(all(feature = "testing", feature = "mcp", feature = "otel"))]
 
+mod mcp_common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_common::Pipe;
 use opentelemetry::trace::{SpanId, SpanKind, Status, TracerProvider as _};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use toolc_runtime::chat::{ToolCall, TurnRunner};
 use toolc_runtime::mcp::McpServer;
 use toolc_runtime::realtime::script;
@@ -123,31 +125,9 @@ async fn realtime_calls(registry: Arc<Registry>) -> Value {
 }
 
 async fn mcp_call(registry: Arc<Registry>) {
-    let (client, server) = tokio::io::duplex(64 * 1024);
-    tokio::spawn(McpServer::new(registry).serve_io(tokio::io::split(server)));
-    let (read, mut write) = tokio::io::split(client);
-    let mut lines = BufReader::new(read).lines();
-    for message in [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-               "params": {"name": "lookup", "arguments": {"q": SECRET}}}),
-    ] {
-        let mut line = message.to_string();
-        line.push('\n');
-        write.write_all(line.as_bytes()).await.unwrap();
-        if message.get("id") == Some(&json!(1)) {
-            lines.next_line().await.unwrap().unwrap();
-        }
-    }
-    let answer = tokio::time::timeout(LIMIT, lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert!(answer.contains("\"id\":2"), "{answer}");
+    let (mut pipe, _) = Pipe::open(McpServer::new(registry), json!({})).await;
+    let result = pipe.call(2, "lookup", json!({"q": SECRET})).await;
+    assert_eq!(result["isError"], json!(false), "{result}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
