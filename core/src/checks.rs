@@ -8,6 +8,7 @@ use crate::ident::{pascal_case, snake_case};
 use crate::ir::IrTool;
 
 pub fn check_tools(tools: &[IrTool], diags: &mut Diagnostics) {
+    check_toolsets(tools, diags);
     let mut by_name: HashMap<&str, &IrTool> = HashMap::new();
     let mut by_ident: HashMap<(String, String), &IrTool> = HashMap::new();
     for tool in tools {
@@ -53,5 +54,41 @@ pub fn check_tools(tools: &[IrTool], diags: &mut Diagnostics) {
             }
             by_ident.insert(key, tool);
         }
+    }
+}
+
+/// One toolset name means one toolset: manifests compiled together may each declare it, but
+/// with the same description (a provider declares it once).
+fn check_toolsets(tools: &[IrTool], diags: &mut Diagnostics) {
+    let mut first: HashMap<&str, &IrTool> = HashMap::new();
+    for tool in tools {
+        let Some(toolset) = &tool.toolset else {
+            continue;
+        };
+        let Some(earlier) = first.get(toolset.name.as_str()) else {
+            first.insert(&toolset.name, tool);
+            continue;
+        };
+        let theirs = earlier.toolset.as_ref().map(|t| t.description.as_str());
+        if theirs == Some(toolset.description.as_str()) {
+            continue;
+        }
+        let mut d = Diagnostic::error(
+            crate::codes::TOOLSET_CONFLICT,
+            format!(
+                "toolset `{}` is described differently in the manifests of `{}` and `{}`",
+                toolset.name, earlier.def.name, tool.def.name
+            ),
+        )
+        .help("give the toolset one description in every manifest that declares it, or rename one of them");
+        if let Some(span) = tool.origin.name {
+            d = d.at(span, "this tool's toolset");
+        }
+        if let Some(span) = earlier.origin.name {
+            d = d.also(span, "the first description's tool");
+        }
+        diags.push(d);
+        // Later tools are compared with this one.
+        first.insert(&toolset.name, tool);
     }
 }

@@ -63,6 +63,10 @@ pub const SCHEDULING_WITHOUT_ASYNC: &str = "toolc::scheduling-without-async";
 /// Warning: a tool asks for a behaviour that one of the manifest's `realtime` targets cannot
 /// give (a filler or streamed arguments on Gemini Live, a result scheduling on OpenAI)
 pub const TARGET_CANNOT_HONOUR: &str = "toolc::target-cannot-honour";
+/// Error: a tool's `toolset` names a toolset its manifest does not declare under `toolsets`
+pub const UNKNOWN_TOOLSET: &str = "toolc::unknown-toolset";
+/// Error: two manifests declare one toolset name with different descriptions
+pub const TOOLSET_CONFLICT: &str = "toolc::toolset-conflict";
 /// Warning: a tool's `on_duplicate` contradicts its `annotations` (`reuse` on a destructive,
 /// non-idempotent tool; `run` on one that says calling it twice does more)
 pub const DUPLICATE_POLICY_CONTRADICTION: &str = "toolc::duplicate-policy-contradiction";

@@ -13,7 +13,21 @@ pub struct Ir {
 #[derive(Debug, Clone)]
 pub struct IrTool {
     pub def: ToolDefinition,
+    /// The toolset the tool belongs to (the manifest's `toolset`), declared as a namespace by
+    /// providers that have them (Responses).
+    pub toolset: Option<Toolset>,
+    /// The manifest's `defer_loading`: the model rarely needs the tool, so a provider with tool
+    /// search (Responses) loads it only when the model looks for it.
+    pub defer_loading: bool,
     pub origin: Origin,
+}
+
+/// A named group of tools with a description (the manifest's `toolsets`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toolset {
+    pub name: String,
+    /// What the model reads to decide whether to look in the toolset.
+    pub description: String,
 }
 
 /// Where a tool came from, so that later stages (provider lowering, the `#[tool]` binding) can
@@ -46,6 +60,8 @@ impl Ir {
                 .into_iter()
                 .map(|def| IrTool {
                     def,
+                    toolset: None,
+                    defer_loading: false,
                     origin: Origin::default(),
                 })
                 .collect(),

@@ -92,6 +92,16 @@ fn tool_field(name: &str) -> Value {
             "description": "What a second call with the same arguments within `duplicate_window` does (a model re-issuing a call after an interruption, a provider or client sending one twice). `run`: runs again. `reuse`: does not run; gets the first call's result. `refuse`: does not run; the model is told the same call already ran. Default by `annotations.idempotent`: `reuse` when false (`refuse` when also `destructive: true`), else `run`.",
             "enum": crate::definition::OnDuplicate::NAMES
         }),
+        "toolset" => json!({
+            "description": "The toolset (declared under the root's `toolsets`) the tool belongs to. Responses declares a toolset as a namespace of its tools; other providers declare the tools as before.",
+            "type": "string",
+            "pattern": crate::manifest::TOOLSET_NAME_PATTERN
+        }),
+        "defer_loading" => json!({
+            "description": "`true` for a tool the model rarely needs: Responses loads it only when the model looks for it with tool search (`defer_loading`), so a large catalog costs fewer tokens. Other providers declare it as usual.",
+            "type": "boolean",
+            "default": false
+        }),
         "duplicate_window" => json!({
             "description": format!(
                 "How long after a call a second one with the same arguments is its duplicate (default 60s). Written as {}.",
@@ -120,6 +130,17 @@ pub fn manifest_json_schema() -> Value {
                 "type": "array",
                 "items": { "enum": crate::manifest::REALTIME_TARGETS },
                 "uniqueItems": true
+            }),
+            "toolsets" => json!({
+                "description": "Named groups of tools, each with a description the model reads. A tool joins one with `toolset`.",
+                "type": "object",
+                "propertyNames": { "pattern": crate::manifest::TOOLSET_NAME_PATTERN },
+                "additionalProperties": {
+                    "type": "object",
+                    "properties": { "description": { "type": "string", "minLength": 1 } },
+                    "required": ["description"],
+                    "additionalProperties": false
+                }
             }),
             "tools" => json!({ "type": "array", "items": { "$ref": "#/$defs/Tool" } }),
             other => unreachable!("ROOT_FIELDS lists `{other}` without documentation"),

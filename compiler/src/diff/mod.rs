@@ -118,6 +118,7 @@ pub mod codes {
     pub const STREAM_ARGUMENTS_CHANGED: &str = "toolc::diff::stream-arguments-changed";
     pub const SCHEDULING_CHANGED: &str = "toolc::diff::scheduling-changed";
     pub const DUPLICATE_POLICY_CHANGED: &str = "toolc::diff::duplicate-policy-changed";
+    pub const TOOLSET_CHANGED: &str = "toolc::diff::toolset-changed";
     pub const RETURNS_ADDED: &str = "toolc::diff::returns-added";
     pub const RETURNS_REMOVED: &str = "toolc::diff::returns-removed";
     pub const DESCRIPTION_CHANGED: &str = "toolc::diff::description-changed";
@@ -221,7 +222,10 @@ fn compare_new_tool(
         let before = &old.tools[old_i];
         // Most tools of a large manifest do not change between versions, and an equal
         // definition (object keys in any order) has nothing to report.
-        if before.def == tool.def {
+        if before.def == tool.def
+            && before.toolset == tool.toolset
+            && before.defer_loading == tool.defer_loading
+        {
             return;
         }
         compare_tool(before, tool, changes);
@@ -394,6 +398,25 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
                 shown(o.policy.scheduling)
             ),
             Some("on Gemini Live, when the model hears a background result: after it finishes speaking, at once, or only when it next speaks"),
+        ));
+    }
+    let toolset = |t: &IrTool| t.toolset.as_ref().map(|s| s.name.clone());
+    if toolset(old) != toolset(new) || old.defer_loading != new.defer_loading {
+        let shown = |t: &IrTool| {
+            let place =
+                toolset(t).map_or("in no toolset".to_owned(), |s| format!("in toolset `{s}`"));
+            if t.defer_loading {
+                format!("{place}, loaded only through tool search")
+            } else {
+                place
+            }
+        };
+        found.push(change(
+            TOOLSET_CHANGED,
+            Impact::Info,
+            Impact::Unaffected,
+            format!("`{}` is now {} (was {})", n.name, shown(new), shown(old)),
+            Some("on Responses the model finds it in another namespace, or through tool search"),
         ));
     }
     let (old_dup, new_dup) = (o.duplicate_policy(), n.duplicate_policy());

@@ -16,16 +16,22 @@ use crate::source::{FileId, SourceMap, Span};
 use crate::suggest::{closest, did_you_mean};
 use crate::yaml::{self, Limits, Node, Value};
 
+mod annotations;
 mod duplicates;
 mod parts;
 mod targets;
+mod toolsets;
 
+use annotations::parse_annotations;
+pub use annotations::ANNOTATION_FIELDS;
 use parts::{load_file_in_parts, PARALLEL_PARSE_BYTES, PARALLEL_THRESHOLD};
 pub use targets::{RealtimeTargets, REALTIME_TARGETS};
+use toolsets::FileSettings;
+pub use toolsets::TOOLSET_NAME_PATTERN;
 
 pub const FORMAT_VERSION: u64 = 1;
 
-pub const ROOT_FIELDS: &[&str] = &["version", "realtime", "tools"];
+pub const ROOT_FIELDS: &[&str] = &["version", "realtime", "toolsets", "tools"];
 pub const TOOL_FIELDS: &[&str] = &[
     "name",
     "description",
@@ -44,6 +50,8 @@ pub const TOOL_FIELDS: &[&str] = &[
     "stream_arguments",
     "on_duplicate",
     "duplicate_window",
+    "toolset",
+    "defer_loading",
 ];
 const CLIENT_ONLY_FIELDS: &[&str] = &["wait_for_response", "stream_arguments"];
 const SERVER_ONLY_FIELDS: &[&str] = &["mode", "scheduling"];
@@ -131,7 +139,7 @@ fn load_file_whole(
         },
     }
 
-    let targets = targets::parse_targets(&root, diags);
+    let settings = FileSettings::parse(&root, diags);
 
     let Some((_, tools)) = root.get("tools") else {
         diags.push(
@@ -176,7 +184,7 @@ fn load_file_whole(
     if items.len() < PARALLEL_THRESHOLD || threads == 1 {
         return items
             .into_iter()
-            .filter_map(|item| load_tool(sources, &file_name, item, targets, diags))
+            .filter_map(|item| load_tool(sources, &file_name, item, &settings, diags))
             .collect();
     }
     let chunk = items.len().div_ceil(threads);
@@ -199,7 +207,7 @@ fn load_file_whole(
             let mut part_diags = Diagnostics::default();
             let tools: Vec<IrTool> = part
                 .into_iter()
-                .filter_map(|item| load_tool(sources, &file_name, item, targets, &mut part_diags))
+                .filter_map(|item| load_tool(sources, &file_name, item, &settings, &mut part_diags))
                 .collect();
             (tools, part_diags)
         },
@@ -252,7 +260,7 @@ fn load_tool(
     sources: &SourceMap,
     file_name: &str,
     item: Node,
-    targets: RealtimeTargets,
+    settings: &FileSettings,
     diags: &mut Diagnostics,
 ) -> Option<IrTool> {
     let Some(entries) = item.as_map() else {
@@ -427,7 +435,14 @@ fn load_tool(
         }
     }
 
-    targets::check_tool(&field, &policy, !filler.is_empty(), &what, targets, diags);
+    targets::check_tool(
+        &field,
+        &policy,
+        !filler.is_empty(),
+        &what,
+        settings.targets,
+        diags,
+    );
 
     let title = match field("title") {
         None => None,
@@ -444,6 +459,8 @@ fn load_tool(
         .unwrap_or_default();
     let mut policy = policy;
     duplicates::parse(&field, &mut policy, &annotations, &what, diags);
+    let (toolset, defer_loading) =
+        toolsets::tool_grouping(&field, &settings.toolsets, &what, diags);
 
     let parameters_node = field("parameters").map(|(_, v)| v);
     let parameters = match parameters_node {
@@ -473,6 +490,8 @@ fn load_tool(
             annotations,
             policy,
         },
+        toolset,
+        defer_loading,
         origin: Origin {
             file: Some(file_name.to_owned()),
             line,
@@ -669,49 +688,6 @@ fn parse_policy<'n>(
         }
     }
     policy
-}
-
-/// The hint names of `annotations`, as the manifest spells them.
-pub const ANNOTATION_FIELDS: &[&str] = &["read_only", "destructive", "idempotent", "open_world"];
-
-fn parse_annotations(v: &Node, what: &str, diags: &mut Diagnostics) -> Annotations {
-    let mut out = Annotations::default();
-    let Some(entries) = v.as_map() else {
-        diags.push(type_error(
-            "annotations",
-            "a mapping of `read_only`, `destructive`, `idempotent`, `open_world` to booleans",
-            v,
-        ));
-        return out;
-    };
-    for (key, value) in entries {
-        let name = key.as_str().unwrap_or_default();
-        let slot = match name {
-            "read_only" => &mut out.read_only,
-            "destructive" => &mut out.destructive,
-            "idempotent" => &mut out.idempotent,
-            "open_world" => &mut out.open_world,
-            _ => {
-                diags.push(
-                    Diagnostic::error(
-                        crate::codes::UNKNOWN_FIELD,
-                        format!("unknown annotation `{name}` in {what}"),
-                    )
-                    .at(key.span, "not an annotation")
-                    .help(format!(
-                        "{}the annotations are `read_only`, `destructive`, `idempotent` and `open_world`",
-                        did_you_mean(name, ANNOTATION_FIELDS.iter().copied())
-                    )),
-                );
-                continue;
-            }
-        };
-        match value.value {
-            Value::Bool(b) => *slot = Some(b),
-            _ => diags.push(type_error(name, "`true` or `false`", value)),
-        }
-    }
-    out
 }
 
 fn parse_timeout_field(v: &Node, what: &str, diags: &mut Diagnostics) -> Option<Duration> {

@@ -35,7 +35,7 @@ pub(super) fn load_file_in_parts(
     let mut root_diags = Diagnostics::default();
     let entries = root.as_map()?;
     check_fields(entries, ROOT_FIELDS, "manifest", &mut root_diags);
-    let targets = targets::parse_targets(&root, &mut root_diags);
+    let settings = FileSettings::parse(&root, &mut root_diags);
     let version_ok = matches!(root.get("version"), Some((_, v))
         if matches!(&v.value, Value::Number(n) if n.as_u64() == Some(FORMAT_VERSION)));
     let last_key = entries
@@ -87,7 +87,7 @@ pub(super) fn load_file_in_parts(
                     let tools: Vec<IrTool> = nodes
                         .into_iter()
                         .filter_map(|item| {
-                            load_tool(sources, &file_name, item, targets, &mut part_diags)
+                            load_tool(sources, &file_name, item, &settings, &mut part_diags)
                         })
                         .collect();
                     Some((tools, part_diags, count))

@@ -268,10 +268,24 @@ fn file(
         _ => 0,
     };
     let mut list = text::ArrayWriter::open(&mut out, list_depth);
-    for (tool, shared) in ir.tools.iter().zip(shared) {
+    // Responses: a toolset's tools go in one namespace, written where its first tool is.
+    let mut namespaced: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for (tool, shared_one) in ir.tools.iter().zip(shared) {
         if !declares(tool, provider, diags) {
             continue;
         }
+        if let (Provider::OpenaiResponses, Some(toolset)) = (provider, &tool.toolset) {
+            if namespaced.insert(&toolset.name) {
+                let members = ir.tools.iter().zip(shared).filter(|(t, _)| {
+                    t.toolset.as_ref().is_some_and(|s| s.name == toolset.name)
+                        && provider.accepts_name(&t.def.name)
+                });
+                let depth = list.next(&mut out);
+                text::write(&mut out, &openai::namespace(toolset, members), depth);
+            }
+            continue;
+        }
+        let shared = shared_one;
         let depth = list.next(&mut out);
         match provider {
             Provider::OpenaiRealtime => {
@@ -288,6 +302,14 @@ fn file(
             Provider::Gemini => gemini::write(&mut out, depth, tool, diags),
             Provider::Mcp => mcp::write(&mut out, depth, tool, shared, diags),
         }
+    }
+    let deferred = ir
+        .tools
+        .iter()
+        .any(|t| t.defer_loading && provider.accepts_name(&t.def.name));
+    if provider == Provider::OpenaiResponses && deferred {
+        let depth = list.next(&mut out);
+        text::write(&mut out, &openai::tool_search(), depth);
     }
     list.close(&mut out);
     match provider {

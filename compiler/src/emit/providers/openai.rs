@@ -49,7 +49,32 @@ pub(super) fn responses<'a>(tool: &'a IrTool, shared: &'a Shared) -> Json<'a> {
     if let Some(returns) = &shared.returns {
         fields.push(("output_schema", Json::Rendered(returns)));
     }
+    if tool.defer_loading {
+        fields.push(("defer_loading", Json::Bool(true)));
+    }
     Json::Object(fields)
+}
+
+/// A toolset as a Responses namespace (`NamespaceToolParam`) of its declared tools.
+pub(super) fn namespace<'a>(
+    toolset: &'a crate::ir::Toolset,
+    members: impl Iterator<Item = (&'a IrTool, &'a Shared)>,
+) -> Json<'a> {
+    let tools = members
+        .map(|(tool, shared)| responses(tool, shared))
+        .collect();
+    Json::Object(vec![
+        ("type", Json::Str("namespace")),
+        ("name", Json::Str(&toolset.name)),
+        ("description", Json::Str(&toolset.description)),
+        ("tools", Json::Array(tools)),
+    ])
+}
+
+/// Hosted tool search, which finds the tools declared with `defer_loading` when the model
+/// needs them.
+pub(super) fn tool_search<'a>() -> Json<'a> {
+    Json::Object(vec![("type", Json::Str("tool_search"))])
 }
 
 /// The strict schema where there is one, else the schema as written with `strict: false`.

@@ -18,6 +18,7 @@ pub(super) enum Json<'a> {
     /// Pretty JSON text rendered at depth 0 ([`render`]).
     Rendered(&'a str),
     Object(Vec<(&'static str, Json<'a>)>),
+    Array(Vec<Json<'a>>),
 }
 
 /// `value` as pretty JSON at depth 0, without a final newline.
@@ -41,6 +42,14 @@ pub(super) fn write(out: &mut Vec<u8>, json: &Json<'_>, depth: usize) {
                 write(out, value, depth + 1);
             }
             close(out, depth, b'}');
+        }
+        Json::Array(items) => {
+            let mut array = ArrayWriter::open(out, depth);
+            for item in items {
+                let depth = array.next(out);
+                write(out, item, depth);
+            }
+            array.close(out);
         }
     }
 }
