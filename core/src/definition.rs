@@ -182,6 +182,16 @@ impl OnDuplicate {
     /// The manifest's words for it, in order.
     pub const NAMES: &'static [&'static str] = &["run", "reuse", "refuse"];
 
+    /// The policy of a tool whose manifest does not say, by its hints (see
+    /// [`ToolDefinition::duplicate_policy`]).
+    pub fn default_for(annotations: &Annotations) -> OnDuplicate {
+        match (annotations.idempotent, annotations.destructive) {
+            (Some(false), Some(true)) => OnDuplicate::Refuse,
+            (Some(false), _) => OnDuplicate::Reuse,
+            _ => OnDuplicate::Run,
+        }
+    }
+
     /// As the manifest writes it.
     pub fn name(self) -> &'static str {
         match self {
@@ -363,14 +373,9 @@ impl ToolDefinition {
     /// is also destructive, is refused (a deliberate second transfer must not be answered with
     /// the first's receipt, nor run unasked). Without the hint, calls run as they come.
     pub fn duplicate_policy(&self) -> OnDuplicate {
-        if let Some(policy) = self.policy.on_duplicate {
-            return policy;
-        }
-        match (self.annotations.idempotent, self.annotations.destructive) {
-            (Some(false), Some(true)) => OnDuplicate::Refuse,
-            (Some(false), _) => OnDuplicate::Reuse,
-            _ => OnDuplicate::Run,
-        }
+        self.policy
+            .on_duplicate
+            .unwrap_or_else(|| OnDuplicate::default_for(&self.annotations))
     }
 
     /// How long after a call a second one with the same arguments is its duplicate.

@@ -6,6 +6,7 @@
 //! MCP session): a repeat is only ever matched against calls of the same user.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -17,6 +18,10 @@ use crate::dispatch::CallOutcome;
 /// More remembered calls than this and the oldest are forgotten first: a conversation cannot
 /// grow the table without bound by calling with ever new arguments.
 const MAX_REMEMBERED: usize = 1024;
+
+/// A first call's result longer than this is not kept for its repeats (which then run): 1,024
+/// remembered calls must not hold gigabytes of results.
+const MAX_KEPT_RESULT: usize = 256 * 1024;
 
 /// What to do with a call.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,14 +41,29 @@ struct Entry {
     call_id: String,
     at: Instant,
     window: Duration,
-    outcome: Option<CallOutcome>,
+    state: State,
 }
+
+#[derive(Debug)]
+enum State {
+    Running,
+    /// Succeeded; the result, unless it was too long to keep.
+    Succeeded(Option<CallOutcome>),
+    /// Failed or was cancelled: not a first call for anything.
+    Failed,
+}
+
+/// A call's tool and arguments: the tool's name, and a keyed hash of the canonical arguments
+/// (the arguments themselves can be large; the key is this table's own, so a hostile model
+/// cannot aim two different argument sets at one hash).
+type Key = (String, u64);
 
 /// The calls of one conversation that later calls may repeat.
 #[derive(Debug, Default)]
 pub(crate) struct Seen {
-    entries: HashMap<(String, String), Entry>,
-    key_of: HashMap<String, (String, String)>,
+    entries: HashMap<Key, Entry>,
+    key_of: HashMap<String, Key>,
+    hasher: std::collections::hash_map::RandomState,
 }
 
 impl Seen {
@@ -59,24 +79,33 @@ impl Seen {
         if policy == OnDuplicate::Run {
             return Repeat::First;
         }
-        let canonical = canonical_value(arguments);
+        let key = (
+            def.name.clone(),
+            self.hasher.hash_one(canonical_value(arguments)),
+        );
         let now = Instant::now();
-        let key = (def.name.clone(), canonical);
         if let Some(first) = self.entries.get(&key) {
             let fresh = now.duration_since(first.at) <= first.window;
-            let failed = matches!(&first.outcome, Some(o) if o.is_error());
-            if fresh && !failed && first.call_id != call_id {
-                return match (policy, &first.outcome) {
-                    (OnDuplicate::Reuse, Some(outcome)) => Repeat::Reuse(CallOutcome {
-                        call_id: call_id.to_owned(),
-                        ..outcome.clone()
-                    }),
-                    (OnDuplicate::Reuse, None) => Repeat::WaitFor(first.call_id.clone()),
-                    _ => Repeat::Refuse {
+            if fresh && first.call_id != call_id {
+                let answer = match (policy, &first.state) {
+                    (_, State::Failed) | (OnDuplicate::Reuse, State::Succeeded(None)) => None,
+                    (OnDuplicate::Reuse, State::Succeeded(Some(outcome))) => {
+                        Some(Repeat::Reuse(CallOutcome {
+                            call_id: call_id.to_owned(),
+                            ..outcome.clone()
+                        }))
+                    }
+                    (OnDuplicate::Reuse, State::Running) => {
+                        Some(Repeat::WaitFor(first.call_id.clone()))
+                    }
+                    _ => Some(Repeat::Refuse {
                         first: first.call_id.clone(),
-                        running: first.outcome.is_none(),
-                    },
+                        running: matches!(first.state, State::Running),
+                    }),
                 };
+                if let Some(answer) = answer {
+                    return answer;
+                }
             }
             self.key_of.remove(&first.call_id);
         }
@@ -90,10 +119,17 @@ impl Seen {
                 call_id: call_id.to_owned(),
                 at: now,
                 window: def.duplicate_window(),
-                outcome: None,
+                state: State::Running,
             },
         );
         Repeat::First
+    }
+
+    /// Whether `call_id` is a first call whose result later repeats may get (so its outcome is
+    /// worth handing to [`Seen::finished`]).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn remembers(&self, call_id: &str) -> bool {
+        self.key_of.contains_key(call_id)
     }
 
     /// The first call `call_id` ended: later repeats get (or, failed, no longer match) this.
@@ -103,7 +139,13 @@ impl Seen {
         };
         if let Some(entry) = self.entries.get_mut(key) {
             if entry.call_id == call_id {
-                entry.outcome = Some(outcome.clone());
+                entry.state = if outcome.is_error() {
+                    State::Failed
+                } else if outcome.output.len() > MAX_KEPT_RESULT {
+                    State::Succeeded(None)
+                } else {
+                    State::Succeeded(Some(outcome.clone()))
+                };
             }
         }
     }
@@ -180,6 +222,57 @@ mod tests {
 
     fn canonical_arguments(text: &str) -> Option<String> {
         serde_json::from_str(text).ok().map(|v| canonical_value(&v))
+    }
+
+    fn reuse_tool() -> ToolDefinition {
+        let manifest = "version: 1\ntools:\n  - name: create\n    description: Create.\n    location: server\n    annotations: { idempotent: false }\n";
+        let def = crate::definitions_from_str("d.tools.yaml", manifest)
+            .unwrap()
+            .remove(0);
+        assert_eq!(def.duplicate_policy(), OnDuplicate::Reuse);
+        def
+    }
+
+    #[test]
+    fn a_result_too_long_to_keep_lets_the_repeat_run_and_a_failed_first_is_no_first() {
+        let def = reuse_tool();
+        let args = serde_json::json!({"a": 1});
+        let mut seen = Seen::default();
+        assert_eq!(seen.check(&def, "c1", &args), Repeat::First);
+        assert!(seen.remembers("c1"));
+        let long = CallOutcome::ok("c1", "x".repeat(MAX_KEPT_RESULT + 1));
+        seen.finished("c1", &long);
+        assert_eq!(
+            seen.check(&def, "c2", &args),
+            Repeat::First,
+            "nothing kept to reuse"
+        );
+        seen.finished("c2", &CallOutcome::ok("c2", "{}".into()));
+        assert!(matches!(seen.check(&def, "c3", &args), Repeat::Reuse(o) if o.call_id == "c3"));
+        let other = serde_json::json!({"a": 2});
+        assert_eq!(seen.check(&def, "d1", &other), Repeat::First);
+        let error = crate::CallError::duplicate("create", "x", false);
+        seen.finished("d1", &CallOutcome::failed("d1", error));
+        assert_eq!(
+            seen.check(&def, "d2", &other),
+            Repeat::First,
+            "a failed first runs again"
+        );
+    }
+
+    #[test]
+    fn the_table_stays_bounded_under_ever_new_arguments() {
+        let def = reuse_tool();
+        let mut seen = Seen::default();
+        for i in 0..5 * MAX_REMEMBERED {
+            let id = format!("c{i}");
+            assert_eq!(
+                seen.check(&def, &id, &serde_json::json!({ "n": i })),
+                Repeat::First
+            );
+        }
+        assert!(seen.entries.len() <= MAX_REMEMBERED);
+        assert!(seen.key_of.len() <= MAX_REMEMBERED);
     }
 
     #[test]

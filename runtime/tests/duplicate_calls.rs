@@ -38,6 +38,14 @@ tools:
     parameters:
       type: object
       properties: { amount: { type: number } }
+  - name: issue_refund
+    description: Refund an order.
+    location: server
+    approval: required
+    annotations: { idempotent: false }
+    parameters:
+      type: object
+      properties: { order: { type: string } }
   - name: lookup
     description: Look something up.
     location: server
@@ -75,6 +83,10 @@ fn registry(runs: Arc<Runs>) -> Arc<Registry> {
                     b.transfer.fetch_add(1, Ordering::SeqCst);
                     async move { Ok(json!({ "receipt": "R-1" })) }
                 }),
+            )
+            .executor(
+                "issue_refund",
+                executor_fn(|_args: Value| async move { Ok(json!({ "refunded": true })) }),
             )
             .executor(
                 "lookup",
@@ -356,6 +368,38 @@ async fn the_chat_runner_answers_repeats_across_turns_and_within_one() {
         .run(&turn(&[("c5", "create_ticket", json!({"subject": "new"}))]))
         .await;
     assert_eq!(runs(&counted).0, 3);
+}
+
+/// A call the user declined (or that could not be asked for) never ran: asking again is a new
+/// call that waits for the user again, not a repeat held back by the first.
+#[tokio::test(start_paused = true)]
+async fn a_declined_call_asked_again_is_asked_again() {
+    let runner = TurnRunner::new(registry(Arc::new(Runs::default())));
+    let ask = |id: &str| {
+        [ToolCall::new(
+            id,
+            "issue_refund",
+            json!({"order": "A1"}).to_string(),
+        )]
+    };
+    let mut first = runner.run(&ask("r1")).await;
+    assert_eq!(first.pending.len(), 1);
+    let declined = runner
+        .resolve(vec![first.pending.remove(0).deny(Some("not now".into()))])
+        .await;
+    assert!(
+        declined[0].output.contains("approval_denied"),
+        "{}",
+        declined[0].output
+    );
+    let again = runner.run(&ask("r2")).await;
+    assert_eq!(
+        again.pending.len(),
+        1,
+        "the user is asked again: {:?}",
+        again.results
+    );
+    assert!(again.results.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -202,6 +202,10 @@ async fn calls_are_genai_execute_tool_spans_in_their_session_response_or_turn() 
     assert_eq!(s["gen_ai.provider.name"], "openai");
     assert!(s.contains_key("gen_ai.conversation.id"));
     assert_eq!(attributes(highlight)["location"], "client");
+    assert_eq!(attributes(highlight)["outcome"], "ok");
+    assert_eq!(attributes(lookup)["location"], "server");
+    assert_eq!(attributes(lookup)["outcome"], "ok");
+    assert_eq!(lookup.name, "execute_tool lookup");
     // The page was handed the trace: its own span can join it as a child of the response.
     let traceparent = page_call["traceparent"].as_str().expect("a traceparent");
     assert_eq!(

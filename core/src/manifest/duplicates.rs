@@ -92,15 +92,10 @@ fn contradictions<'n>(
             .help("use `on_duplicate: reuse` (a repeat gets the first result) or `refuse`, or remove `on_duplicate` for the default (`reuse`, or `refuse` when it is destructive)"),
         );
     }
-    let runs_anyway =
-        policy
-            .on_duplicate
-            .unwrap_or(match (annotations.idempotent, annotations.destructive) {
-                (Some(false), Some(true)) => OnDuplicate::Refuse,
-                (Some(false), _) => OnDuplicate::Reuse,
-                _ => OnDuplicate::Run,
-            })
-            == OnDuplicate::Run;
+    let runs_anyway = policy
+        .on_duplicate
+        .unwrap_or_else(|| OnDuplicate::default_for(annotations))
+        == OnDuplicate::Run;
     // An `on_duplicate` that could not be read is reported already; what it meant is unknown.
     let policy_read = field("on_duplicate").is_none() || policy.on_duplicate.is_some();
     if let (true, true, Some((key, _))) = (runs_anyway, policy_read, field("duplicate_window")) {

@@ -236,10 +236,12 @@ impl TurnRunner {
                 &pending.call.name,
                 "follow_up cannot ask the user; use TurnRunner::run and resolve",
             );
-            outcome.results.push(CallResult::new(
-                pending.call.clone(),
-                CallOutcome::failed(&pending.call.call_id, error),
-            ));
+            let refused = CallOutcome::failed(&pending.call.call_id, error);
+            // Not run: a repeat is not held back by it.
+            self.seen().finished(&pending.routed.call_id, &refused);
+            outcome
+                .results
+                .push(CallResult::new(pending.call.clone(), refused));
         }
         // Back in the order of the calls.
         let position = |id: &str| calls.iter().position(|c| c.call_id == id);
@@ -290,9 +292,9 @@ impl TurnRunner {
                         CallError::panic(&call.name, format!("the client path panicked: {panic}"));
                     CallOutcome::failed(&call.call_id, error)
                 });
-                if r.approved {
-                    self.seen().finished(&r.pending.routed.call_id, &outcome);
-                }
+                // Run or declined, it is over: a repeat gets this result, or (declined) runs
+                // and asks again.
+                self.seen().finished(&r.pending.routed.call_id, &outcome);
                 CallResult::new(call, outcome)
             })
             .collect()

@@ -320,29 +320,26 @@ impl McpServer {
                 call.await
             }
         };
-        let recorded = match &outcome {
-            Ok(value) => {
-                // The output is only read when the application opted in to recording it.
-                let text = if crate::telemetry::captures_payloads() {
-                    value.to_string()
-                } else {
-                    String::new()
-                };
-                crate::dispatch::CallOutcome::ok(&traced.call_id, text)
-            }
-            Err(error) => crate::dispatch::CallOutcome::failed(&traced.call_id, error.clone()),
-        };
-        crate::telemetry::record_outcome(&span, &recorded, started.elapsed());
-        // Later repeats get this result (a failed call is not repeated: the next one runs).
-        let seen_outcome = match &outcome {
-            Ok(value) => crate::dispatch::CallOutcome::ok(&call_id, value.to_string()),
-            Err(error) => crate::dispatch::CallOutcome::failed(&call_id, error.clone()),
-        };
-        self.seen
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .finished(&call_id, &seen_outcome);
+        // One outcome for the span and for later repeats; its text is only written when one of
+        // them reads it (payload capture, or a first call a repeat may reuse).
+        {
+            let mut seen = self.seen.0.lock().unwrap_or_else(|e| e.into_inner());
+            let recorded = match &outcome {
+                Ok(value) => {
+                    let wanted = crate::telemetry::captures_payloads() || seen.remembers(&call_id);
+                    let text = if wanted {
+                        value.to_string()
+                    } else {
+                        String::new()
+                    };
+                    crate::dispatch::CallOutcome::ok(&call_id, text)
+                }
+                Err(error) => crate::dispatch::CallOutcome::failed(&call_id, error.clone()),
+            };
+            crate::telemetry::record_outcome(&span, &recorded, started.elapsed());
+            // Later repeats get this result (a failed call is not repeated: the next one runs).
+            seen.finished(&call_id, &recorded);
+        }
         self.seen.1.notify_waiters();
         // The reports go out before the result: the finished call dropped its context, so the
         // forwarder ends once it has sent them (bounded, for an executor that kept a copy).
@@ -438,7 +435,7 @@ impl ServerHandler for McpServer {
             .client_capabilities()
             .is_some_and(|c| c.supports_tasks());
         if background && takes_tasks {
-            let (id, cancel, task) = self.tasks.start();
+            let (id, cancel, task) = self.tasks.start()?;
             let server = self.clone();
             tokio::spawn(async move {
                 let result = server.call(request, context, cancel).await;

@@ -49,13 +49,21 @@ impl Tasks {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A new working task; its id, the token that cancels it, and its seed state.
-    pub(super) fn start(&self) -> (String, CancellationToken, Task) {
-        let id = format!("task-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+    /// A new working task; its id, the token that cancels it, and its seed state. A session
+    /// with [`MAX_TASKS`] tasks still working gets no more: each runs an executor, and a client
+    /// must not be able to start them without bound.
+    pub(super) fn start(&self) -> Result<(String, CancellationToken, Task), ErrorData> {
         let now = SystemTime::now();
-        let cancel = CancellationToken::new();
         let mut entries = self.lock();
         forget_old(&mut entries, now);
+        if entries.len() >= MAX_TASKS {
+            return Err(ErrorData::invalid_request(
+                format!("this session has {MAX_TASKS} tasks still working; wait for one to end or cancel one"),
+                None,
+            ));
+        }
+        let id = format!("task-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        let cancel = CancellationToken::new();
         entries.insert(
             id.clone(),
             Entry {
@@ -66,7 +74,7 @@ impl Tasks {
             },
         );
         let task = task(&id, TaskStatus::Working, now, now);
-        (id, cancel, task)
+        Ok((id, cancel, task))
     }
 
     /// The call behind task `id` ended with `result` (unless it was cancelled first).
@@ -176,6 +184,17 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_cannot_start_tasks_without_bound() {
+        let tasks = Tasks::default();
+        for _ in 0..MAX_TASKS {
+            tasks.start().expect("room for it");
+        }
+        assert!(tasks.start().is_err(), "no more while all are working");
+        tasks.cancel("task-1").unwrap();
+        assert!(tasks.start().is_ok(), "an ended task makes room");
+    }
 
     #[test]
     fn timestamps_are_iso_8601_utc() {
