@@ -19,6 +19,9 @@ pub struct IrTool {
     /// The manifest's `defer_loading`: the model rarely needs the tool, so a provider with tool
     /// search (Responses) loads it only when the model looks for it.
     pub defer_loading: bool,
+    /// Its manifest's `mcp.list_ttl` (and where it is written): how long an MCP client may keep
+    /// the tool list.
+    pub mcp_list_ttl: Option<(std::time::Duration, Span)>,
     pub origin: Origin,
 }
 
@@ -49,6 +52,16 @@ impl Ir {
         self.tools.iter().find(|t| t.def.name == name)
     }
 
+    /// How long an MCP client may keep the tool list: the shortest `mcp.list_ttl` of the
+    /// manifests (a list is only as fresh as its most changeable part), with where it is
+    /// written; `None` when no manifest sets one.
+    pub fn mcp_list_ttl(&self) -> Option<(std::time::Duration, Span)> {
+        self.tools
+            .iter()
+            .filter_map(|t| t.mcp_list_ttl)
+            .min_by_key(|(ttl, _)| *ttl)
+    }
+
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.tools.iter().map(|t| t.def.clone()).collect()
     }
@@ -62,6 +75,7 @@ impl Ir {
                     def,
                     toolset: None,
                     defer_loading: false,
+                    mcp_list_ttl: None,
                     origin: Origin::default(),
                 })
                 .collect(),

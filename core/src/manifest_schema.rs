@@ -142,6 +142,18 @@ pub fn manifest_json_schema() -> Value {
                     "additionalProperties": false
                 }
             }),
+            "mcp" => json!({
+                "description": "How MCP serves these tools.",
+                "type": "object",
+                "properties": {
+                    "list_ttl": {
+                        "description": "How long an MCP client may keep the tool list (`tools/list`'s `ttlMs`), from `0s` (list every time) to `24h`. Across manifests the shortest wins. Unset: `McpServer` says 5 minutes.",
+                        "type": "string",
+                        "pattern": crate::manifest::TIMEOUT_PATTERN
+                    }
+                },
+                "additionalProperties": false
+            }),
             "tools" => json!({ "type": "array", "items": { "$ref": "#/$defs/Tool" } }),
             other => unreachable!("ROOT_FIELDS lists `{other}` without documentation"),
         };

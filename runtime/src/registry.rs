@@ -39,6 +39,7 @@ pub struct Registry {
     index: HashMap<String, usize>,
     /// Application state every executor reads through [`CallContext::state`].
     state: Option<Arc<StateMap>>,
+    mcp_list_ttl: Option<std::time::Duration>,
 }
 
 impl fmt::Debug for Registry {
@@ -65,6 +66,7 @@ pub struct RegistryBuilder {
     definitions: Vec<ToolDefinition>,
     executors: Vec<(String, Arc<dyn Executor>)>,
     state: StateMap,
+    mcp_list_ttl: Option<std::time::Duration>,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -101,6 +103,14 @@ impl RegistryBuilder {
         definitions: impl IntoIterator<Item = ToolDefinition>,
     ) -> RegistryBuilder {
         self.definitions.extend(definitions);
+        self
+    }
+
+    /// How long an MCP client may keep the tool list (the manifest's `mcp.list_ttl`), which
+    /// [`crate::mcp::McpServer`] answers `tools/list` with unless it is given a
+    /// [`crate::mcp::ListCache`] of its own.
+    pub fn mcp_list_ttl(mut self, ttl: std::time::Duration) -> RegistryBuilder {
+        self.mcp_list_ttl = Some(ttl);
         self
     }
 
@@ -197,6 +207,7 @@ impl RegistryBuilder {
                 entries,
                 index,
                 state: (!self.state.is_empty()).then(|| Arc::new(self.state)),
+                mcp_list_ttl: self.mcp_list_ttl,
             }),
             Some(error) => Err(error),
         }
@@ -266,6 +277,11 @@ impl Registry {
     /// Tool names in definition order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|e| e.def.name.as_str())
+    }
+
+    /// The manifest's `mcp.list_ttl`, when it set one ([`RegistryBuilder::mcp_list_ttl`]).
+    pub fn mcp_list_ttl(&self) -> Option<std::time::Duration> {
+        self.mcp_list_ttl
     }
 
     /// Every definition, in definition order (what provider declarations are built from).

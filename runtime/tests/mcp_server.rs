@@ -202,7 +202,8 @@ async fn a_tool_that_needs_approval_does_not_run_over_mcp() {
 }
 
 /// `tools/list` in the registry's order every time, with the cache hints of MCP 2026-07-28:
-/// `ttlMs` (5 minutes unless the application says otherwise) and `cacheScope`.
+/// `ttlMs` (the manifest's `mcp.list_ttl`, else 5 minutes, unless the application says
+/// otherwise) and `cacheScope`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_list_keeps_its_order_and_carries_cache_hints() {
     use toolc_runtime::mcp::ListCache;
@@ -244,6 +245,29 @@ async fn tools_list_keeps_its_order_and_carries_cache_hints() {
     assert_eq!(names(&first), names(&second), "the same order every time");
     assert_eq!(first["result"]["ttlMs"], 300_000);
     assert_eq!(first["result"]["cacheScope"], "public");
+
+    // The manifest's `mcp.list_ttl` (the generated `registry()` sets it) is the default.
+    let from_manifest = Arc::new(
+        Registry::builder()
+            .definitions(registry.definitions().cloned())
+            .mcp_list_ttl(Duration::from_secs(90))
+            .executor(
+                "zeta",
+                toolc_runtime::executor_fn(|_| async { Ok(json!({})) }),
+            )
+            .executor(
+                "alpha",
+                toolc_runtime::executor_fn(|_| async { Ok(json!({})) }),
+            )
+            .executor(
+                "mid",
+                toolc_runtime::executor_fn(|_| async { Ok(json!({})) }),
+            )
+            .build()
+            .unwrap(),
+    );
+    let (mut pipe, _) = Pipe::open(McpServer::new(from_manifest), json!({})).await;
+    assert_eq!(pipe.ask(list(2)).await["result"]["ttlMs"], 90_000);
 
     let private = McpServer::new(registry).with_list_cache(ListCache {
         ttl: Duration::ZERO,

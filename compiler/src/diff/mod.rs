@@ -70,7 +70,8 @@ pub struct Change {
     pub code: &'static str,
     pub for_model: Impact,
     pub for_code: Impact,
-    /// The tool it is about (the new name, for a rename).
+    /// The tool it is about (the new name, for a rename); empty for a change to the whole
+    /// list (`mcp.list_ttl`).
     pub tool: String,
     pub message: String,
     /// Where it was, in the old version (absent for something added).
@@ -119,6 +120,7 @@ pub mod codes {
     pub const SCHEDULING_CHANGED: &str = "toolc::diff::scheduling-changed";
     pub const DUPLICATE_POLICY_CHANGED: &str = "toolc::diff::duplicate-policy-changed";
     pub const TOOLSET_CHANGED: &str = "toolc::diff::toolset-changed";
+    pub const LIST_TTL_CHANGED: &str = "toolc::diff::list-ttl-changed";
     pub const RETURNS_ADDED: &str = "toolc::diff::returns-added";
     pub const RETURNS_REMOVED: &str = "toolc::diff::returns-removed";
     pub const DESCRIPTION_CHANGED: &str = "toolc::diff::description-changed";
@@ -206,7 +208,39 @@ pub fn diff(old: &Ir, new: &Ir) -> Vec<Change> {
             ),
         });
     }
+    changes.extend(compare_list_ttl(old, new));
     changes
+}
+
+/// The manifests' `mcp.list_ttl`: how long MCP hosts keep the tool list, so how soon they see
+/// a change.
+fn compare_list_ttl(old: &Ir, new: &Ir) -> Option<Change> {
+    let (old_ttl, new_ttl) = (old.mcp_list_ttl(), new.mcp_list_ttl());
+    if old_ttl.map(|(t, _)| t) == new_ttl.map(|(t, _)| t) {
+        return None;
+    }
+    let describe = |ttl: Option<(Duration, Span)>| match ttl {
+        Some((t, _)) => timeout_text(Some(t)),
+        None => "unset".to_owned(),
+    };
+    Some(Change {
+        code: LIST_TTL_CHANGED,
+        for_model: Impact::Unaffected,
+        for_code: Impact::Info,
+        tool: String::new(),
+        message: format!(
+            "the MCP tool list's time to live (`mcp.list_ttl`) changed from {} to {}",
+            describe(old_ttl),
+            describe(new_ttl)
+        ),
+        old: label(old_ttl.map(|(_, s)| s), "was"),
+        new: label(new_ttl.map(|(_, s)| s), "now"),
+        help: Some(
+            "MCP hosts keep `tools/list` up to this long (unset: `McpServer`'s default, 5 minutes; \
+             0 in the generated mcp.json): a longer time means a changed tool reaches them later"
+                .into(),
+        ),
+    })
 }
 
 /// The changes of one tool of the new version: compared with its old version, renamed, or added.

@@ -18,12 +18,14 @@ use crate::yaml::{self, Limits, Node, Value};
 
 mod annotations;
 mod duplicates;
+mod mcp_settings;
 mod parts;
 mod targets;
 mod toolsets;
 
 use annotations::parse_annotations;
 pub use annotations::ANNOTATION_FIELDS;
+pub use mcp_settings::{MAX_LIST_TTL, MCP_FIELDS};
 use parts::{load_file_in_parts, PARALLEL_PARSE_BYTES, PARALLEL_THRESHOLD};
 pub use targets::{RealtimeTargets, REALTIME_TARGETS};
 use toolsets::FileSettings;
@@ -31,7 +33,7 @@ pub use toolsets::TOOLSET_NAME_PATTERN;
 
 pub const FORMAT_VERSION: u64 = 1;
 
-pub const ROOT_FIELDS: &[&str] = &["version", "realtime", "toolsets", "tools"];
+pub const ROOT_FIELDS: &[&str] = &["version", "realtime", "toolsets", "mcp", "tools"];
 pub const TOOL_FIELDS: &[&str] = &[
     "name",
     "description",
@@ -492,6 +494,7 @@ fn load_tool(
         },
         toolset,
         defer_loading,
+        mcp_list_ttl: settings.mcp_list_ttl,
         origin: Origin {
             file: Some(file_name.to_owned()),
             line,

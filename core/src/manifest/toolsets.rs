@@ -8,11 +8,13 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::ir::Toolset;
 
-/// What a manifest's root says that applies to each of its tools: its realtime targets and its
-/// toolsets.
+/// What a manifest's root says that applies to each of its tools: its realtime targets, its
+/// toolsets and its MCP list settings.
 pub(super) struct FileSettings {
     pub(super) targets: RealtimeTargets,
     pub(super) toolsets: Toolsets,
+    /// `mcp.list_ttl`, and where it is written.
+    pub(super) mcp_list_ttl: Option<(std::time::Duration, crate::source::Span)>,
 }
 
 impl FileSettings {
@@ -20,6 +22,7 @@ impl FileSettings {
         FileSettings {
             targets: targets::parse_targets(root, diags),
             toolsets: parse_toolsets(root, diags),
+            mcp_list_ttl: mcp_settings::parse_mcp(root, diags),
         }
     }
 }

@@ -53,9 +53,9 @@ pub struct McpServer {
 }
 
 /// The cache hints of `tools/list` (MCP 2026-07-28: `ttlMs`, `cacheScope`). A registry's tools
-/// do not change while it is served, so a client may keep the list for a while; the default
-/// is 5 minutes, long enough to spare a host a request per turn, short enough to see a
-/// redeployed server's tools soon.
+/// do not change while it is served, so a client may keep the list for a while: the
+/// manifest's `mcp.list_ttl` ([`crate::Registry::mcp_list_ttl`]), else 5 minutes, long enough
+/// to spare a host a request per turn, short enough to see a redeployed server's tools soon.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ListCache {
     /// How long the list may be treated as fresh (`ttlMs`; `0`: re-fetch every time).
@@ -98,13 +98,17 @@ impl McpServer {
             .filter(|d| d.location == Location::Server && !d.requires_approval())
             .map(mcp_tool)
             .collect();
+        let list_cache = ListCache {
+            ttl: registry.mcp_list_ttl().unwrap_or(DEFAULT_LIST_TTL),
+            ..ListCache::default()
+        };
         McpServer {
             registry,
             tools: Arc::new(tools),
             info: Implementation::new("toolc", env!("CARGO_PKG_VERSION")),
             principal: None,
             seen: Arc::default(),
-            list_cache: ListCache::default(),
+            list_cache,
             tasks: Arc::default(),
         }
     }

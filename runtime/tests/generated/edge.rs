@@ -461,6 +461,7 @@ pub fn registry<S: EdgeServer>(
     let server = ::std::sync::Arc::new(server);
     ::toolc_runtime::Registry::builder()
         .definitions(definitions())
+        .mcp_list_ttl(::std::time::Duration::from_millis(90000u64))
         .executor(
             "edge_server",
             ::toolc_runtime::__private::typed_executor_with_context({

@@ -13,8 +13,9 @@ use crate::ir::IrTool;
 use toolc_core::schema_util::mcp_lowered_input_schema as lowered_input_schema;
 
 /// Writes the declaration at `depth`. The whole result around the declarations (`resultType`,
-/// `cacheScope: public`, `ttlMs: 0`) is written by the caller: the declarations hold no user
-/// data, and a client should cache nothing, since a redeploy may change the tools at any time.
+/// `cacheScope: public`, `ttlMs`) is written by the caller: the declarations hold no user data,
+/// and `ttlMs` is the manifests' `mcp.list_ttl`, else 0 (a redeploy may change the tools at any
+/// time).
 pub(super) fn write(
     out: &mut Vec<u8>,
     depth: usize,

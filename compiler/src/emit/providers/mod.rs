@@ -315,7 +315,12 @@ fn file(
     match provider {
         Provider::Gemini => out.extend_from_slice(b"\n}"),
         Provider::Mcp => {
-            out.extend_from_slice(b",\n  \"cacheScope\": \"public\",\n  \"ttlMs\": 0\n}")
+            // The file is a snapshot: without the manifest's `mcp.list_ttl` a client should
+            // list again rather than trust it.
+            let ttl_ms = ir.mcp_list_ttl().map_or(0, |(ttl, _)| ttl.as_millis());
+            out.extend_from_slice(b",\n  \"cacheScope\": \"public\",\n  \"ttlMs\": ");
+            out.extend_from_slice(ttl_ms.to_string().as_bytes());
+            out.extend_from_slice(b"\n}");
         }
         _ => {}
     }

@@ -361,6 +361,10 @@ impl<'a> Text<'a> {
 
     /// The server trait, `definitions()` and `registry()`.
     pub(super) fn closing(&mut self, names: &[ToolNames]) -> Option<String> {
+        // A manifest `mcp.list_ttl` is rare: prettyplease prints the registry that carries it.
+        if self.ir.mcp_list_ttl().is_some() {
+            return None;
+        }
         let server: Vec<(&IrTool, &ToolNames)> = self
             .ir
             .tools

@@ -399,6 +399,11 @@ impl<'a> Tokens<'a> {
         } else {
             quote!(let server = ::std::sync::Arc::new(server);)
         };
+        // The manifests' `mcp.list_ttl`, which `McpServer` answers `tools/list` with.
+        let list_ttl = self.ir.mcp_list_ttl().map(|(ttl, _)| {
+            let ms = proc_macro2::Literal::u64_suffixed(ttl.as_millis() as u64);
+            quote!(.mcp_list_ttl(::std::time::Duration::from_millis(#ms)))
+        });
         quote! {
             /// The runtime registry of this manifest, with `server` as the executor of every server
             /// tool. It fails only if a schema cannot be compiled, which the toolc checks rule out.
@@ -409,6 +414,7 @@ impl<'a> Tokens<'a> {
                 #setup
                 #rt::Registry::builder()
                     .definitions(definitions())
+                    #list_ttl
                     #(#executors)*
                     .build()
             }
