@@ -10,12 +10,16 @@
 #[cfg(feature = "mcp-client")]
 mod client;
 #[cfg(feature = "mcp")]
+mod logging;
+#[cfg(feature = "mcp")]
 mod server;
 #[cfg(feature = "mcp")]
 mod tasks;
 
 #[cfg(feature = "mcp-client")]
 pub use client::McpTools;
+#[cfg(feature = "mcp")]
+pub use logging::{log_layer, McpLogLayer};
 #[cfg(feature = "mcp")]
 pub use server::{mcp_tool, ListCache, McpServer, PrincipalFn, DEFAULT_LIST_TTL};
 

