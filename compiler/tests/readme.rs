@@ -164,6 +164,7 @@ const COMPILED_SOURCES: &[&str] = &[
     "tests/readme/src/relay.rs",
     "tests/readme/src/telemetry.rs",
     "tests/readme/src/mcp.rs",
+    "tests/readme/src/toolsets.rs",
     "tests/external/build.rs",
     "tests/external/src/main.rs",
     "examples/realtime-relay/examples/own_tools.rs",

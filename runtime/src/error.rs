@@ -476,6 +476,8 @@ pub enum Problem {
     DuplicateDefinition(String),
     /// A schema could not be compiled into a validator.
     InvalidSchema { tool: String, problem: String },
+    /// A toolset names a tool that is not defined, or a toolset name is used twice.
+    InvalidToolset { toolset: String, problem: String },
 }
 
 impl Problem {
@@ -488,6 +490,7 @@ impl Problem {
             | Problem::DuplicateExecutor(n)
             | Problem::DuplicateDefinition(n) => n,
             Problem::InvalidSchema { tool, .. } => tool,
+            Problem::InvalidToolset { toolset, .. } => toolset,
         }
     }
 }
@@ -517,6 +520,9 @@ impl fmt::Display for Problem {
             Problem::InvalidSchema { tool, problem } => {
                 write!(f, "tool `{tool}` has a schema that cannot be compiled: {problem}")
             }
+            Problem::InvalidToolset { toolset, problem } => {
+                write!(f, "toolset `{toolset}`: {problem}")
+            }
         }
     }
 }
@@ -544,6 +550,7 @@ impl RegistryError {
                 Problem::DuplicateExecutor(_) => 3,
                 Problem::DuplicateDefinition(_) => 4,
                 Problem::InvalidSchema { .. } => 5,
+                Problem::InvalidToolset { .. } => 6,
             }
         }
         // Stable: within a kind, definition or registration order.

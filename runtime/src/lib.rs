@@ -27,6 +27,7 @@ pub mod registry;
 pub mod relay;
 pub mod telemetry;
 pub mod tool;
+mod toolsets;
 
 use std::path::Path;
 
@@ -44,6 +45,7 @@ pub use toolc_core::definition::{
 };
 /// `#[tool]` derives a tool from a fn signature; `tools![...]` assembles a registry builder.
 pub use toolc_macros::{tool, tools};
+pub use toolsets::{ToolSelection, Toolset, UnknownToolset};
 
 /// Includes the Rust module that `toolc::Builder` wrote to `OUT_DIR` for a manifest:
 /// `mod support { toolc_runtime::include_tools!("support"); }` for `support.tools.yaml`.

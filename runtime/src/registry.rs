@@ -16,6 +16,7 @@ use crate::context::{CallContext, StateMap};
 use crate::error::{CallError, Problem, RegistryError, Violation};
 use crate::executor::{catch_panics, panic_message, Executor};
 use crate::tool::Tool;
+use crate::toolsets::{ToolSelection, Toolset, UnknownToolset};
 use crate::{Location, ToolDefinition};
 
 /// At most this many violations are reported for one value, so that a hostile argument object
@@ -40,6 +41,7 @@ pub struct Registry {
     /// Application state every executor reads through [`CallContext::state`].
     state: Option<Arc<StateMap>>,
     mcp_list_ttl: Option<std::time::Duration>,
+    toolsets: Vec<Toolset>,
 }
 
 impl fmt::Debug for Registry {
@@ -67,6 +69,7 @@ pub struct RegistryBuilder {
     executors: Vec<(String, Arc<dyn Executor>)>,
     state: StateMap,
     mcp_list_ttl: Option<std::time::Duration>,
+    toolsets: Vec<Toolset>,
 }
 
 impl fmt::Debug for RegistryBuilder {
@@ -111,6 +114,22 @@ impl RegistryBuilder {
     /// [`crate::mcp::ListCache`] of its own.
     pub fn mcp_list_ttl(mut self, ttl: std::time::Duration) -> RegistryBuilder {
         self.mcp_list_ttl = Some(ttl);
+        self
+    }
+
+    /// A toolset: its name, description and tools (the generated `registry()` adds the
+    /// manifest's). A tool in no toolset is offered by every [`ToolSelection`].
+    pub fn toolset<T: Into<String>>(
+        mut self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        tools: impl IntoIterator<Item = T>,
+    ) -> RegistryBuilder {
+        self.toolsets.push(Toolset {
+            name: name.into(),
+            description: description.into(),
+            tools: tools.into_iter().map(Into::into).collect(),
+        });
         self
     }
 
@@ -202,12 +221,31 @@ impl RegistryBuilder {
                 error.push(Problem::MissingExecutor(entry.def.name.clone()));
             }
         }
+        for (i, toolset) in self.toolsets.iter().enumerate() {
+            let invalid = |problem: String| Problem::InvalidToolset {
+                toolset: toolset.name.clone(),
+                problem,
+            };
+            if self.toolsets[..i].iter().any(|t| t.name == toolset.name) {
+                error.push(invalid("added more than once: add it once".into()));
+            }
+            for tool in &toolset.tools {
+                if !index.contains_key(tool) {
+                    error.push(invalid(format!("no tool named `{tool}` is defined")));
+                } else if self.toolsets[..i].iter().any(|t| t.tools.contains(tool)) {
+                    error.push(invalid(format!(
+                        "tool `{tool}` is already in another toolset: a tool is in one at most"
+                    )));
+                }
+            }
+        }
         match error.finish() {
             None => Ok(Registry {
                 entries,
                 index,
                 state: (!self.state.is_empty()).then(|| Arc::new(self.state)),
                 mcp_list_ttl: self.mcp_list_ttl,
+                toolsets: self.toolsets,
             }),
             Some(error) => Err(error),
         }
@@ -282,6 +320,42 @@ impl Registry {
     /// The manifest's `mcp.list_ttl`, when it set one ([`RegistryBuilder::mcp_list_ttl`]).
     pub fn mcp_list_ttl(&self) -> Option<std::time::Duration> {
         self.mcp_list_ttl
+    }
+
+    /// The toolsets, in the order they were added.
+    pub fn toolsets(&self) -> &[Toolset] {
+        &self.toolsets
+    }
+
+    /// The tools a session offers when it chooses `toolsets`: every tool in no toolset, and
+    /// the tools of each one named. An unknown name is an error, not an empty choice.
+    pub fn selection<S: AsRef<str>>(
+        &self,
+        toolsets: &[S],
+    ) -> Result<ToolSelection, UnknownToolset> {
+        let mut grouped = std::collections::HashSet::new();
+        for toolset in &self.toolsets {
+            grouped.extend(toolset.tools.iter().map(String::as_str));
+        }
+        let mut tools: std::collections::HashSet<String> = self
+            .names()
+            .filter(|n| !grouped.contains(n))
+            .map(str::to_owned)
+            .collect();
+        for name in toolsets {
+            let name = name.as_ref();
+            let Some(toolset) = self.toolsets.iter().find(|t| t.name == name) else {
+                return Err(UnknownToolset {
+                    name: name.to_owned(),
+                    known: self.toolsets.iter().map(|t| t.name.clone()).collect(),
+                });
+            };
+            tools.extend(toolset.tools.iter().cloned());
+        }
+        Ok(ToolSelection {
+            toolsets: toolsets.iter().map(|t| t.as_ref().to_owned()).collect(),
+            tools,
+        })
     }
 
     /// Every definition, in definition order (what provider declarations are built from).

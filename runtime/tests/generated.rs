@@ -294,3 +294,18 @@ async fn edge_names_recursion_and_defaults() {
     assert_eq!(r.call("no_params", "").await.unwrap(), r#""anything""#);
     assert_eq!(edge::EdgeServerArgs2::NAME, "edge_server_args");
 }
+
+/// The manifest's root settings reach the registry: its toolsets (what sessions choose to
+/// declare) and the MCP list's time to live.
+#[test]
+fn the_generated_registry_carries_toolsets_and_the_mcp_list_ttl() {
+    let r = edge::registry(Edge).unwrap();
+    assert_eq!(r.mcp_list_ttl(), Some(std::time::Duration::from_secs(90)));
+    assert_eq!(r.toolsets().len(), 1);
+    assert_eq!(r.toolsets()[0].name, "outreach");
+    assert_eq!(r.toolsets()[0].tools, ["contact"]);
+    let without: toolc_runtime::ToolSelection = r.selection::<&str>(&[]).unwrap();
+    assert!(without.offers("no_params") && !without.offers("contact"));
+    assert!(r.selection(&["outreach"]).unwrap().offers("contact"));
+    assert!(r.selection(&["nope"]).is_err());
+}

@@ -47,6 +47,8 @@ pub struct TurnRunner {
     background: Arc<Background>,
     /// The conversation's calls that later ones may repeat (the tools' `on_duplicate`).
     seen: Arc<Mutex<Seen>>,
+    /// The tools the conversation offers, when it chose toolsets.
+    selection: Option<crate::ToolSelection>,
 }
 
 /// Results of background (`mode: async`) calls that finished and were not taken yet.
@@ -176,7 +178,25 @@ impl TurnRunner {
             scope: SessionScope::new(),
             background: Arc::default(),
             seen: Arc::default(),
+            selection: None,
         }
+    }
+
+    /// Offers only the tools in no toolset and those of `toolsets` (the manifest's
+    /// `toolsets`): a call of another tool is refused as an unknown tool. Declare the same
+    /// choice to the model with [`crate::ToolSelection::declarations`] of [`TurnRunner::selection`]
+    /// over the compiled provider file. Call it again to switch toolsets between turns.
+    pub fn with_toolsets<S: AsRef<str>>(
+        mut self,
+        toolsets: &[S],
+    ) -> Result<TurnRunner, crate::UnknownToolset> {
+        self.selection = Some(self.registry.selection(toolsets)?);
+        Ok(self)
+    }
+
+    /// The tools offered, when toolsets were chosen ([`TurnRunner::with_toolsets`]).
+    pub fn selection(&self) -> Option<&crate::ToolSelection> {
+        self.selection.as_ref()
     }
 
     fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
@@ -378,7 +398,15 @@ impl TurnRunner {
         let mut runnable: Vec<(&ToolCall, ToolCall, Route, Option<Repeat>)> = Vec::new();
         for call in unique {
             let routed = self.prepare(call);
-            let route = dispatch::plan(&self.registry, &routed);
+            // A registry tool the conversation does not offer is as unknown as any.
+            let route = match self
+                .selection
+                .as_ref()
+                .and_then(|s| s.refusal(&self.registry, &routed.name))
+            {
+                Some(refused) => Route::Reject(refused),
+                None => dispatch::plan(&self.registry, &routed),
+            };
             let def = self.registry.definition(&routed.name);
             let (arguments, location) = match &route {
                 Route::Server { arguments } => (Some(arguments), Location::Server),

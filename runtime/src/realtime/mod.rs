@@ -28,7 +28,7 @@ pub use gemini_live::Scheduling;
 pub use marker_flow::{MarkerCounters, MarkerFlowConfig};
 pub use provider::Provider;
 pub use session::{
-    CounterSnapshot, Counters, Note, Observer, Output, RejectReason, Session, SessionConfig,
-    SessionEvent, SessionEvents, Verdict, DEFAULT_FILLER_DELAY,
+    CounterSnapshot, Counters, Note, Observer, Output, RejectReason, SelectToolsetsError, Session,
+    SessionConfig, SessionEvent, SessionEvents, Verdict, DEFAULT_FILLER_DELAY,
 };
 pub use tracker::{Resolved, Tracker};

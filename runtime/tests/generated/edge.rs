@@ -462,6 +462,7 @@ pub fn registry<S: EdgeServer>(
     ::toolc_runtime::Registry::builder()
         .definitions(definitions())
         .mcp_list_ttl(::std::time::Duration::from_millis(90000u64))
+        .toolset("outreach", "Reaching people: a \"quoted\" description.", ["contact"])
         .executor(
             "edge_server",
             ::toolc_runtime::__private::typed_executor_with_context({

@@ -5,4 +5,5 @@ pub mod fn_tools;
 pub mod mcp;
 pub mod relay;
 pub mod telemetry;
+pub mod toolsets;
 pub mod typed_registry;

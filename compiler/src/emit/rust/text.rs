@@ -361,8 +361,9 @@ impl<'a> Text<'a> {
 
     /// The server trait, `definitions()` and `registry()`.
     pub(super) fn closing(&mut self, names: &[ToolNames]) -> Option<String> {
-        // A manifest `mcp.list_ttl` is rare: prettyplease prints the registry that carries it.
-        if self.ir.mcp_list_ttl().is_some() {
+        // A manifest `mcp.list_ttl` or toolsets are rare: prettyplease prints the registry that
+        // carries them.
+        if self.ir.mcp_list_ttl().is_some() || self.ir.tools.iter().any(|t| t.toolset.is_some()) {
             return None;
         }
         let server: Vec<(&IrTool, &ToolNames)> = self

@@ -404,6 +404,19 @@ impl<'a> Tokens<'a> {
             let ms = proc_macro2::Literal::u64_suffixed(ttl.as_millis() as u64);
             quote!(.mcp_list_ttl(::std::time::Duration::from_millis(#ms)))
         });
+        // The toolsets, in the order their first tools come, each with its tools.
+        let mut toolsets: Vec<(&crate::ir::Toolset, Vec<&str>)> = Vec::new();
+        for tool in &self.ir.tools {
+            let Some(set) = &tool.toolset else { continue };
+            match toolsets.iter_mut().find(|(t, _)| t.name == set.name) {
+                Some((_, tools)) => tools.push(&tool.def.name),
+                None => toolsets.push((set, vec![tool.def.name.as_str()])),
+            }
+        }
+        let toolsets = toolsets.iter().map(|(set, tools)| {
+            let (name, description) = (&set.name, &set.description);
+            quote!(.toolset(#name, #description, [#(#tools),*]))
+        });
         quote! {
             /// The runtime registry of this manifest, with `server` as the executor of every server
             /// tool. It fails only if a schema cannot be compiled, which the toolc checks rule out.
@@ -415,6 +428,7 @@ impl<'a> Tokens<'a> {
                 #rt::Registry::builder()
                     .definitions(definitions())
                     #list_ttl
+                    #(#toolsets)*
                     #(#executors)*
                     .build()
             }

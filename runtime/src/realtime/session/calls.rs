@@ -287,21 +287,23 @@ impl Session {
         tokio::spawn(tracing::Instrument::instrument(task, span));
     }
 
-    /// Sends a `session.update` with the current declarations when the live tools changed
-    /// since the model was last told.
+    /// Sends a `session.update` with the current declarations when the live tools or the
+    /// chosen toolsets changed since the model was last told.
     pub(super) fn redeclare_if_changed(&mut self) {
-        let Some(live) = &self.config.live_tools else {
-            return;
-        };
         // Live declares tools once, in `setup`: new live tools wait for the next session.
         if self.config.provider == Provider::GeminiLive {
             return;
         }
-        let (generation, _) = live.declarations();
-        if self.live_generation == Some(generation) {
+        let live_changed = self
+            .config
+            .live_tools
+            .as_ref()
+            .is_some_and(|live| self.live_generation != Some(live.declarations().0));
+        if !live_changed && !self.selection_changed {
             return;
         }
-        let (declarations, generation) = declared_now(&self.config);
+        self.selection_changed = false;
+        let (declarations, generation) = declared_now(&self.own_declarations, &self.config);
         self.declarations = declarations;
         self.live_generation = generation;
         let mut session = Map::new();

@@ -85,6 +85,10 @@ pub struct SessionConfig {
     pub async_scheduling: Scheduling,
     /// Per-tool settings that win over the manifest's `scheduling`.
     pub scheduling_of: HashMap<String, Scheduling>,
+    /// The registry's tools the session offers, when it chose toolsets
+    /// ([`SessionConfig::with_toolsets`]); `None`: every tool. A call of a tool not offered is
+    /// refused as an unknown tool.
+    pub selection: Option<crate::ToolSelection>,
 }
 
 impl fmt::Debug for SessionConfig {
@@ -104,6 +108,29 @@ impl fmt::Debug for SessionConfig {
             .finish()
     }
 }
+
+/// Why [`Session::select_toolsets`] refused a choice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SelectToolsetsError {
+    /// A name is not a toolset of the registry.
+    Unknown(crate::UnknownToolset),
+    /// The provider takes the session's tools once, when it starts (Gemini Live's `setup`).
+    DeclaredOnce(Provider),
+}
+
+impl fmt::Display for SelectToolsetsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SelectToolsetsError::Unknown(e) => e.fmt(f),
+            SelectToolsetsError::DeclaredOnce(p) => write!(
+                f,
+                "{p} takes a session's tools once, when it starts: choose the toolsets with SessionConfig::with_toolsets"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SelectToolsetsError {}
 
 /// Default wait before a filler phrase.
 pub const DEFAULT_FILLER_DELAY: Duration = Duration::from_millis(1500);
@@ -145,7 +172,24 @@ impl SessionConfig {
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             async_scheduling: Scheduling::default(),
             scheduling_of: HashMap::new(),
+            selection: None,
         }
+    }
+
+    /// Declares only the tools in no toolset and those of `toolsets` (the manifest's
+    /// `toolsets`), and refuses calls of the others. [`Session::select_toolsets`] changes the
+    /// choice while the session runs.
+    pub fn with_toolsets<S: AsRef<str>>(
+        mut self,
+        registry: &Registry,
+        toolsets: &[S],
+    ) -> Result<SessionConfig, crate::UnknownToolset> {
+        let selection = registry.selection(toolsets)?;
+        self.declarations = self
+            .provider
+            .declarations(registry.definitions().filter(|d| selection.offers(&d.name)));
+        self.selection = Some(selection);
+        Ok(self)
     }
 
     /// When the model takes up the final result of a call of `tool` (Gemini Live `mode: async`
@@ -160,16 +204,16 @@ impl SessionConfig {
     }
 }
 
-/// The declarations a session starts with or changes to: the config's, with the live tools'
-/// current ones in place of theirs; and the live tools' generation.
-fn declared_now(config: &SessionConfig) -> (Vec<Value>, Option<u64>) {
+/// The declarations a session starts with or changes to: its own (the config's, or those of
+/// the toolsets it switched to), with the live tools' current ones in place of theirs; and the
+/// live tools' generation.
+fn declared_now(own: &[Value], config: &SessionConfig) -> (Vec<Value>, Option<u64>) {
     let Some(live) = &config.live_tools else {
-        return (config.declarations.clone(), None);
+        return (own.to_vec(), None);
     };
     let (generation, theirs) = live.declarations();
     let name = |d: &Value| d.get("name").and_then(Value::as_str).map(str::to_owned);
-    let mut declarations: Vec<Value> = config
-        .declarations
+    let mut declarations: Vec<Value> = own
         .iter()
         .filter(|d| !name(d).is_some_and(|n| live.is_live(&n)))
         .cloned()
@@ -293,6 +337,13 @@ pub struct Session {
     declarations: Vec<Value>,
     /// The generation of the live tools' declarations in `declarations`.
     live_generation: Option<u64>,
+    /// The registry's declarations the session offers: the config's, until
+    /// [`Session::select_toolsets`] changes them.
+    own_declarations: Vec<Value>,
+    /// The tools offered, when toolsets were chosen.
+    selection: Option<crate::ToolSelection>,
+    /// The model has not yet been told of the toolsets chosen last.
+    selection_changed: bool,
     /// The instructions the application or the browser set last, without the marker catalog:
     /// kept so that a catalog declared again (live tools changed) does not replace them.
     their_instructions: Option<String>,
@@ -364,7 +415,9 @@ impl Session {
             counters: config.counters.clone(),
         };
         let markers = config.markers.clone().map(MarkerFlow::new);
-        let (declarations, live_generation) = declared_now(&config);
+        let own_declarations = config.declarations.clone();
+        let selection = config.selection.clone();
+        let (declarations, live_generation) = declared_now(&own_declarations, &config);
         let their_instructions = config
             .session
             .get("instructions")
@@ -391,6 +444,9 @@ impl Session {
             scope: SessionScope::new(),
             declarations,
             live_generation,
+            own_declarations,
+            selection,
+            selection_changed: false,
             their_instructions,
             background_done: VecDeque::new(),
             response_requested: None,
@@ -412,6 +468,40 @@ impl Session {
 
     pub fn scope(&self) -> &SessionScope {
         &self.scope
+    }
+
+    /// Switches the toolsets the session offers: from now on it declares the tools in no
+    /// toolset and those of `toolsets`, and refuses calls of the others. The model is told
+    /// (`session.update` with the new `tools`) at once when no response is in progress, else
+    /// when it is done, before any continuation. Gemini Live declares tools once, in `setup`:
+    /// there the choice is made when the session starts ([`SessionConfig::with_toolsets`]).
+    pub fn select_toolsets<S: AsRef<str>>(
+        &mut self,
+        toolsets: &[S],
+    ) -> Result<(), SelectToolsetsError> {
+        if self.config.provider == Provider::GeminiLive {
+            return Err(SelectToolsetsError::DeclaredOnce(self.config.provider));
+        }
+        let selection = self
+            .registry
+            .selection(toolsets)
+            .map_err(SelectToolsetsError::Unknown)?;
+        self.own_declarations = self.config.provider.declarations(
+            self.registry
+                .definitions()
+                .filter(|d| selection.offers(&d.name)),
+        );
+        self.selection = Some(selection);
+        self.selection_changed = true;
+        if self.current_response.is_none() {
+            self.redeclare_if_changed();
+        }
+        Ok(())
+    }
+
+    /// The toolsets chosen last, if any ([`Session::select_toolsets`]).
+    pub fn toolsets(&self) -> Option<&[String]> {
+        self.selection.as_ref().map(|s| s.toolsets())
     }
 
     /// Uses `naming` for calls sent to this session's browser from now on.
@@ -533,7 +623,15 @@ impl Session {
         }
         Counters::bump(&self.counters_ref().calls);
         let call = ToolCall::new(call_id, name, arguments);
-        let route = dispatch::plan(&self.registry, &call);
+        // A registry tool the session does not offer is as unknown to the model as any.
+        let route = match self
+            .selection
+            .as_ref()
+            .and_then(|s| s.refusal(&self.registry, name))
+        {
+            Some(refused) => Route::Reject(refused),
+            None => dispatch::plan(&self.registry, &call),
+        };
         // A name the registry does not know may be one of the live tools now.
         let live = self.config.live_tools.is_some()
             && matches!(&route, Route::Reject(e) if e.kind() == CallErrorKind::UnknownTool);
