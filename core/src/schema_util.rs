@@ -145,6 +145,24 @@ pub fn object_root(schema: &serde_json::Value) -> std::borrow::Cow<'_, serde_jso
     }
 }
 
+/// Gemini's `parametersJsonSchema` of a tool's parameters (full JSON Schema, with `type:
+/// object` at the root), or `None` for a tool that takes no arguments (a closed object root
+/// without properties), which Gemini wants declared without one. An open object without
+/// properties keeps its schema: it says arguments may come. The compiler's
+/// `--gemini-schema json-schema` files and the runtime's Gemini Live declarations both use it.
+pub fn gemini_parameters_json_schema(
+    parameters: &serde_json::Value,
+) -> Option<std::borrow::Cow<'_, serde_json::Value>> {
+    use serde_json::Value;
+    let schema = object_root(parameters);
+    let no_properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_none_or(|p| p.is_empty());
+    let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
+    (!(no_properties && closed)).then_some(schema)
+}
+
 /// MCP's `inputSchema` of a tool's parameters: the schema as written (with `type: object` at
 /// the root), with `true`/`false` property schemas as the objects of the same meaning
 /// (2025-11-25 requires objects there). `mcp.json` and the runtime's MCP server both use it.

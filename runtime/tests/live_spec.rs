@@ -314,3 +314,46 @@ fn the_schema_files_are_the_sdks() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Gemini Live declares each tool exactly as `toolc build --gemini-schema json-schema` does
+/// (`parametersJsonSchema`, `responseJsonSchema`, none for a tool without arguments): one
+/// lowering, `toolc_core::schema_util::gemini_parameters_json_schema`. Live adds `behavior`.
+#[test]
+fn live_declarations_are_the_compilers_json_schema_declarations() {
+    use toolc::emit::providers::{file_text_with, GeminiSchema, Provider};
+    let manifests = [
+        repo().join("manifests/support.tools.yaml"),
+        repo().join("manifests/commerce.tools.yaml"),
+        repo().join("runtime/tests/fixtures/edge.tools.yaml"),
+    ];
+    let extra = "version: 1\ntools:\n  - name: open_ended\n    description: Takes anything.\n    location: server\n    parameters: { type: object }\n  - name: nothing\n    description: Takes nothing.\n    location: server\n";
+    let mut session = toolc::Session::new();
+    for path in &manifests {
+        session.add_path(path).unwrap();
+    }
+    session.add_manifest("extra.tools.yaml", extra.as_bytes());
+    let ir = session
+        .check()
+        .unwrap_or_else(|| panic!("{}", session.render(false)));
+    let file: Value = serde_json::from_str(&file_text_with(
+        &ir,
+        Provider::Gemini,
+        GeminiSchema::JsonSchema,
+        &mut session.diagnostics,
+    ))
+    .unwrap();
+    let compiled = file["functionDeclarations"].as_array().unwrap();
+    let definitions = ir.definitions();
+    let live = toolc_runtime::realtime::gemini_live::declarations(definitions.iter());
+    assert_eq!(live.len(), compiled.len());
+    for (mut live, compiled) in live.into_iter().zip(compiled) {
+        live.as_object_mut().unwrap().remove("behavior");
+        assert_eq!(&live, compiled);
+    }
+    let by_name = |name: &str| compiled.iter().find(|d| d["name"] == name).unwrap();
+    assert_eq!(
+        by_name("open_ended")["parametersJsonSchema"],
+        json!({ "type": "object" })
+    );
+    assert!(by_name("nothing").get("parametersJsonSchema").is_none());
+}

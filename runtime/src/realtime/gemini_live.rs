@@ -28,8 +28,8 @@ pub use toolc_core::definition::Scheduling;
 
 /// The `functionDeclarations` entry of one tool. The parameters go as full JSON Schema in
 /// `parametersJsonSchema` (which current Live models accept, and which keeps `$ref`, type lists
-/// and `anyOf` that the restricted `parameters` form cannot say); a tool without properties
-/// declares none. `mode: async` tools are `NON_BLOCKING`, so the model talks on while they run;
+/// and `anyOf` that the restricted `parameters` form cannot say), the result schema as
+/// `responseJsonSchema`; a tool that takes no arguments declares none. `mode: async` tools are `NON_BLOCKING`, so the model talks on while they run;
 /// every other tool is `BLOCKING`.
 pub fn declaration(def: &ToolDefinition) -> Value {
     let mut d = Map::new();
@@ -38,8 +38,12 @@ pub fn declaration(def: &ToolDefinition) -> Value {
         "description".into(),
         Value::String(def.model_description().into_owned()),
     );
-    if has_parameters(&def.parameters) {
-        d.insert("parametersJsonSchema".into(), def.parameters.clone());
+    // The same lowering as the compiler's `--gemini-schema json-schema` files.
+    if let Some(schema) = toolc_core::schema_util::gemini_parameters_json_schema(&def.parameters) {
+        d.insert("parametersJsonSchema".into(), schema.into_owned());
+    }
+    if let Some(returns) = &def.returns {
+        d.insert("responseJsonSchema".into(), returns.clone());
     }
     let behavior = if def.runs_in_background() {
         "NON_BLOCKING"
@@ -48,17 +52,6 @@ pub fn declaration(def: &ToolDefinition) -> Value {
     };
     d.insert("behavior".into(), Value::String(behavior.into()));
     Value::Object(d)
-}
-
-fn has_parameters(schema: &Value) -> bool {
-    match schema.as_object() {
-        None => false,
-        Some(s) => match s.get("properties").and_then(Value::as_object) {
-            Some(props) => !props.is_empty(),
-            // Not a plain object schema (`anyOf`, `$ref`, ...): it says something; keep it.
-            None => s.keys().any(|k| k != "type" && k != "additionalProperties"),
-        },
-    }
 }
 
 /// Declarations for every tool, in definition order.

@@ -79,9 +79,8 @@ pub(super) fn write(out: &mut Vec<u8>, depth: usize, tool: &IrTool, diags: &mut 
 /// tool without arguments is declared without `parametersJsonSchema`, as in the subset.
 pub(super) fn write_json_schema(out: &mut Vec<u8>, depth: usize, tool: &IrTool) {
     let d = &tool.def;
-    let schema = object_root(&d.parameters);
     let mut declaration = named(tool);
-    if !takes_no_arguments(&schema) {
+    if let Some(schema) = toolc_core::schema_util::gemini_parameters_json_schema(&d.parameters) {
         declaration.insert("parametersJsonSchema".into(), schema.into_owned());
     }
     if let Some(returns) = &d.returns {
@@ -103,16 +102,6 @@ fn named(tool: &IrTool) -> Map<String, Value> {
         tool.def.model_description().into_owned().into(),
     );
     declaration
-}
-
-/// A closed object root without properties: the tool takes no arguments, and is declared
-/// without a parameter schema.
-fn takes_no_arguments(schema: &Value) -> bool {
-    schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .is_none_or(|p| p.is_empty())
-        && schema.get("additionalProperties") == Some(&Value::Bool(false))
 }
 
 /// The warnings of the declaration [`write`] writes.
@@ -142,7 +131,7 @@ fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
             out.insert("parameters".into(), Value::Object(params));
         }
         // No arguments: Gemini rejects an OBJECT without properties, so `parameters` is omitted.
-        _ if takes_no_arguments(schema) => {}
+        _ if toolc_core::schema_util::gemini_parameters_json_schema(schema).is_none() => {}
         _ if !declared => cx.issue(Issue {
             code: codes::GEMINI_UNSUPPORTED,
             pointer: String::new(),
