@@ -29,7 +29,9 @@ fn every_gemini_declaration_is_a_function_declaration_of_googles_sdk() {
     let validator = function_declaration_validator();
     let mut session = toolc::Session::new();
     for name in ["support.tools.yaml", "commerce.tools.yaml"] {
-        session.add_path(&repo().join("manifests").join(name)).unwrap();
+        session
+            .add_path(&repo().join("manifests").join(name))
+            .unwrap();
     }
     session
         .add_path(&repo().join("runtime/tests/fixtures/edge.tools.yaml"))

@@ -344,6 +344,11 @@ impl ToolDefinition {
         std::borrow::Cow::Owned(text)
     }
 
+    /// Whether the tool answers with content blocks (`returns: content`).
+    pub fn returns_content(&self) -> bool {
+        crate::content::is_content(self.returns.as_ref())
+    }
+
     /// Whether the tool's calls need a person's approval before they run.
     pub fn requires_approval(&self) -> bool {
         self.policy.approval == Approval::Required

@@ -9,6 +9,7 @@
 
 pub mod checks;
 pub mod codes;
+pub mod content;
 pub mod definition;
 pub mod diagnostic;
 pub mod ident;

@@ -28,8 +28,11 @@ fn tool_field(name: &str) -> Value {
             "$ref": "https://json-schema.org/draft/2020-12/schema"
         }),
         "returns" => json!({
-            "description": "JSON Schema 2020-12 of the result; results are checked against it.",
-            "$ref": "https://json-schema.org/draft/2020-12/schema"
+            "description": "JSON Schema 2020-12 of the result; results are checked against it. `content`: the tool answers with content blocks (text, image, audio, embedded resource), as MCP carries them.",
+            "anyOf": [
+                { "const": crate::content::KEYWORD },
+                { "$ref": "https://json-schema.org/draft/2020-12/schema" }
+            ]
         }),
         "timeout" => json!({
             "description": format!(

@@ -10,6 +10,7 @@
 #[cfg(feature = "catalog")]
 pub mod catalog;
 pub mod chat;
+mod content;
 pub mod context;
 pub mod dispatch;
 mod duplicates;
@@ -31,6 +32,7 @@ mod toolsets;
 
 use std::path::Path;
 
+pub use content::{ContentBlock, EmbeddedResource, ToolContent};
 pub use context::{ApprovalGrant, CallContext, Principal, Progress, ProgressSink, SessionScope};
 pub use error::{CallError, CallErrorKind, Problem, RegistryError, ToolError, Violation};
 pub use executor::{

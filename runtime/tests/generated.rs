@@ -224,6 +224,17 @@ impl edge::EdgeServer for Edge {
         let headers: std::collections::BTreeMap<String, String> = args.headers.unwrap_or_default();
         Ok(json!({ "to": to, "text": args.text, "headers": headers.len() }))
     }
+
+    async fn snapshot(
+        &self,
+        _ctx: &toolc_runtime::CallContext,
+        _: edge::SnapshotArgs,
+    ) -> Result<edge::SnapshotOutput, ToolError> {
+        Ok(toolc_runtime::ToolContent::new()
+            .text("A red pixel:")
+            .image("iVBORw0KGgo=", "image/png")
+            .resource_text("test://note", "text/plain", "kept"))
+    }
 }
 
 #[tokio::test]
@@ -308,4 +319,21 @@ fn the_generated_registry_carries_toolsets_and_the_mcp_list_ttl() {
     assert!(without.offers("no_params") && !without.offers("contact"));
     assert!(r.selection(&["outreach"]).unwrap().offers("contact"));
     assert!(r.selection(&["nope"]).is_err());
+}
+
+/// `returns: content`: the generated output is the runtime's `ToolContent`, which serializes to
+/// what the content schema accepts; the registry checks it like any result.
+#[tokio::test]
+async fn a_content_tool_answers_with_blocks_the_registry_accepts() {
+    let r = edge::registry(Edge).unwrap();
+    assert!(r.definition("snapshot").unwrap().returns_content());
+    let out = r.call_value("snapshot", json!({})).await.unwrap();
+    assert_eq!(
+        out,
+        json!({ "content": [
+            { "type": "text", "text": "A red pixel:" },
+            { "type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png" },
+            { "type": "resource", "resource": { "uri": "test://note", "mimeType": "text/plain", "text": "kept" } }
+        ] })
+    );
 }

@@ -374,3 +374,44 @@ async fn background_tools_are_tasks_for_clients_that_take_tasks() {
         json!({"report": "Q1"})
     );
 }
+
+/// `returns: content`: the executor's `ToolContent` reaches the client as MCP content blocks
+/// (not `structuredContent`), and `tools/list` gives the tool no `outputSchema`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_content_tool_answers_with_mcp_content_blocks() {
+    let manifest = "version: 1\ntools:\n  - name: snapshot\n    description: Takes a picture.\n    location: server\n    returns: content\n";
+    let registry = Arc::new(
+        Registry::builder()
+            .definitions(definitions_from_str("c.tools.yaml", manifest).unwrap())
+            .executor(
+                "snapshot",
+                toolc_runtime::executor_fn(|_| async {
+                    let content = toolc_runtime::ToolContent::new()
+                        .text("Here it is:")
+                        .image("iVBORw0KGgo=", "image/png")
+                        .audio("UklGRg==", "audio/wav")
+                        .resource_blob("test://raw", "application/octet-stream", "AAEC");
+                    Ok(serde_json::to_value(content).unwrap())
+                }),
+            )
+            .build()
+            .unwrap(),
+    );
+    let (mut pipe, _) = Pipe::open(McpServer::new(registry), json!({})).await;
+    let listed = pipe
+        .ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}))
+        .await;
+    assert!(listed["result"]["tools"][0].get("outputSchema").is_none(), "{listed}");
+    let result = pipe.call(3, "snapshot", json!({})).await;
+    assert!(result.get("structuredContent").is_none(), "{result}");
+    assert_eq!(
+        result["content"],
+        json!([
+            { "type": "text", "text": "Here it is:" },
+            { "type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png" },
+            { "type": "audio", "data": "UklGRg==", "mimeType": "audio/wav" },
+            { "type": "resource", "resource": {
+                "uri": "test://raw", "mimeType": "application/octet-stream", "blob": "AAEC" } }
+        ])
+    );
+}

@@ -474,8 +474,13 @@ fn load_tool(
     let returns = field("returns")
         .map(|(_, v)| v)
         .filter(|n| n.value != Value::Null)
-        .map(|node| schema_check::check_schema(sources, node, &what, "returns", false, diags));
+        .map(|node| match node.as_str() {
+            Some(crate::content::KEYWORD) => crate::content::schema().clone(),
+            _ => schema_check::check_schema(sources, node, &what, "returns", false, diags),
+        });
     let (parameters_node, returns_node) = take_schema_nodes(item);
+    // `returns: content` has no schema node to point into.
+    let returns_node = returns_node.filter(|n| n.as_str().is_none());
 
     let line = sources.get(name_span.file).line_col(name_span.start).0;
     Some(IrTool {

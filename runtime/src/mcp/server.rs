@@ -171,10 +171,14 @@ impl McpServer {
     /// A call's result as MCP gives it: `structuredContent` (with a text copy for clients that
     /// read only text) where the tool declares an object result, else text.
     fn success(&self, name: &str, value: Value) -> CallToolResult {
-        let structured = self
-            .registry
-            .definition(name)
-            .is_some_and(|d| object_schema(d.returns.as_ref()).is_some());
+        let definition = self.registry.definition(name);
+        if definition.is_some_and(ToolDefinition::returns_content) {
+            // Checked against the content schema already: the blocks are MCP's own.
+            if let Ok(content) = serde_json::from_value::<crate::ToolContent>(value.clone()) {
+                return CallToolResult::success(content.content.iter().map(mcp_block).collect());
+            }
+        }
+        let structured = definition.is_some_and(|d| object_schema(d.returns.as_ref()).is_some());
         if structured {
             CallToolResult::structured(value)
         } else {
@@ -492,6 +496,33 @@ impl ServerHandler for McpServer {
     }
 }
 
+/// One content block as rmcp's.
+fn mcp_block(block: &crate::ContentBlock) -> ContentBlock {
+    use crate::ContentBlock as Block;
+    match block {
+        Block::Text { text } => ContentBlock::text(text.clone()),
+        Block::Image { data, mime_type } => ContentBlock::image(data.clone(), mime_type.clone()),
+        Block::Audio { data, mime_type } => ContentBlock::audio(data.clone(), mime_type.clone()),
+        Block::Resource { resource } => {
+            let contents = match (&resource.text, &resource.blob) {
+                (_, Some(blob)) => rmcp::model::ResourceContents::BlobResourceContents {
+                    uri: resource.uri.clone(),
+                    mime_type: resource.mime_type.clone(),
+                    blob: blob.clone(),
+                    meta: None,
+                },
+                (text, None) => rmcp::model::ResourceContents::TextResourceContents {
+                    uri: resource.uri.clone(),
+                    mime_type: resource.mime_type.clone(),
+                    text: text.clone().unwrap_or_default(),
+                    meta: None,
+                },
+            };
+            ContentBlock::resource(contents)
+        }
+    }
+}
+
 /// Sends a call's log messages to its client, in order, until the call's route closes.
 #[allow(deprecated)] // MCP logging is deprecated by SEP-2577 but still in every served version.
 fn forward_logs(
@@ -524,7 +555,12 @@ pub fn mcp_tool(definition: &ToolDefinition) -> Tool {
         Cow::Owned(definition.model_description().into_owned()),
         Arc::new(input),
     );
-    if let Some(output) = object_schema(definition.returns.as_ref()) {
+    // A content tool answers with `content` blocks, not `structuredContent`.
+    let structured = definition
+        .returns
+        .as_ref()
+        .filter(|_| !definition.returns_content());
+    if let Some(output) = object_schema(structured) {
         tool.output_schema = Some(Arc::new(output.clone()));
     }
     tool.title = definition.title.clone();

@@ -397,17 +397,73 @@ impl ::toolc_runtime::Tool for Contact {
         }
     }
 }
+/// Arguments of the server tool `snapshot`.
+///
+/// Answers with content blocks, typed as the runtime's ToolContent.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    ::toolc_runtime::__private::serde::Serialize,
+    ::toolc_runtime::__private::serde::Deserialize
+)]
+#[serde(crate = "::toolc_runtime::__private::serde")]
+#[allow(dead_code)]
+pub struct SnapshotArgs {}
+/// Result of the server tool `snapshot`.
+///
+/// The manifest says `returns: content`: content blocks (text, images, audio,
+/// embedded resources).
+#[allow(dead_code)]
+pub type SnapshotOutput = ::toolc_runtime::ToolContent;
+/// The server tool `snapshot`.
+///
+/// Answers with content blocks, typed as the runtime's ToolContent.
+///
+/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 82.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[allow(dead_code)]
+pub struct Snapshot;
+impl ::toolc_runtime::Tool for Snapshot {
+    const NAME: &'static str = "snapshot";
+    const LOCATION: ::toolc_runtime::Location = ::toolc_runtime::Location::Server;
+    type Args = SnapshotArgs;
+    type Output = SnapshotOutput;
+    fn definition() -> ::toolc_runtime::ToolDefinition {
+        ::toolc_runtime::ToolDefinition {
+            name: ::std::string::String::from("snapshot"),
+            description: ::std::string::String::from(
+                "Answers with content blocks, typed as the runtime's ToolContent.",
+            ),
+            location: ::toolc_runtime::Location::Server,
+            parameters: ::toolc_runtime::__private::schema(
+                r#"{"type":"object","properties":{},"additionalProperties":false}"#,
+            ),
+            returns: ::std::option::Option::Some(
+                ::toolc_runtime::__private::schema(
+                    r#"{"type":"object","description":"Content blocks: text, images, audio and embedded resources.","properties":{"content":{"type":"array","items":{"anyOf":[{"type":"object","properties":{"type":{"enum":["text"]},"text":{"type":"string"}},"required":["type","text"],"additionalProperties":false},{"type":"object","properties":{"type":{"enum":["image","audio"]},"data":{"type":"string","description":"base64"},"mimeType":{"type":"string"}},"required":["type","data","mimeType"],"additionalProperties":false},{"type":"object","properties":{"type":{"enum":["resource"]},"resource":{"type":"object","properties":{"uri":{"type":"string"},"mimeType":{"type":"string"},"text":{"type":"string"},"blob":{"type":"string","description":"base64"}},"required":["uri"],"additionalProperties":false}},"required":["type","resource"],"additionalProperties":false}]}}},"required":["content"],"additionalProperties":false}"#,
+                ),
+            ),
+            timeout: ::std::option::Option::None,
+            wait_for_response: true,
+            filler: ::std::vec::Vec::new(),
+            title: ::std::option::Option::None,
+            annotations: ::toolc_runtime::Annotations::NONE,
+            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+        }
+    }
+}
 /// The executors of the server tools: one method per server tool, none with a default body,
 /// so a server tool without an executor does not compile. Client tools are not here: they run
 /// in the browser and may not have an executor.
 ///
-/// Server tools: `edge_server`, `no_params`, `contact`.
+/// Server tools: `edge_server`, `no_params`, `contact`, `snapshot`.
 ///
 /// Client tools, which have no method here (writing one is error E0407): `edge_server_args`.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not the executor of this manifest's server tools (`edge_server`, `no_params`, `contact`)",
+    message = "`{Self}` is not the executor of this manifest's server tools (`edge_server`, `no_params`, `contact`, `snapshot`)",
     label = "`{Self}` does not implement `EdgeServer`",
-    note = "add `impl EdgeServer for {Self}` with one `async fn` per server tool: `edge_server`, `no_params`, `contact`"
+    note = "add `impl EdgeServer for {Self}` with one `async fn` per server tool: `edge_server`, `no_params`, `contact`, `snapshot`"
 )]
 pub trait EdgeServer: ::std::marker::Send + ::std::marker::Sync + 'static {
     /// Executor of the server tool `edge_server`.
@@ -441,6 +497,16 @@ pub trait EdgeServer: ::std::marker::Send + ::std::marker::Sync + 'static {
     ) -> impl ::std::future::Future<
         Output = ::std::result::Result<ContactOutput, ::toolc_runtime::ToolError>,
     > + ::std::marker::Send;
+    /// Executor of the server tool `snapshot`.
+    ///
+    /// Answers with content blocks, typed as the runtime's ToolContent.
+    fn snapshot(
+        &self,
+        ctx: &::toolc_runtime::CallContext,
+        args: SnapshotArgs,
+    ) -> impl ::std::future::Future<
+        Output = ::std::result::Result<SnapshotOutput, ::toolc_runtime::ToolError>,
+    > + ::std::marker::Send;
 }
 /// The definitions of every tool of this manifest, in declaration order.
 #[allow(dead_code)]
@@ -450,6 +516,7 @@ pub fn definitions() -> ::std::vec::Vec<::toolc_runtime::ToolDefinition> {
         <NoParams as ::toolc_runtime::Tool>::definition(),
         <EdgeServerArgs2 as ::toolc_runtime::Tool>::definition(),
         <Contact as ::toolc_runtime::Tool>::definition(),
+        <Snapshot as ::toolc_runtime::Tool>::definition(),
     ])
 }
 /// The runtime registry of this manifest, with `server` as the executor of every server
@@ -490,6 +557,16 @@ pub fn registry<S: EdgeServer>(
                 move |ctx, args: ContactArgs| {
                     let server = ::std::sync::Arc::clone(&server);
                     async move { server.contact(&ctx, args).await }
+                }
+            }),
+        )
+        .executor(
+            "snapshot",
+            ::toolc_runtime::__private::typed_executor_with_context({
+                let server = ::std::sync::Arc::clone(&server);
+                move |ctx, args: SnapshotArgs| {
+                    let server = ::std::sync::Arc::clone(&server);
+                    async move { server.snapshot(&ctx, args).await }
                 }
             }),
         )

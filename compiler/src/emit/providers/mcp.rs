@@ -25,14 +25,19 @@ pub(super) fn write(
 ) {
     let d = &tool.def;
     let lowered = lowered_input_schema(&d.parameters).map(|schema| text::render(&schema));
-    let output = d.returns.as_ref().and_then(|returns| {
-        if returns.get("type").and_then(Value::as_str) == Some("object") {
-            Some(text::render(returns))
-        } else {
-            diags.push(output_warning(tool, returns));
-            None
-        }
-    });
+    // A content tool answers with `content` blocks, not `structuredContent`: no outputSchema.
+    let output = d
+        .returns
+        .as_ref()
+        .filter(|_| !d.returns_content())
+        .and_then(|returns| {
+            if returns.get("type").and_then(Value::as_str) == Some("object") {
+                Some(text::render(returns))
+            } else {
+                diags.push(output_warning(tool, returns));
+                None
+            }
+        });
     let mut members = vec![("name", Json::Str(&d.name))];
     if let Some(title) = &d.title {
         members.push(("title", Json::Str(title)));

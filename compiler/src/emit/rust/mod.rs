@@ -283,6 +283,8 @@ enum Ty {
     Option(Box<Ty>),
     Boxed(Box<Ty>),
     Named(String),
+    /// The runtime's `ToolContent` (`returns: content`).
+    Content,
 }
 
 impl Ty {

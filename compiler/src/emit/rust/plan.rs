@@ -79,6 +79,17 @@ impl<'a> Gen<'a> {
         args_docs.extend(doc_lines(&def.description));
         self.root_with_defs(&def.parameters, &names.args, args_docs, &base);
         match &def.returns {
+            Some(_) if def.returns_content() => self.items.push(Item::Alias {
+                name: names.output.clone(),
+                docs: vec![
+                    format!("Result of the {which} tool `{}`.", def.name),
+                    String::new(),
+                    "The manifest says `returns: content`: content blocks (text, images, audio,"
+                        .into(),
+                    "embedded resources).".into(),
+                ],
+                ty: Ty::Content,
+            }),
             Some(returns) => {
                 let docs = vec![format!("Result of the {which} tool `{}`.", def.name)];
                 self.root_with_defs(returns, &names.output, docs, &base);

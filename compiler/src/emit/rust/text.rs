@@ -140,6 +140,7 @@ impl<'a> Text<'a> {
             Ty::F64 => "f64".into(),
             Ty::Bool => "bool".into(),
             Ty::Value(_) => "::toolc_runtime::__private::serde_json::Value".into(),
+            Ty::Content => "::toolc_runtime::ToolContent".into(),
             Ty::Map => "::toolc_runtime::__private::serde_json::Map<::std::string::String, ::toolc_runtime::__private::serde_json::Value>".into(),
             Ty::MapOf(t) => format!(
                 "::std::collections::BTreeMap<::std::string::String, {}>",

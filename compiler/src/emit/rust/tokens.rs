@@ -59,6 +59,7 @@ impl<'a> Tokens<'a> {
             Ty::F64 => quote!(f64),
             Ty::Bool => quote!(bool),
             Ty::Value(_) => quote!(#rt::__private::serde_json::Value),
+            Ty::Content => quote!(#rt::ToolContent),
             Ty::Map => quote!(#rt::__private::serde_json::Map<
                 ::std::string::String,
                 #rt::__private::serde_json::Value

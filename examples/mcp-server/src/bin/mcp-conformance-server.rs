@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use toolc_runtime::mcp::McpServer;
 use toolc_runtime::{
-    definitions_from_str, executor_fn, executor_fn_with_context, Registry, ToolError,
+    definitions_from_str, executor_fn, executor_fn_with_context, Registry, ToolContent, ToolError,
 };
 
 /// The suite's fixture tools, by the names and arguments its scenarios call.
@@ -26,15 +26,19 @@ tools:
   - name: test_image_content
     description: Answers with a small PNG image.
     location: server
+    returns: content
   - name: test_audio_content
     description: Answers with a short WAV sound.
     location: server
+    returns: content
   - name: test_embedded_resource
     description: Answers with an embedded text resource.
     location: server
+    returns: content
   - name: test_multiple_content_types
     description: Answers with text, an image and a resource.
     location: server
+    returns: content
   - name: test_tool_with_logging
     description: Logs three messages while it runs.
     location: server
@@ -69,6 +73,7 @@ fn registry() -> Result<Registry, String> {
     let definitions =
         definitions_from_str("conformance.tools.yaml", FIXTURES).map_err(|e| e.to_string())?;
     let fixed = |value: Value| executor_fn(move |_| std::future::ready(Ok(value.clone())));
+    let content = |blocks: ToolContent| fixed(serde_json::to_value(blocks).unwrap_or_default());
     Registry::builder()
         .definitions(definitions)
         .executor(
@@ -77,26 +82,43 @@ fn registry() -> Result<Registry, String> {
         )
         .executor(
             "test_image_content",
-            fixed(json!({ "image": PNG, "mimeType": "image/png" })),
+            content(ToolContent::new().image(PNG, "image/png")),
         )
         .executor(
             "test_audio_content",
-            fixed(json!({ "audio": WAV, "mimeType": "audio/wav" })),
+            content(ToolContent::new().audio(WAV, "audio/wav")),
         )
         .executor(
             "test_embedded_resource",
-            fixed(json!({ "uri": "test://embedded-resource", "text": "This is an embedded resource content." })),
+            content(ToolContent::new().resource_text(
+                "test://embedded-resource",
+                "text/plain",
+                "This is an embedded resource content.",
+            )),
         )
         .executor(
             "test_multiple_content_types",
-            fixed(json!({ "text": "Multiple content types test:", "image": PNG })),
+            content(
+                ToolContent::new()
+                    .text("Multiple content types test:")
+                    .image(PNG, "image/png")
+                    .resource_text(
+                        "test://mixed-content-resource",
+                        "application/json",
+                        r#"{"test":"data","value":123}"#,
+                    ),
+            ),
         )
         .executor(
             "test_tool_with_logging",
             executor_fn(|_| async {
-                for (i, step) in ["Tool execution started", "Tool processing data", "Tool execution completed"]
-                    .into_iter()
-                    .enumerate()
+                for (i, step) in [
+                    "Tool execution started",
+                    "Tool processing data",
+                    "Tool execution completed",
+                ]
+                .into_iter()
+                .enumerate()
                 {
                     if i > 0 {
                         tokio::time::sleep(Duration::from_millis(50)).await;
