@@ -401,7 +401,10 @@ async fn a_content_tool_answers_with_mcp_content_blocks() {
     let listed = pipe
         .ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}))
         .await;
-    assert!(listed["result"]["tools"][0].get("outputSchema").is_none(), "{listed}");
+    assert!(
+        listed["result"]["tools"][0].get("outputSchema").is_none(),
+        "{listed}"
+    );
     let result = pipe.call(3, "snapshot", json!({})).await;
     assert!(result.get("structuredContent").is_none(), "{result}");
     assert_eq!(

@@ -6,20 +6,31 @@
 //! the tools are listed again; as [`crate::live::LiveTools`], running realtime sessions then
 //! call and declare the new set.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, ContentBlock, Tool};
+use rmcp::model::{CallToolRequestParams, ContentBlock, ProgressToken, Tool};
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
 use serde_json::Value;
 
 use super::McpError;
-use crate::{executor_fn, CallContext, Location, RegistryBuilder, ToolDefinition, ToolError};
+use crate::{
+    executor_fn_with_context, Annotations, CallContext, Location, RegistryBuilder, ToolDefinition,
+    ToolError,
+};
+
+/// How long a call of a remote tool may take unless [`McpTools::set_timeout`] says otherwise:
+/// a hung server must not hold a registry call forever.
+pub const DEFAULT_MCP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The tools of one connected MCP server.
 pub struct McpTools {
     peer: Peer<RoleClient>,
     state: Arc<Mutex<State>>,
+    /// The deadline of every call, in milliseconds (the tools' `timeout`).
+    timeout_ms: AtomicU64,
     /// Keeps the connection (and a spawned server process) alive as long as the tools are.
     _service: RunningService<RoleClient, Listener>,
 }
@@ -46,6 +57,58 @@ struct State {
     names: BTreeSet<String>,
     /// Tools left out, with the reason (a name toolc cannot use, a schema that does not compile).
     skipped: Vec<(String, String)>,
+    /// Where the progress the server reports for a running call goes, by the call's token,
+    /// with the last value passed on.
+    progress: HashMap<ProgressToken, (CallContext, f64)>,
+    /// Reports that came before their call's route was open (the server may answer before
+    /// the client has noted the token): kept briefly, passed on when the route opens.
+    unrouted:
+        std::collections::VecDeque<(std::time::Instant, rmcp::model::ProgressNotificationParam)>,
+}
+
+/// How many early reports are kept, and for how long.
+const UNROUTED_MAX: usize = 256;
+const UNROUTED_FOR: Duration = Duration::from_secs(2);
+
+impl State {
+    /// Passes a report on to its call, if it moves the call's progress forward (MCP: the value
+    /// increases with each report; rmcp handles notifications concurrently, so an older one
+    /// can come after a newer one, and is dropped). A report for no open route waits.
+    fn report(&mut self, params: rmcp::model::ProgressNotificationParam) {
+        match self.progress.get_mut(&params.progress_token) {
+            Some((ctx, last)) => {
+                if params.progress > *last {
+                    *last = params.progress;
+                    ctx.report_progress(params.progress, params.total, params.message.as_deref());
+                }
+            }
+            None => {
+                let now = std::time::Instant::now();
+                while self
+                    .unrouted
+                    .front()
+                    .is_some_and(|(at, _)| now.duration_since(*at) > UNROUTED_FOR)
+                    || self.unrouted.len() >= UNROUTED_MAX
+                {
+                    self.unrouted.pop_front();
+                }
+                self.unrouted.push_back((now, params));
+            }
+        }
+    }
+
+    /// Opens a call's route and passes on what came for it before.
+    fn open_route(&mut self, token: ProgressToken, ctx: CallContext) {
+        self.progress
+            .insert(token.clone(), (ctx, f64::NEG_INFINITY));
+        let (early, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.unrouted)
+            .into_iter()
+            .partition(|(_, p)| p.progress_token == token);
+        self.unrouted = rest.into();
+        for (_, params) in early {
+            self.report(params);
+        }
+    }
 }
 
 /// Receives the server's notifications.
@@ -64,6 +127,16 @@ impl rmcp::handler::client::ClientHandler for Listener {
                 .build(),
             rmcp::model::Implementation::new("toolc", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    /// Progress the server reports for a call reaches the call's context (and whoever listens
+    /// to it: an MCP client of ours, a realtime session's filler logic).
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        lock(&self.state).report(params);
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
@@ -94,6 +167,35 @@ impl McpTools {
         McpTools::connect(transport).await
     }
 
+    /// [`McpTools::connect_http`] with credentials: `bearer_token` goes as `Authorization:
+    /// Bearer ...`, `headers` (e.g. an API key header) with every request. A header the
+    /// transport sets itself (`mcp-session-id`, `accept`, ...) is refused.
+    pub async fn connect_http_with(
+        url: &str,
+        bearer_token: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Result<Arc<McpTools>, McpError> {
+        #[cfg(feature = "catalog")]
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        let mut config =
+            rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                url.to_owned(),
+            );
+        config.auth_header = bearer_token.map(str::to_owned);
+        for (name, value) in headers {
+            let name = http::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| McpError(format!("`{name}` is not a header name: {e}")))?;
+            let value = http::HeaderValue::from_str(value).map_err(|e| {
+                McpError(format!("the value of `{name}` is not a header value: {e}"))
+            })?;
+            config.custom_headers.insert(name, value);
+        }
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+        McpTools::connect(transport).await
+    }
+
     /// Connects over any rmcp client transport (a child process, streamable HTTP, a pipe) and
     /// lists the server's tools.
     pub async fn connect<T, E, A>(transport: T) -> Result<Arc<McpTools>, McpError>
@@ -119,13 +221,33 @@ impl McpTools {
         Ok(Arc::new(McpTools {
             peer,
             state,
+            timeout_ms: AtomicU64::new(DEFAULT_MCP_TIMEOUT.as_millis() as u64),
             _service: service,
         }))
     }
 
-    /// The server tools as they are now.
+    /// The deadline of each call of these tools, from now on (the registry and live calls
+    /// enforce it; the default is [`DEFAULT_MCP_TIMEOUT`]). Call it before
+    /// [`McpTools::merge_into`]: the registry takes the definitions as they are then.
+    pub fn set_timeout(&self, timeout: Duration) {
+        let ms = u64::try_from(timeout.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        self.timeout_ms.store(ms, Ordering::Relaxed);
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.load(Ordering::Relaxed))
+    }
+
+    /// The server tools as they are now, each with the calls' deadline.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
-        lock(&self.state).definitions.clone()
+        let timeout = self.timeout();
+        let mut definitions = lock(&self.state).definitions.clone();
+        for d in &mut definitions {
+            d.timeout = Some(timeout);
+        }
+        definitions
     }
 
     /// Tools the server listed that were left out, with the reason.
@@ -164,9 +286,9 @@ impl McpTools {
             let name = definition.name.clone();
             builder = builder.definition(definition).executor(
                 name.clone(),
-                executor_fn(move |arguments: Value| {
+                executor_fn_with_context(move |ctx, arguments: Value| {
                     let (tools, name) = (tools.clone(), name.clone());
-                    async move { call(&tools.peer, &name, arguments).await }
+                    async move { call(&tools.peer, &tools.state, &ctx, &name, arguments).await }
                 }),
             );
         }
@@ -184,10 +306,12 @@ impl crate::live::LiveTools for McpTools {
         lock(&self.state).names.contains(name)
     }
 
-    fn call(&self, _ctx: CallContext, name: &str, arguments: Value) -> crate::ToolFuture {
+    fn call(&self, ctx: CallContext, name: &str, arguments: Value) -> crate::ToolFuture {
         let peer = self.peer.clone();
+        let state = self.state.clone();
         let name = name.to_owned();
         let validator = lock(&self.state).validators.get(&name).cloned();
+        let timeout = self.timeout();
         Box::pin(async move {
             let Some(validator) = validator else {
                 return Err(
@@ -202,14 +326,63 @@ impl crate::live::LiveTools for McpTools {
                 ))
                 .with_code("invalid_arguments"));
             }
-            call(&peer, &name, arguments).await
+            // Live calls bypass the registry: its deadline is kept here too.
+            match tokio::time::timeout(timeout, call(&peer, &state, &ctx, &name, arguments)).await {
+                Ok(result) => result,
+                Err(_) => Err(ToolError::new(format!(
+                    "the MCP server did not answer `{name}` within {} ms",
+                    timeout.as_millis()
+                ))
+                .with_code("timeout")),
+            }
         })
     }
 }
 
+/// How long a call's progress route stays open after its result: rmcp hands each notification
+/// to a task of its own, so reports sent before the result may be handled just after it.
+const PROGRESS_GRACE: Duration = Duration::from_millis(250);
+
+/// Ends a call's progress route when the call ends, however it ends (after
+/// [`PROGRESS_GRACE`]).
+struct ProgressRoute {
+    state: Arc<Mutex<State>>,
+    token: ProgressToken,
+}
+
+impl Drop for ProgressRoute {
+    fn drop(&mut self) {
+        let (state, token) = (self.state.clone(), self.token.clone());
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    tokio::time::sleep(PROGRESS_GRACE).await;
+                    lock(&state).progress.remove(&token);
+                });
+            }
+            Err(_) => {
+                lock(&state).progress.remove(&token);
+            }
+        }
+    }
+}
+
+fn cancelled_error(name: &str) -> ToolError {
+    ToolError::new(format!("the call of `{name}` was cancelled")).with_code("cancelled")
+}
+
 /// One `tools/call`: the result is the `structuredContent`, else the text parsed as JSON (or
 /// the text itself); an `isError` result is the tool's error, with its text as the message.
-async fn call(peer: &Peer<RoleClient>, name: &str, arguments: Value) -> Result<Value, ToolError> {
+/// The server's progress reports for it reach `ctx`; `ctx`'s cancellation sends the server
+/// `notifications/cancelled` (or `tasks/cancel` for a task) and ends the call.
+async fn call(
+    peer: &Peer<RoleClient>,
+    state: &Arc<Mutex<State>>,
+    ctx: &CallContext,
+    name: &str,
+    arguments: Value,
+) -> Result<Value, ToolError> {
+    use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
     let arguments = match arguments {
         Value::Object(map) => map,
         _ => serde_json::Map::new(),
@@ -218,14 +391,35 @@ async fn call(peer: &Peer<RoleClient>, name: &str, arguments: Value) -> Result<V
     let failed = |e: rmcp::service::ServiceError| {
         ToolError::new(format!("the MCP server failed the call: {e}")).with_code("mcp_error")
     };
-    let result = match peer.call_tool_once(params).await.map_err(failed)? {
-        CallToolResponse::Complete(result) => result,
-        CallToolResponse::Task(created) => task_result(peer, created.task).await?,
-        _ => {
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let mut handle = peer
+        .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
+        .await
+        .map_err(failed)?;
+    lock(state).open_route(handle.progress_token.clone(), ctx.clone());
+    let _route = ProgressRoute {
+        state: state.clone(),
+        token: handle.progress_token.clone(),
+    };
+    let answer = tokio::select! {
+        answer = &mut handle.rx => answer.map_err(|_| failed(rmcp::service::ServiceError::TransportClosed))?,
+        () = ctx.cancellation_token().cancelled() => {
+            let _ = handle.cancel(Some("the caller cancelled the call".into())).await;
+            return Err(cancelled_error(name));
+        }
+    };
+    let result = match answer.map_err(failed)? {
+        ServerResult::CallToolResult(result) => result,
+        ServerResult::CreateTaskResult(created) => task_result(peer, ctx, name, created.task).await?,
+        ServerResult::InputRequiredResult(_) => {
             return Err(ToolError::new(
                 "the MCP server asked for input in the middle of the call, which this client cannot give",
             )
             .with_code("mcp_input_required"))
+        }
+        _ => {
+            return Err(ToolError::new("the MCP server answered `tools/call` with something else")
+                .with_code("mcp_error"))
         }
     };
     let text: String = result
@@ -253,6 +447,8 @@ const MAX_POLL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5)
 /// result. The call's deadline (the tool's timeout) bounds the polling, as it bounds any call.
 async fn task_result(
     peer: &Peer<RoleClient>,
+    ctx: &CallContext,
+    name: &str,
     task: rmcp::model::Task,
 ) -> Result<rmcp::model::CallToolResult, ToolError> {
     use rmcp::model::{GetTaskParams, TaskPayload};
@@ -261,7 +457,14 @@ async fn task_result(
     };
     let mut wait = interval(task.poll_interval_ms);
     loop {
-        tokio::time::sleep(wait).await;
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = ctx.cancellation_token().cancelled() => {
+                let params = rmcp::model::CancelTaskParams::new(task.task_id.clone());
+                let _ = peer.cancel_task(params).await;
+                return Err(cancelled_error(name));
+            }
+        }
         let state = peer
             .get_task(GetTaskParams::new(task.task_id.clone()))
             .await
@@ -360,9 +563,21 @@ fn definition(tool: &Tool) -> Result<(ToolDefinition, Arc<jsonschema::Validator>
         }
         None => None,
     };
+    // The server's hints, as a manifest's `annotations` would give them.
+    let hints = tool.annotations.as_ref();
+    let annotations = Annotations {
+        read_only: hints.and_then(|a| a.read_only_hint),
+        destructive: hints.and_then(|a| a.destructive_hint),
+        idempotent: hints.and_then(|a| a.idempotent_hint),
+        open_world: hints.and_then(|a| a.open_world_hint),
+    };
+    let title = tool
+        .title
+        .clone()
+        .or_else(|| hints.and_then(|a| a.title.clone()));
     let definition = ToolDefinition {
-        title: tool.title.clone(),
-        annotations: Default::default(),
+        title,
+        annotations,
         policy: Default::default(),
         name,
         description: tool.description.as_deref().unwrap_or_default().to_owned(),

@@ -17,7 +17,7 @@ mod server;
 mod tasks;
 
 #[cfg(feature = "mcp-client")]
-pub use client::McpTools;
+pub use client::{McpTools, DEFAULT_MCP_TIMEOUT};
 #[cfg(feature = "mcp")]
 pub use logging::{log_layer, McpLogLayer};
 #[cfg(feature = "mcp")]
