@@ -10,6 +10,8 @@
 #[cfg(feature = "mcp-client")]
 mod client;
 #[cfg(feature = "mcp")]
+mod jsonrpc;
+#[cfg(feature = "mcp")]
 mod logging;
 #[cfg(feature = "mcp")]
 mod server;
@@ -18,6 +20,8 @@ mod tasks;
 
 #[cfg(feature = "mcp-client")]
 pub use client::{McpTools, DEFAULT_MCP_TIMEOUT};
+#[cfg(feature = "mcp")]
+pub use jsonrpc::McpHttpService;
 #[cfg(feature = "mcp")]
 pub use logging::{log_layer, McpLogLayer};
 #[cfg(feature = "mcp")]

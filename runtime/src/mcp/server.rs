@@ -223,30 +223,39 @@ impl McpServer {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
         use rmcp::ServiceExt;
-        let running = self
-            .for_new_session()
-            .serve(io)
-            .await
-            .map_err(|e| McpError(format!("the MCP session did not start: {e}")))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| McpError(format!("the MCP session failed: {e}")))?;
-        Ok(())
+        let server = self.for_new_session();
+        // rmcp drops a line that is not JSON; JSON-RPC answers it (`-32700`, id `null`).
+        super::jsonrpc::guard_lines(io.0, io.1, |read, write| async move {
+            let running = server
+                .serve((read, write))
+                .await
+                .map_err(|e| McpError(format!("the MCP session did not start: {e}")))?;
+            running
+                .waiting()
+                .await
+                .map_err(|e| McpError(format!("the MCP session failed: {e}")))?;
+            Ok(())
+        })
+        .await
     }
 
     /// The streamable HTTP transport as a tower service: mount it with
-    /// `Router::new().nest_service("/mcp", server.streamable_http())`.
+    /// `Router::new().nest_service("/mcp", server.streamable_http())`. A body that is not
+    /// JSON-RPC gets JSON-RPC's answer (`400`, `-32700` or `-32600`); the rest is rmcp's.
     pub fn streamable_http(
         self,
-    ) -> rmcp::transport::streamable_http_server::tower::StreamableHttpService<
-        McpServer,
-        rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+    ) -> super::McpHttpService<
+        rmcp::transport::streamable_http_server::tower::StreamableHttpService<
+            McpServer,
+            rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+        >,
     > {
-        rmcp::transport::streamable_http_server::tower::StreamableHttpService::new(
-            move || Ok(self.for_new_session()),
-            Default::default(),
-            Default::default(),
+        super::McpHttpService::new(
+            rmcp::transport::streamable_http_server::tower::StreamableHttpService::new(
+                move || Ok(self.for_new_session()),
+                Default::default(),
+                Default::default(),
+            ),
         )
     }
 
@@ -400,6 +409,14 @@ impl ServerHandler for McpServer {
         .with_server_info(self.info.clone())
     }
 
+    /// The versions served as their specifications say: 2025-06-18 brought `outputSchema`,
+    /// `title` and `structuredContent`, which this server sends; the older two have none of
+    /// them (and 2025-03-26 has batches, which rmcp refuses), so they are not offered. A client
+    /// asking for one of them is answered with the newest version, as MCP says.
+    fn supported_protocol_versions(&self) -> Cow<'static, [rmcp::model::ProtocolVersion]> {
+        Cow::Borrowed(SERVED_VERSIONS)
+    }
+
     #[allow(deprecated)] // See `logging`: deprecated by SEP-2577, still served.
     async fn set_level(
         &self,
@@ -408,6 +425,42 @@ impl ServerHandler for McpServer {
     ) -> Result<(), ErrorData> {
         *self.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(request.level);
         Ok(())
+    }
+
+    /// rmcp turns a request of a method it knows whose params do not parse (a `tools/call`
+    /// without `name`, `arguments` that are not an object) into a custom request: that is
+    /// JSON-RPC's invalid params (`-32602`), not an unknown method.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        let method = request.method.as_str();
+        if !KNOWN_METHODS.contains(&method) {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("unknown method `{method}`"),
+                None,
+            ));
+        }
+        let params = request.params.unwrap_or(Value::Null);
+        let why = match method {
+            "tools/call" if !params.get("name").is_some_and(Value::is_string) => {
+                "`name` must be the tool's name, a string".to_owned()
+            }
+            "tools/call"
+                if params
+                    .get("arguments")
+                    .is_some_and(|a| !a.is_object() && !a.is_null()) =>
+            {
+                "`arguments` must be an object".to_owned()
+            }
+            _ => format!("they are not what `{method}` takes"),
+        };
+        Err(ErrorData::invalid_params(
+            format!("invalid params of `{method}`: {why}"),
+            None,
+        ))
     }
 
     async fn get_task(
@@ -495,6 +548,36 @@ impl ServerHandler for McpServer {
         Ok(self.call(request, context, cancelled).await.into())
     }
 }
+
+/// The protocol versions this server speaks, newest first.
+const SERVED_VERSIONS: &[rmcp::model::ProtocolVersion] = &[
+    rmcp::model::ProtocolVersion::V_2026_07_28,
+    rmcp::model::ProtocolVersion::V_2025_11_25,
+    rmcp::model::ProtocolVersion::V_2025_06_18,
+];
+
+/// The request methods of MCP: one of them that reaches `on_custom_request` had params rmcp
+/// could not read.
+const KNOWN_METHODS: &[&str] = &[
+    "initialize",
+    "server/discover",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "tasks/get",
+    "tasks/cancel",
+    "tasks/list",
+    "tasks/result",
+    "logging/setLevel",
+    "completion/complete",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+];
 
 /// One content block as rmcp's.
 fn mcp_block(block: &crate::ContentBlock) -> ContentBlock {

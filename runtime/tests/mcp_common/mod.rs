@@ -52,6 +52,12 @@ impl Pipe {
         self.write.write_all(line.as_bytes()).await.unwrap();
     }
 
+    /// Sends one line as it is (which need not be JSON).
+    pub async fn send_raw(&mut self, line: &str) {
+        self.write.write_all(line.as_bytes()).await.unwrap();
+        self.write.write_all(b"\n").await.unwrap();
+    }
+
     /// The next message the server sends.
     pub async fn next(&mut self) -> Value {
         let line = tokio::time::timeout(LIMIT, self.lines.next_line())
