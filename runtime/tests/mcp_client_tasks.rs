@@ -98,6 +98,9 @@ async fn a_task_is_followed_to_its_result() {
     let seen = seen.lock().unwrap();
     let init = &seen[0];
     assert_eq!(init["params"]["clientInfo"]["name"], "toolc", "{init}");
+    // `initialize` names the last version that has an `initialize` handshake.
+    assert_eq!(init["method"], "initialize", "{init}");
+    assert_eq!(init["params"]["protocolVersion"], "2025-11-25", "{init}");
     assert!(
         init["params"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
         "{init}"

@@ -120,13 +120,18 @@ struct Listener {
 impl rmcp::handler::client::ClientHandler for Listener {
     /// This client, by name, and what it takes: tasks (a server may run a long call as one and
     /// be polled for its result).
+    /// The handshake is `initialize`, so it names 2025-11-25, the last version that has one
+    /// (2026-07-28 starts with `server/discover`; rmcp's probing of it stalled against the
+    /// Python SDK's server, so it is not used).
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        rmcp::model::ClientConfig::new(
+        let mut config = rmcp::model::ClientConfig::new(
             rmcp::model::ClientCapabilities::builder()
                 .enable_tasks()
                 .build(),
             rmcp::model::Implementation::new("toolc", env!("CARGO_PKG_VERSION")),
-        )
+        );
+        config.protocol_version = rmcp::model::ProtocolVersion::V_2025_11_25;
+        config
     }
 
     /// Progress the server reports for a call reaches the call's context (and whoever listens
@@ -203,11 +208,12 @@ impl McpTools {
         T: rmcp::transport::IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        use rmcp::ServiceExt;
         let state = Arc::new(Mutex::new(State::default()));
         let listener = Listener {
             state: state.clone(),
         };
+        // The `initialize` handshake (see `get_info` for the version it names).
+        use rmcp::ServiceExt;
         let service = listener
             .serve(transport)
             .await
