@@ -48,9 +48,11 @@ impl Default for Builder {
 /// What one compiled manifest produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Generated {
+    /// The manifest's path, as given to the builder.
     pub manifest: PathBuf,
     /// The module name `include_tools!` takes.
     pub module: String,
+    /// The generated Rust file, `<module>.rs` in the output folder.
     pub path: PathBuf,
     /// Whether the file was (re)written; `false` when its content was already up to date.
     pub written: bool,
@@ -60,6 +62,7 @@ pub struct Generated {
 pub type BuildError = toolc_core::Error;
 
 impl Builder {
+    /// A builder with no manifests that writes to `$OUT_DIR` and prints cargo directives.
     pub fn new() -> Builder {
         Builder::default()
     }
@@ -70,6 +73,7 @@ impl Builder {
         self
     }
 
+    /// Adds each of `paths` as a manifest (see `Builder::manifest`).
     pub fn manifests<P: Into<PathBuf>>(mut self, paths: impl IntoIterator<Item = P>) -> Builder {
         self.manifests.extend(paths.into_iter().map(Into::into));
         self

@@ -4,6 +4,7 @@
 //! is the `toolc-core` crate, re-exported here under the same paths; this crate adds the
 //! emitters ([`emit`]), output writing ([`output`]), [`diff`] and the [`Builder`]. Every stage
 //! pushes problems into one [`Diagnostics`] context, so a user sees all of them at once.
+#![warn(missing_docs)]
 
 pub mod builder;
 pub mod diff;

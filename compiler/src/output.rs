@@ -8,9 +8,12 @@ use std::path::{Path, PathBuf};
 /// Relative path (with `/`) → file content, ordered so that output is deterministic.
 pub type Outputs = BTreeMap<String, String>;
 
+/// What writing the outputs did to each file; each list is in path order.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct WriteReport {
+    /// Files written, because they were new or their content changed.
     pub written: Vec<PathBuf>,
+    /// Files that already held their content and were left alone.
     pub unchanged: Vec<PathBuf>,
     /// Files of an earlier build that this one no longer writes, removed.
     pub removed: Vec<PathBuf>,
@@ -126,6 +129,8 @@ enum Mode {
 }
 
 impl OutputWriter {
+    /// Starts writing into `dir`, which need not exist yet; nothing is in place until
+    /// `commit`.
     pub fn begin(dir: &Path) -> io::Result<OutputWriter> {
         let mut writer = OutputWriter {
             dir: dir.to_path_buf(),
@@ -321,6 +326,7 @@ impl Folders {
 /// What became of a file that is written only when it does not exist yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Created {
+    /// It did not exist and was written.
     Written,
     /// It existed and was left as it is (it may hold the user's edits).
     Kept,

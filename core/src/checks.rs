@@ -7,6 +7,8 @@ use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ident::{pascal_case, snake_case};
 use crate::ir::IrTool;
 
+/// Checks all tools of a compilation together: names unique across manifests, names that stay
+/// distinct as Rust and TypeScript identifiers, and one description per toolset.
 pub fn check_tools(tools: &[IrTool], diags: &mut Diagnostics) {
     check_toolsets(tools, diags);
     let mut by_name: HashMap<&str, &IrTool> = HashMap::new();

@@ -17,6 +17,7 @@ pub enum Location {
 }
 
 impl Location {
+    /// As the manifest writes it: `server` or `client`.
     pub fn as_str(self) -> &'static str {
         match self {
             Location::Server => "server",
@@ -44,8 +45,12 @@ pub const DEFAULT_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 /// One tool, validated.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolDefinition {
+    /// The tool's name as the manifest writes it; unique among the tools compiled together.
     pub name: String,
+    /// What the tool does, as the manifest writes it; the model reads `model_description`,
+    /// which may add notes.
     pub description: String,
+    /// Where the tool's handler runs: on the server or in the client.
     pub location: Location,
     /// JSON Schema 2020-12 of the arguments; the root is always an object schema.
     pub parameters: serde_json::Value,
@@ -232,6 +237,7 @@ pub const DEFAULT_DUPLICATE_WINDOW: Duration = Duration::from_secs(60);
 /// `duplicate_window`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CallPolicy {
+    /// Whether a person must approve each call before it runs.
     #[serde(default, skip_serializing_if = "is_default")]
     pub approval: Approval,
     /// Server tools only.
@@ -275,6 +281,7 @@ impl CallPolicy {
         duplicate_window_ms: None,
     };
 
+    /// Whether every setting is the default (`CallPolicy::DEFAULT`).
     pub fn is_default(&self) -> bool {
         *self == CallPolicy::DEFAULT
     }
@@ -308,6 +315,7 @@ impl Annotations {
         open_world: None,
     };
 
+    /// Whether no hint is given.
     pub fn is_empty(&self) -> bool {
         *self == Annotations::NONE
     }

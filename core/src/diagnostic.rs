@@ -11,25 +11,33 @@ use serde::Serialize;
 
 use crate::source::{SourceMap, Span};
 
+/// How serious a diagnostic is: an error fails the compilation, a warning does not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// Worth fixing, but the compilation goes on.
     Warning,
+    /// The compilation fails.
     Error,
 }
 
 /// A place in the source with a short explanation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Label {
+    /// The source text the label points at.
     pub span: Span,
+    /// The short explanation printed beside the underline.
     pub message: String,
 }
 
+/// One problem found in the input, with its code, where it is and how to fix it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {
+    /// Whether it fails the compilation.
     pub severity: Severity,
     /// Stable identifier, e.g. `toolc::duplicate-name`; listed in the README.
     pub code: &'static str,
+    /// What is wrong, in one sentence; the heading of the rendered diagnostic.
     pub message: String,
     /// The primary place; absent only for problems that are about no file (I/O, empty input).
     pub primary: Option<Label>,
@@ -40,6 +48,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
+    /// An error with `code` and `message` and no place yet; give it one with `at`.
     pub fn error(code: &'static str, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             severity: Severity::Error,
@@ -51,6 +60,7 @@ impl Diagnostic {
         }
     }
 
+    /// A warning with `code` and `message` and no place yet.
     pub fn warning(code: &'static str, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             severity: Severity::Warning,
@@ -58,6 +68,7 @@ impl Diagnostic {
         }
     }
 
+    /// Sets the primary place and its label, replacing any earlier one.
     pub fn at(mut self, span: Span, label: impl Into<String>) -> Diagnostic {
         self.primary = Some(Label {
             span,
@@ -66,6 +77,7 @@ impl Diagnostic {
         self
     }
 
+    /// Adds a secondary place with its label.
     pub fn also(mut self, span: Span, label: impl Into<String>) -> Diagnostic {
         self.secondary.push(Label {
             span,
@@ -74,11 +86,13 @@ impl Diagnostic {
         self
     }
 
+    /// Sets the help text: how to fix the problem.
     pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
         self
     }
 
+    /// Whether it is an error, so that it fails the compilation.
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
@@ -91,30 +105,37 @@ pub struct Diagnostics {
 }
 
 impl Diagnostics {
+    /// Adds one diagnostic.
     pub fn push(&mut self, diagnostic: Diagnostic) {
         self.items.push(diagnostic);
     }
 
+    /// Adds every diagnostic of `other`, in its order.
     pub fn extend(&mut self, other: Diagnostics) {
         self.items.extend(other.items);
     }
 
+    /// Whether any diagnostic is an error, so that the compilation fails.
     pub fn has_errors(&self) -> bool {
         self.items.iter().any(Diagnostic::is_error)
     }
 
+    /// How many diagnostics are errors.
     pub fn error_count(&self) -> usize {
         self.items.iter().filter(|d| d.is_error()).count()
     }
 
+    /// How many diagnostics are warnings.
     pub fn warning_count(&self) -> usize {
         self.items.len() - self.error_count()
     }
 
+    /// Whether nothing was reported, not even a warning.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
 
+    /// Every diagnostic, in the order it was pushed (see `sorted` for output order).
     pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
         self.items.iter()
     }
@@ -131,6 +152,7 @@ impl Diagnostics {
         items
     }
 
+    /// Every diagnostic, in the order it was pushed.
     pub fn into_vec(self) -> Vec<Diagnostic> {
         self.items
     }
@@ -139,11 +161,15 @@ impl Diagnostics {
 /// Where a label points, resolved to a file name, line and column.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Position {
+    /// The file's name as the user gave it.
     pub file: String,
+    /// 1-based line.
     pub line: usize,
+    /// 1-based column, counted in characters.
     pub column: usize,
 }
 
+/// Where `span` starts, as a file name and a 1-based line and column.
 pub fn position(sources: &SourceMap, span: Span) -> Position {
     let file = sources.get(span.file);
     let (line, column) = file.line_col(span.start);
@@ -157,10 +183,12 @@ pub fn position(sources: &SourceMap, span: Span) -> Position {
 /// Renders diagnostics as text, rustc-style.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HumanRenderer {
+    /// Whether to add ANSI colours, for a terminal.
     pub colour: bool,
 }
 
 impl HumanRenderer {
+    /// Every diagnostic, sorted by position, and a summary line when there are any.
     pub fn render(&self, sources: &SourceMap, diagnostics: &Diagnostics) -> String {
         let mut out = String::new();
         for d in diagnostics.sorted() {
@@ -174,6 +202,7 @@ impl HumanRenderer {
         out
     }
 
+    /// Appends one diagnostic to `out`, headed by its severity.
     pub fn render_one(&self, out: &mut String, sources: &SourceMap, d: &Diagnostic) {
         let (word, colour) = match d.severity {
             Severity::Error => ("error", "\x1b[1;31m"),
@@ -304,6 +333,8 @@ pub fn count(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
+/// The closing line of a report, such as `2 errors, 1 warning`; a zero count is left
+/// out (unless both are zero).
 pub fn summary_line(errors: usize, warnings: usize) -> String {
     let plural = count;
     match (errors, warnings) {
@@ -324,6 +355,7 @@ pub struct JsonLabel {
 }
 
 impl JsonLabel {
+    /// The JSON form of `label`, its start and end resolved through `sources`.
     pub fn new(sources: &SourceMap, label: &Label) -> JsonLabel {
         let (end_line, end_column) = sources.get(label.span.file).line_col(label.span.end);
         JsonLabel {

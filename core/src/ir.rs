@@ -7,11 +7,15 @@ use crate::yaml::Node;
 /// All tools of one compilation, in declaration order (files in the order given).
 #[derive(Debug, Default, Clone)]
 pub struct Ir {
+    /// The tools, in declaration order.
     pub tools: Vec<IrTool>,
 }
 
+/// One validated tool: its definition, and what only the compiler needs (its toolset,
+/// deferred loading, the list's time to live, where it is written).
 #[derive(Debug, Clone)]
 pub struct IrTool {
+    /// The tool's definition, as the runtime gets it.
     pub def: ToolDefinition,
     /// The toolset the tool belongs to (the manifest's `toolset`), declared as a namespace by
     /// providers that have them (Responses).
@@ -22,12 +26,14 @@ pub struct IrTool {
     /// Its manifest's `mcp.list_ttl` (and where it is written): how long an MCP client may keep
     /// the tool list.
     pub mcp_list_ttl: Option<(std::time::Duration, Span)>,
+    /// Where the tool is written, for diagnostics that point into its manifest.
     pub origin: Origin,
 }
 
 /// A named group of tools with a description (the manifest's `toolsets`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Toolset {
+    /// The toolset's name, its key under the manifest's `toolsets`.
     pub name: String,
     /// What the model reads to decide whether to look in the toolset.
     pub description: String,
@@ -41,13 +47,18 @@ pub struct Origin {
     pub file: Option<String>,
     /// 1-based line of the tool's `name`.
     pub line: usize,
+    /// The span of the tool's `name` value; `None` for a tool without a manifest.
     pub name: Option<Span>,
+    /// The span of the tool's `location` value; `None` when the manifest gives none.
     pub location: Option<Span>,
+    /// The manifest's `parameters` schema with its spans; `None` when it declares none.
     pub parameters: Option<Node>,
+    /// The manifest's `returns` schema with its spans; `None` when absent or `null`.
     pub returns: Option<Node>,
 }
 
 impl Ir {
+    /// The tool called `name`, if there is one.
     pub fn get(&self, name: &str) -> Option<&IrTool> {
         self.tools.iter().find(|t| t.def.name == name)
     }
@@ -62,6 +73,7 @@ impl Ir {
             .min_by_key(|(ttl, _)| *ttl)
     }
 
+    /// Every tool's definition, in declaration order.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         self.tools.iter().map(|t| t.def.clone()).collect()
     }
@@ -93,6 +105,7 @@ impl IrTool {
             .map(|(_, n)| n.span)
     }
 
+    /// The span of a node inside the `returns` schema, found by JSON pointer.
     pub fn returns_span(&self, pointer: &str) -> Option<Span> {
         self.origin
             .returns

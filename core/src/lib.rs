@@ -6,6 +6,7 @@
 //! once. The code generators live in the `toolc` crate; the runtime (`toolc-runtime`) and the
 //! macros (`toolc-macros`) depend on this crate only, so an application that routes calls does
 //! not build them.
+#![warn(missing_docs)]
 
 pub mod checks;
 pub mod codes;
@@ -45,6 +46,7 @@ pub use source::{FileId, SourceMap, Span};
 /// type of toolc's entry points (`toolc::Builder`, `toolc_runtime::load_definitions`).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Error {
+    /// Every diagnostic of the failure, as plain text without colour.
     pub rendered: String,
 }
 
@@ -73,13 +75,17 @@ pub fn to_json_text(value: &serde_json::Value) -> String {
 /// One compilation: the files read, the problems found, and (when there were no errors) the IR.
 #[derive(Debug, Default)]
 pub struct Session {
+    /// Every file read, so that diagnostics can quote them.
     pub sources: SourceMap,
+    /// Every problem found so far, errors and warnings.
     pub diagnostics: Diagnostics,
+    /// The limits each manifest is parsed under; set them before `check`.
     pub limits: yaml::Limits,
     manifests: Vec<FileId>,
 }
 
 impl Session {
+    /// An empty session with the default limits.
     pub fn new() -> Session {
         Session::default()
     }
@@ -152,6 +158,7 @@ impl Session {
         HumanRenderer { colour }.render(&self.sources, &self.diagnostics)
     }
 
+    /// The diagnostics as JSON, one object per diagnostic, for editors and CI.
     pub fn render_json(&self) -> String {
         diagnostic::render_json(&self.sources, &self.diagnostics)
     }

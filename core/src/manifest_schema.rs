@@ -117,6 +117,7 @@ fn tool_field(name: &str) -> Value {
     }
 }
 
+/// The JSON Schema of the manifest format, as checked in as `toolc.schema.json`.
 pub fn manifest_json_schema() -> Value {
     let mut tool_properties = Map::new();
     for field in TOOL_FIELDS {

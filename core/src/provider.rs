@@ -4,15 +4,22 @@
 /// An LLM API or protocol whose tool declarations toolc writes, or whose messages it speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Provider {
+    /// OpenAI's Realtime API (`session.tools`).
     OpenaiRealtime,
+    /// OpenAI's Chat Completions API.
     OpenaiChat,
+    /// OpenAI's Responses API.
     OpenaiResponses,
+    /// Anthropic's Messages API.
     Anthropic,
+    /// Google's Gemini API (`functionDeclarations`).
     Gemini,
+    /// The Model Context Protocol (a `tools/list` result).
     Mcp,
 }
 
 impl Provider {
+    /// Every provider, in the order their files are written and their warnings reported.
     pub const ALL: [Provider; 6] = [
         Provider::OpenaiRealtime,
         Provider::OpenaiChat,
@@ -22,6 +29,7 @@ impl Provider {
         Provider::Mcp,
     ];
 
+    /// The provider's name on the command line and in file names (`openai-chat`).
     pub fn name(self) -> &'static str {
         match self {
             Provider::OpenaiRealtime => "openai-realtime",
@@ -33,6 +41,7 @@ impl Provider {
         }
     }
 
+    /// The provider whose `name` is `name`; `None` for any other text.
     pub fn parse(name: &str) -> Option<Provider> {
         Provider::ALL.into_iter().find(|p| p.name() == name)
     }

@@ -13,6 +13,7 @@ use crate::source::{SourceMap, Span};
 use crate::suggest::{closest, did_you_mean};
 use crate::yaml::{Node, Value};
 
+/// The names JSON Schema's `type` takes.
 pub const TYPES: &[&str] = &[
     "string", "number", "integer", "boolean", "object", "array", "null",
 ];

@@ -9,12 +9,16 @@ pub struct FileId(pub u32);
 /// A byte range in one source file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Span {
+    /// The file the range is in.
     pub file: FileId,
+    /// Byte offset of the first byte.
     pub start: usize,
+    /// Byte offset just past the last byte; never before `start`.
     pub end: usize,
 }
 
 impl Span {
+    /// The span from `start` to `end` in `file`; an `end` before `start` gives an empty span.
     pub fn new(file: FileId, start: usize, end: usize) -> Span {
         Span {
             file,
@@ -29,11 +33,13 @@ impl Span {
 pub struct SourceFile {
     /// The path as the user gave it; shown in diagnostics.
     pub name: String,
+    /// The file's whole content.
     pub text: String,
     line_starts: Vec<usize>,
 }
 
 impl SourceFile {
+    /// A file with its name (as diagnostics show it) and its content.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> SourceFile {
         let text = text.into();
         let mut line_starts = vec![0];
@@ -83,15 +89,18 @@ pub struct SourceMap {
 }
 
 impl SourceMap {
+    /// Adds a file and returns its id.
     pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>) -> FileId {
         self.files.push(Arc::new(SourceFile::new(name, text)));
         FileId(self.files.len() as u32 - 1)
     }
 
+    /// The file with id `id`; panics on an id this map did not give out.
     pub fn get(&self, id: FileId) -> &SourceFile {
         &self.files[id.0 as usize]
     }
 
+    /// Every file with its id, in the order added.
     pub fn files(&self) -> impl Iterator<Item = (FileId, &SourceFile)> {
         self.files
             .iter()

@@ -71,8 +71,11 @@ const DROPPED: &[&str] = &[
 /// original schema, to the schema object that holds the keyword).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StrictIssue {
+    /// JSON pointer to the schema object that holds the keyword.
     pub pointer: String,
+    /// The keyword strict mode cannot take.
     pub keyword: String,
+    /// Why not, in words for a diagnostic.
     pub reason: String,
 }
 

@@ -32,24 +32,34 @@ impl Default for Limits {
     }
 }
 
+/// What a YAML node holds; plain scalars are typed by the YAML 1.2 core schema.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
+    /// `null`, `~` or an empty value.
     Null,
+    /// `true` or `false` (never `yes`, `no`, `on` or `off`).
     Bool(bool),
+    /// An integer or a float.
     Number(serde_json::Number),
+    /// A quoted scalar, or a plain one that is no other type.
     String(String),
+    /// A sequence's items, in order.
     Seq(Vec<Node>),
     /// Keys in source order; duplicates were rejected while loading.
     Map(Vec<(Node, Node)>),
 }
 
+/// One YAML node with the exact span it is written at.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Node {
+    /// What the node holds.
     pub value: Value,
+    /// Where the node is written.
     pub span: Span,
 }
 
 impl Node {
+    /// The node's kind as diagnostics name it (`a string`, `a mapping`).
     pub fn kind(&self) -> &'static str {
         match &self.value {
             Value::Null => "null",
@@ -61,6 +71,7 @@ impl Node {
         }
     }
 
+    /// The text of a string node; `None` for any other kind.
     pub fn as_str(&self) -> Option<&str> {
         match &self.value {
             Value::String(s) => Some(s),
@@ -68,6 +79,7 @@ impl Node {
         }
     }
 
+    /// A mapping's entries in source order; `None` for any other kind.
     pub fn as_map(&self) -> Option<&[(Node, Node)]> {
         match &self.value {
             Value::Map(m) => Some(m),
@@ -75,6 +87,7 @@ impl Node {
         }
     }
 
+    /// A sequence's items; `None` for any other kind.
     pub fn as_seq(&self) -> Option<&[Node]> {
         match &self.value {
             Value::Seq(s) => Some(s),

@@ -68,16 +68,13 @@ pub struct Bound {
 
 /// Resolves `manifest = "..."` against the crate's directory, loads and checks it.
 ///
-/// Relative paths are relative to `CARGO_MANIFEST_DIR`. trybuild compiles its cases as a
-/// package named `<crate>-tests` in a directory under `target/`, where those paths mean nothing;
-/// for such a package only, `TOOLC_MANIFEST_DIR` (set by the test) replaces the base. Limiting it
-/// to trybuild's package keeps the crate under test, built in the same cargo run, on its own
-/// manifests.
+/// Relative paths are relative to `TOOLC_MANIFEST_DIR` when it is set, else to
+/// `CARGO_MANIFEST_DIR` (the crate's directory). The override is for builds whose crate
+/// directory is not where the manifests are, such as the generated packages of trybuild's
+/// compile tests; it applies to every crate of that build alike.
 pub fn load_manifest(lit: &syn::LitStr, errors: &mut Errors) -> Option<Bound> {
     let written = lit.value();
-    let is_trybuild = std::env::var("CARGO_PKG_NAME").is_ok_and(|p| p.ends_with("-tests"));
     let base = std::env::var_os("TOOLC_MANIFEST_DIR")
-        .filter(|_| is_trybuild)
         .or_else(|| std::env::var_os("CARGO_MANIFEST_DIR"))
         .map(PathBuf::from)
         .unwrap_or_default();

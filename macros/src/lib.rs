@@ -5,6 +5,7 @@
 //!
 //! Use them through `toolc-runtime`, which re-exports them: `toolc_runtime::tool`,
 //! `toolc_runtime::tools`.
+#![warn(missing_docs)]
 
 use proc_macro::TokenStream;
 

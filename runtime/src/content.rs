@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 /// A content tool's result: its blocks, in order.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolContent {
+    /// The blocks, in the order the tool produced them.
     pub content: Vec<ContentBlock>,
 }
 
@@ -16,20 +17,30 @@ pub struct ToolContent {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum ContentBlock {
+    /// Plain text.
     Text {
+        /// The text itself.
         text: String,
     },
+    /// An image.
     Image {
+        /// The image's bytes, base64.
         data: String,
+        /// The image's MIME type, e.g. `image/png`.
         #[serde(rename = "mimeType")]
         mime_type: String,
     },
+    /// A sound.
     Audio {
+        /// The sound's bytes, base64.
         data: String,
+        /// The sound's MIME type, e.g. `audio/wav`.
         #[serde(rename = "mimeType")]
         mime_type: String,
     },
+    /// A resource embedded in the result.
     Resource {
+        /// The resource, with its URI and content.
         resource: EmbeddedResource,
     },
 }
@@ -37,11 +48,15 @@ pub enum ContentBlock {
 /// A resource carried inside a result: its URI and its text or (base64) bytes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EmbeddedResource {
+    /// The resource's URI.
     pub uri: String,
+    /// The resource's MIME type, when known.
     #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
+    /// The resource's content as text; `None` when it is binary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// The resource's content as base64 bytes; `None` when it is text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blob: Option<String>,
 }

@@ -30,6 +30,7 @@ pub struct Principal {
 }
 
 impl Principal {
+    /// A caller named `id`, with no credential and no data.
     pub fn new(id: impl Into<Arc<str>>) -> Principal {
         Principal {
             id: id.into(),
@@ -51,10 +52,12 @@ impl Principal {
         self
     }
 
+    /// The caller's id, as used in counters, limits and logs.
     pub fn id(&self) -> &str {
         &self.id
     }
 
+    /// The credential to forward on the caller's behalf; `None` when none was given.
     pub fn credential(&self) -> Option<&str> {
         self.credential.as_deref()
     }
@@ -140,15 +143,18 @@ impl SessionScope {
         }
     }
 
+    /// Sets the session's caller; `None` for an unauthenticated session.
     pub fn with_principal(mut self, principal: Option<Principal>) -> SessionScope {
         self.principal = principal;
         self
     }
 
+    /// The session's id, shared by every call made in it.
     pub fn session_id(&self) -> &str {
         &self.session_id
     }
 
+    /// The session's caller; `None` when the session was not authenticated.
     pub fn principal(&self) -> Option<&Principal> {
         self.principal.as_ref()
     }
@@ -158,6 +164,7 @@ impl SessionScope {
         self.cancellation.cancel();
     }
 
+    /// Whether the session has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.cancellation.is_cancelled()
     }
@@ -211,10 +218,12 @@ impl ApprovalGrant {
         }
     }
 
+    /// The tool the user approved a call of.
     pub fn tool(&self) -> &str {
         &self.tool
     }
 
+    /// The id of the call the user approved.
     pub fn call_id(&self) -> &str {
         &self.call_id
     }
@@ -251,7 +260,9 @@ impl fmt::Debug for ApprovalGrant {
 pub struct Progress {
     /// Grows with every report, even when the total is unknown.
     pub progress: f64,
+    /// What `progress` will reach when the work is done; `None` when unknown.
     pub total: Option<f64>,
+    /// A short note for the user on what is happening now, if any.
     pub message: Option<String>,
 }
 
@@ -299,14 +310,17 @@ impl CallContext {
         SessionScope::new().call(tool, call_id)
     }
 
+    /// The id of the session the call was made in.
     pub fn session_id(&self) -> &str {
         &self.session_id
     }
 
+    /// The call's id; results are matched to calls by it.
     pub fn call_id(&self) -> &str {
         &self.call_id
     }
 
+    /// The name of the tool being called.
     pub fn tool(&self) -> &str {
         &self.tool
     }
@@ -326,6 +340,7 @@ impl CallContext {
         self.cancellation.cancelled().await
     }
 
+    /// Whether the call has been cancelled (timeout, browser gone, session cancelled).
     pub fn is_cancelled(&self) -> bool {
         self.cancellation.is_cancelled()
     }

@@ -25,6 +25,7 @@ pub struct ToolCall {
     /// The provider's id of the call; results are matched to calls by it. For Gemini responses
     /// without ids it is synthesized from the call's position (see [`ToolCall::synthesized_id`]).
     pub call_id: String,
+    /// The tool's name, as the model gave it; it may name no tool.
     pub name: String,
     /// The arguments as the JSON text the model produced (for providers that send an object,
     /// that object serialized). Not checked here: routing validates it.
@@ -34,6 +35,7 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
+    /// A call with a provider-given id; `arguments` is the JSON text as the model produced it.
     pub fn new(
         call_id: impl Into<String>,
         name: impl Into<String>,
@@ -52,8 +54,11 @@ impl ToolCall {
 /// (an empty argument string from the model becomes `{}`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientCall {
+    /// The call's id, as the model gave it.
     pub call_id: String,
+    /// The client tool's name.
     pub name: String,
+    /// The validated arguments as JSON text.
     pub arguments: String,
     /// How long the dispatcher waits for the reply; `None` for fire-and-forget calls.
     pub deadline: Option<Duration>,
@@ -85,9 +90,13 @@ pub type ClientFuture = Pin<Box<dyn Future<Output = Result<String, ClientFailure
 /// arguments by whoever asks (the relay gives each request its own id).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ApprovalRequest {
+    /// The call's id.
     pub call_id: String,
+    /// The tool's name.
     pub name: String,
+    /// Where the tool runs: on the server or in the client.
     pub location: Location,
+    /// The validated arguments the user is asked to approve.
     pub arguments: Value,
 }
 
@@ -97,9 +106,15 @@ pub enum Decision {
     /// Run the call.
     Approved,
     /// The user declined, with their reason if they gave one (the model reads it).
-    Denied { reason: Option<String> },
+    Denied {
+        /// Why the user declined; `None` when they gave no reason.
+        reason: Option<String>,
+    },
     /// Nobody answered within `after`.
-    TimedOut { after: Duration },
+    TimedOut {
+        /// How long the question waited.
+        after: Duration,
+    },
     /// Nobody could be asked (no client, the client went away); for logs, not the model.
     Unavailable(String),
 }
@@ -148,14 +163,22 @@ impl ClientPath for NoClient {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Route {
     /// A server tool with valid arguments.
-    Server { arguments: Value },
+    Server {
+        /// The validated arguments.
+        arguments: Value,
+    },
     /// A client tool with valid arguments that waits for a reply within `deadline`.
     Client {
+        /// The validated arguments.
         arguments: Value,
+        /// How long to wait for the client's reply before the call times out.
         deadline: Duration,
     },
     /// A fire-and-forget client tool with valid arguments.
-    Notify { arguments: Value },
+    Notify {
+        /// The validated arguments.
+        arguments: Value,
+    },
     /// The call cannot run (unknown tool, invalid JSON, invalid arguments).
     Reject(CallError),
 }
@@ -205,13 +228,16 @@ pub enum Status {
 /// The result of one call, ready to go back to the model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallOutcome {
+    /// The id of the call this result answers.
     pub call_id: String,
     /// JSON text for the model: the tool's result, an acknowledgement, or an error object.
     pub output: String,
+    /// How the call ended; the error itself when it failed.
     pub status: Status,
 }
 
 impl CallOutcome {
+    /// A successful result; `output` is the tool's result as JSON text.
     pub fn ok(call_id: impl Into<String>, output: String) -> CallOutcome {
         CallOutcome {
             call_id: call_id.into(),
@@ -220,6 +246,7 @@ impl CallOutcome {
         }
     }
 
+    /// A failed call; `output` becomes the error as the model should read it.
     pub fn failed(call_id: impl Into<String>, error: CallError) -> CallOutcome {
         CallOutcome {
             call_id: call_id.into(),
@@ -251,6 +278,7 @@ impl CallOutcome {
         }
     }
 
+    /// Whether the call failed.
     pub fn is_error(&self) -> bool {
         matches!(self.status, Status::Failed(_))
     }

@@ -16,6 +16,7 @@ pub struct ToolError {
 }
 
 impl ToolError {
+    /// A failure with `message`, the text the model reads, and no code.
     pub fn new(message: impl Into<String>) -> ToolError {
         ToolError {
             message: message.into(),
@@ -29,10 +30,12 @@ impl ToolError {
         self
     }
 
+    /// The message for the model, without the code.
     pub fn message(&self) -> &str {
         &self.message
     }
 
+    /// The stable code, if one was set with [`ToolError::with_code`].
     pub fn code(&self) -> Option<&str> {
         self.code.as_deref()
     }
@@ -99,6 +102,7 @@ pub enum CallErrorKind {
 }
 
 impl CallErrorKind {
+    /// The stable snake_case name of the kind, e.g. `invalid_arguments`.
     pub fn as_str(self) -> &'static str {
         match self {
             CallErrorKind::UnknownTool => "unknown_tool",
@@ -137,7 +141,9 @@ impl fmt::Display for CallErrorKind {
 /// One schema violation: where in the instance (a JSON pointer, `""` for the root) and what.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
+    /// Where the violation is: a JSON pointer into the instance, `""` for the root.
     pub pointer: String,
+    /// What is wrong there, in words.
     pub message: String,
 }
 
@@ -387,10 +393,12 @@ impl CallError {
         e
     }
 
+    /// Why the call failed.
     pub fn kind(&self) -> CallErrorKind {
         self.0.kind
     }
 
+    /// The name of the tool that was called, as the model gave it.
     pub fn tool(&self) -> &str {
         &self.0.tool
     }
@@ -475,9 +483,19 @@ pub enum Problem {
     /// A name is defined more than once.
     DuplicateDefinition(String),
     /// A schema could not be compiled into a validator.
-    InvalidSchema { tool: String, problem: String },
+    InvalidSchema {
+        /// The tool whose schema is at fault.
+        tool: String,
+        /// Why the schema could not be compiled.
+        problem: String,
+    },
     /// A toolset names a tool that is not defined, or a toolset name is used twice.
-    InvalidToolset { toolset: String, problem: String },
+    InvalidToolset {
+        /// The toolset's name.
+        toolset: String,
+        /// What is wrong with it.
+        problem: String,
+    },
 }
 
 impl Problem {
@@ -558,6 +576,7 @@ impl RegistryError {
         (!self.problems.is_empty()).then_some(self)
     }
 
+    /// Every problem, grouped by kind; never empty.
     pub fn problems(&self) -> &[Problem] {
         &self.problems
     }

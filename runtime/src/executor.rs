@@ -40,6 +40,7 @@ where
     FnExecutor(f)
 }
 
+/// The executor that [`executor_fn`] returns.
 pub struct FnExecutor<F>(F);
 
 impl<F> fmt::Debug for FnExecutor<F> {
@@ -68,6 +69,7 @@ where
     ContextFnExecutor(f)
 }
 
+/// The executor that [`executor_fn_with_context`] returns.
 pub struct ContextFnExecutor<F>(F);
 
 impl<F> fmt::Debug for ContextFnExecutor<F> {
@@ -101,6 +103,7 @@ where
     }
 }
 
+/// The executor that [`typed_executor`] returns.
 pub struct TypedExecutor<A, O, F> {
     f: F,
     // `fn(A) -> O` keeps the executor Send + Sync whatever A and O are.
@@ -144,6 +147,7 @@ where
     }
 }
 
+/// The executor that [`typed_executor_with_context`] returns.
 pub struct ContextTypedExecutor<A, O, F> {
     f: F,
     _types: PhantomData<fn(A) -> O>,

@@ -6,6 +6,7 @@
 //!   and serialized. Every failure is a [`CallError`] that reads well to a model.
 //! - [`include_tools!`]: pulls in the module that `toolc::Builder` generated in a build script.
 //! - [`load_definitions`]: manifests loaded at run time, for registries assembled dynamically.
+#![warn(missing_docs)]
 
 #[cfg(feature = "catalog")]
 pub mod catalog;

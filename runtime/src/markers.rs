@@ -62,6 +62,7 @@ impl MarkerTag {
         })
     }
 
+    /// The tag itself, without `<<<` or `:NAME=`.
     pub fn as_str(&self) -> &str {
         &self.tag
     }
@@ -102,6 +103,7 @@ impl std::error::Error for InvalidTag {}
 /// A complete tool call found in the text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MarkerCall {
+    /// The tool's name, as the model wrote it.
     pub name: String,
     /// The JSON text of the arguments object, exactly as the model wrote it. It is known to be
     /// syntactically valid JSON and an object; it is kept as text because the dispatcher takes
@@ -110,6 +112,7 @@ pub struct MarkerCall {
 }
 
 impl MarkerCall {
+    /// Parses [`MarkerCall::arguments`] into a JSON value; it is known to be valid JSON.
     pub fn parse_arguments(&self) -> Result<serde_json::Value, serde_json::Error> {
         serde_json::from_str(&self.arguments)
     }
@@ -122,17 +125,35 @@ pub enum MarkerError {
     /// The marker does not follow `NAME=tool,ARGUMENTS={...}>>>`; `name` is set when the tool
     /// name had been read completely.
     Malformed {
+        /// The tool's name, when it had been read completely.
         name: Option<String>,
+        /// What is wrong with the marker, in a few words.
         reason: &'static str,
     },
     /// The marker grew past the configured limit; the rest of it is skipped.
-    TooLong { name: Option<String>, limit: usize },
+    TooLong {
+        /// The tool's name, when it had been read completely.
+        name: Option<String>,
+        /// The limit that was passed, in bytes.
+        limit: usize,
+    },
     /// The arguments are not valid JSON (or not UTF-8).
-    InvalidJson { name: String, message: String },
+    InvalidJson {
+        /// The tool's name.
+        name: String,
+        /// What is wrong with the arguments (the parser's message, or that they are not UTF-8).
+        message: String,
+    },
     /// The tool is not in the set of known tools.
-    UnknownTool { name: String },
+    UnknownTool {
+        /// The name the model wrote.
+        name: String,
+    },
     /// The stream ended inside a marker.
-    Unterminated { name: Option<String> },
+    Unterminated {
+        /// The tool's name, when it had been read completely.
+        name: Option<String>,
+    },
 }
 
 impl MarkerError {
@@ -183,16 +204,21 @@ impl std::error::Error for MarkerError {}
 /// ([`into_owned`](Self::into_owned)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MarkerEvent<'a> {
+    /// Text to show the user; it never holds any byte of a marker.
     Text(&'a str),
     /// A complete call; `arguments` is as in [`MarkerCall::arguments`].
     Call {
+        /// The tool's name, as the model wrote it.
         name: &'a str,
+        /// The JSON text of the arguments object.
         arguments: &'a str,
     },
+    /// A marker that could not be turned into a call; it is hidden from the user all the same.
     Error(MarkerError),
 }
 
 impl MarkerEvent<'_> {
+    /// Copies the borrowed text into an owned [`ScanEvent`].
     pub fn into_owned(self) -> ScanEvent {
         match self {
             MarkerEvent::Text(t) => ScanEvent::Text(t.to_owned()),
@@ -208,8 +234,11 @@ impl MarkerEvent<'_> {
 /// An owned [`MarkerEvent`], as collected by [`MarkerScanner::push`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ScanEvent {
+    /// Text to show the user; it never holds any byte of a marker.
     Text(String),
+    /// A complete call.
     Call(MarkerCall),
+    /// A marker that could not be turned into a call; it is hidden from the user all the same.
     Error(MarkerError),
 }
 
@@ -367,6 +396,8 @@ pub struct MarkerScanner {
 }
 
 impl MarkerScanner {
+    /// A scanner for markers with `tag`, accepting calls of any tool name and markers up to
+    /// [`DEFAULT_MAX_MARKER_LEN`] bytes.
     pub fn new(tag: MarkerTag) -> MarkerScanner {
         let fallback = failure_function(tag.opening().as_bytes());
         MarkerScanner {
@@ -413,10 +444,12 @@ impl MarkerScanner {
         self
     }
 
+    /// The tag the scanner looks for.
     pub fn tag(&self) -> &MarkerTag {
         &self.tag
     }
 
+    /// The largest marker accepted, in bytes from `<<<` to `>>>` inclusive.
     pub fn max_marker_len(&self) -> usize {
         self.max_len
     }

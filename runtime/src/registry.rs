@@ -96,11 +96,13 @@ impl fmt::Debug for RegistryBuilder {
 }
 
 impl RegistryBuilder {
+    /// Adds a tool definition; the registry keeps definitions in the order they were added.
     pub fn definition(mut self, definition: ToolDefinition) -> RegistryBuilder {
         self.definitions.push(definition);
         self
     }
 
+    /// Adds several tool definitions, in order.
     pub fn definitions(
         mut self,
         definitions: impl IntoIterator<Item = ToolDefinition>,
@@ -140,10 +142,14 @@ impl RegistryBuilder {
         self
     }
 
+    /// Adds the executor of the server tool `name`. [`RegistryBuilder::build`] fails if no tool
+    /// has that name, if it is a client tool, or if it already has an executor.
     pub fn executor(self, name: impl Into<String>, executor: impl Executor) -> RegistryBuilder {
         self.shared_executor(name, Arc::new(executor))
     }
 
+    /// [`RegistryBuilder::executor`] for an executor already behind an `Arc`, e.g. one shared by
+    /// several tools or registries.
     pub fn shared_executor(
         mut self,
         name: impl Into<String>,
@@ -279,6 +285,7 @@ fn violations(validator: &Validator, value: &Value) -> Vec<Violation> {
 }
 
 impl Registry {
+    /// An empty builder: add definitions and executors, then call [`RegistryBuilder::build`].
     pub fn builder() -> RegistryBuilder {
         RegistryBuilder::default()
     }
@@ -363,10 +370,12 @@ impl Registry {
         self.entries.iter().map(|e| &e.def)
     }
 
+    /// The definition of the tool `name`; `None` when no tool has that name.
     pub fn definition(&self, name: &str) -> Option<&ToolDefinition> {
         self.index.get(name).map(|&i| &self.entries[i].def)
     }
 
+    /// Where the tool `name` runs; `None` when no tool has that name.
     pub fn location(&self, name: &str) -> Option<Location> {
         self.definition(name).map(|d| d.location)
     }
@@ -376,10 +385,12 @@ impl Registry {
         self.definition(name).and_then(|d| d.effective_timeout())
     }
 
+    /// The number of tools.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// Whether the registry has no tools.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

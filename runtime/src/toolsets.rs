@@ -8,7 +8,7 @@ use std::fmt;
 use serde_json::Value;
 
 /// A named group of tools (the manifest's `toolsets`): what a session can choose to declare
-/// ([`Registry::selection`]).
+/// ([`crate::Registry::selection`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Toolset {
     /// The toolset's name, as the manifest writes it.
@@ -42,7 +42,7 @@ impl fmt::Display for UnknownToolset {
 impl std::error::Error for UnknownToolset {}
 
 /// The tools a session offers the model: those in no toolset, and those of the chosen
-/// toolsets ([`Registry::selection`]).
+/// toolsets ([`crate::Registry::selection`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolSelection {
     pub(crate) toolsets: Vec<String>,

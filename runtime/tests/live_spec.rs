@@ -301,7 +301,11 @@ fn the_validator_refuses_what_the_sdk_does_not_know() {
 #[test]
 fn the_schema_files_are_the_sdks() {
     let python = repo().join("tests/mcp/.venv/bin/python");
-    assert!(python.exists(), "run scripts/setup");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup (it installs Google's Gen AI SDK there)",
+        python.display()
+    );
     let out = std::process::Command::new(python)
         .arg(repo().join("tests/gemini-live/schema.py"))
         .arg("--check")

@@ -12,6 +12,7 @@ use std::process::Command;
 /// Why the files at a revision could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GitError {
+    /// What went wrong, for the user; git's own error text where git gave one.
     pub message: String,
 }
 

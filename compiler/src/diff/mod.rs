@@ -44,6 +44,7 @@ pub enum Impact {
 }
 
 impl Impact {
+    /// The impact's name as the output prints it (`breaking`, `info`).
     pub fn as_str(self) -> &'static str {
         match self {
             Impact::Unaffected => "unaffected",
@@ -68,16 +69,21 @@ pub enum Audience {
 pub struct Change {
     /// Stable identifier, e.g. `toolc::diff::enum-value-removed`; listed in the README.
     pub code: &'static str,
+    /// How it affects the model's calls.
     pub for_model: Impact,
+    /// How it affects code: executors, browser handlers, readers of results, and code
+    /// naming generated items.
     pub for_code: Impact,
     /// The tool it is about (the new name, for a rename); empty for a change to the whole
     /// list (`mcp.list_ttl`).
     pub tool: String,
+    /// What changed, in one sentence.
     pub message: String,
     /// Where it was, in the old version (absent for something added).
     pub old: Option<Label>,
     /// Where it is, in the new version (absent for something removed).
     pub new: Option<Label>,
+    /// What to do about it, when there is advice.
     pub help: Option<String>,
 }
 
@@ -99,6 +105,7 @@ impl Change {
         )
     }
 
+    /// Whether it breaks one of the audiences looked at (`None`: both).
     pub fn is_breaking(&self, only: Option<Audience>) -> bool {
         self.impact(only) == Impact::Breaking
     }
@@ -106,52 +113,102 @@ impl Change {
 
 /// The stable codes of every change kind.
 pub mod codes {
+    /// A tool is gone.
     pub const TOOL_REMOVED: &str = "toolc::diff::tool-removed";
+    /// A tool is gone and one with the same schemas, location and waiting appeared.
     pub const TOOL_RENAMED: &str = "toolc::diff::tool-renamed";
+    /// A new tool.
     pub const TOOL_ADDED: &str = "toolc::diff::tool-added";
+    /// A tool moved between `server` and `client`.
     pub const LOCATION_CHANGED: &str = "toolc::diff::location-changed";
+    /// A client tool's `wait_for_response` flipped.
     pub const WAIT_FOR_RESPONSE_CHANGED: &str = "toolc::diff::wait-for-response-changed";
+    /// A tool's deadline changed (the client default included).
     pub const TIMEOUT_CHANGED: &str = "toolc::diff::timeout-changed";
+    /// A tool's filler phrases changed.
     pub const FILLER_CHANGED: &str = "toolc::diff::filler-changed";
+    /// `approval: required` was added or removed.
     pub const APPROVAL_CHANGED: &str = "toolc::diff::approval-changed";
+    /// A server tool's `mode` flipped between `sync` and `async`.
     pub const MODE_CHANGED: &str = "toolc::diff::mode-changed";
+    /// Whether an interruption cancels a tool's calls changed.
     pub const INTERRUPTION_CHANGED: &str = "toolc::diff::interruption-changed";
+    /// Whether the page gets a tool's arguments while the model writes them changed.
     pub const STREAM_ARGUMENTS_CHANGED: &str = "toolc::diff::stream-arguments-changed";
+    /// A background tool's `scheduling` changed.
     pub const SCHEDULING_CHANGED: &str = "toolc::diff::scheduling-changed";
+    /// What a repeated call does (`on_duplicate`) or how long a repeat counts
+    /// (`duplicate_window`) changed.
     pub const DUPLICATE_POLICY_CHANGED: &str = "toolc::diff::duplicate-policy-changed";
+    /// A tool's `toolset` or `defer_loading` changed.
     pub const TOOLSET_CHANGED: &str = "toolc::diff::toolset-changed";
+    /// The manifests' `mcp.list_ttl` changed; reported once, for no tool.
     pub const LIST_TTL_CHANGED: &str = "toolc::diff::list-ttl-changed";
+    /// A result schema where there was none.
     pub const RETURNS_ADDED: &str = "toolc::diff::returns-added";
+    /// No result schema any more.
     pub const RETURNS_REMOVED: &str = "toolc::diff::returns-removed";
+    /// A tool's `description`, or a schema's `description` or `title`, changed.
     pub const DESCRIPTION_CHANGED: &str = "toolc::diff::description-changed";
+    /// A schema's `examples`, `deprecated`, `readOnly` or `writeOnly` changed.
     pub const ANNOTATION_CHANGED: &str = "toolc::diff::annotation-changed";
+    /// A schema's `default` changed.
     pub const DEFAULT_CHANGED: &str = "toolc::diff::default-changed";
+    /// An optional property was added.
     pub const PROPERTY_ADDED: &str = "toolc::diff::property-added";
+    /// A required property was added.
     pub const REQUIRED_PROPERTY_ADDED: &str = "toolc::diff::required-property-added";
+    /// A property is gone.
     pub const PROPERTY_REMOVED: &str = "toolc::diff::property-removed";
+    /// An optional property became required.
     pub const PROPERTY_NOW_REQUIRED: &str = "toolc::diff::property-now-required";
+    /// A required property became optional.
     pub const PROPERTY_NOW_OPTIONAL: &str = "toolc::diff::property-now-optional";
+    /// `type` accepts fewer types, or an `anyOf` / `oneOf` appeared.
     pub const TYPE_NARROWED: &str = "toolc::diff::type-narrowed";
+    /// `type` accepts more types, or an `anyOf` / `oneOf` went.
     pub const TYPE_WIDENED: &str = "toolc::diff::type-widened";
+    /// `type` accepts other types (`integer` → `string`).
     pub const TYPE_CHANGED: &str = "toolc::diff::type-changed";
+    /// A value of `enum` is gone, or a `const` changed.
     pub const ENUM_VALUE_REMOVED: &str = "toolc::diff::enum-value-removed";
+    /// A new value of `enum`.
     pub const ENUM_VALUE_ADDED: &str = "toolc::diff::enum-value-added";
+    /// An `enum` or `const` where any value went.
     pub const ENUM_ADDED: &str = "toolc::diff::enum-added";
+    /// No `enum` or `const` any more.
     pub const ENUM_REMOVED: &str = "toolc::diff::enum-removed";
+    /// A bound accepts fewer values: a `max…` lowered or added, a `min…` raised or
+    /// added, `multipleOf` changed, `uniqueItems` added.
     pub const BOUND_TIGHTENED: &str = "toolc::diff::bound-tightened";
+    /// A bound accepts more values: the opposite of `BOUND_TIGHTENED`.
     pub const BOUND_LOOSENED: &str = "toolc::diff::bound-loosened";
+    /// A `pattern` was added.
     pub const PATTERN_ADDED: &str = "toolc::diff::pattern-added";
+    /// A `pattern` changed.
     pub const PATTERN_CHANGED: &str = "toolc::diff::pattern-changed";
+    /// A `pattern` was removed.
     pub const PATTERN_REMOVED: &str = "toolc::diff::pattern-removed";
+    /// A `format` was added.
     pub const FORMAT_ADDED: &str = "toolc::diff::format-added";
+    /// A `format` changed.
     pub const FORMAT_CHANGED: &str = "toolc::diff::format-changed";
+    /// A `format` was removed.
     pub const FORMAT_REMOVED: &str = "toolc::diff::format-removed";
+    /// `additionalProperties: false` was added.
     pub const OBJECT_CLOSED: &str = "toolc::diff::object-closed";
+    /// `additionalProperties: false` was removed.
     pub const OBJECT_OPENED: &str = "toolc::diff::object-opened";
+    /// An `anyOf` / `oneOf` alternative is gone.
     pub const ALTERNATIVE_REMOVED: &str = "toolc::diff::alternative-removed";
+    /// A new `anyOf` / `oneOf` alternative.
     pub const ALTERNATIVE_ADDED: &str = "toolc::diff::alternative-added";
+    /// A keyword toolc does not compare by meaning (`not`, `allOf`, `if`,
+    /// `patternProperties`, …) changed.
     pub const SCHEMA_CHANGED: &str = "toolc::diff::schema-changed";
+    /// A generated Rust type or server trait method name is gone.
     pub const RUST_NAMES_CHANGED: &str = "toolc::diff::rust-names-changed";
+    /// A generated TypeScript type or stub function name is gone.
     pub const TYPESCRIPT_NAMES_CHANGED: &str = "toolc::diff::typescript-names-changed";
 }
 
@@ -718,14 +775,21 @@ fn compare_names(
 /// How many changes of each impact (for the audiences looked at) a comparison found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
+    /// Changes that break an audience looked at.
     pub breaking: usize,
+    /// Breaking changes that break the model's calls (a change that breaks both
+    /// audiences counts here and in `breaking_code`).
     pub breaking_model: usize,
+    /// Breaking changes that break code.
     pub breaking_code: usize,
+    /// Changes that old callers survive.
     pub compatible: usize,
+    /// Changes worth a note, with nothing to do.
     pub info: usize,
 }
 
 impl Summary {
+    /// Counts `changes` by their impact for the audiences looked at (`None`: both).
     pub fn of(changes: &[Change], only: Option<Audience>) -> Summary {
         let mut s = Summary::default();
         for c in changes {
@@ -744,6 +808,8 @@ impl Summary {
         s
     }
 
+    /// The counts as one line, such as `1 breaking change (1 for the model, 0 for code)`;
+    /// `no changes` when there is nothing to count.
     pub fn line(&self) -> String {
         if self.breaking + self.compatible + self.info == 0 {
             return "no changes".into();

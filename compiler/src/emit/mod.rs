@@ -24,8 +24,10 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind: what `toolc build` emits when `--emit` names none.
     pub const ALL: [Kind; 4] = [Kind::Schemas, Kind::Providers, Kind::Rust, Kind::TypeScript];
 
+    /// The kind's name as `--emit` takes it.
     pub fn name(self) -> &'static str {
         match self {
             Kind::Schemas => "schemas",
@@ -46,6 +48,7 @@ impl Kind {
         }
     }
 
+    /// The kind `--emit` names, by its name or as `ts` or `rs`; `None` for other text.
     pub fn parse(name: &str) -> Option<Kind> {
         match name {
             "ts" => Some(Kind::TypeScript),

@@ -7,8 +7,11 @@ use serde_json::Value;
 use crate::ir::Ir;
 use crate::output::Outputs;
 
+/// The `$schema` every schema file declares: JSON Schema 2020-12.
 pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
 
+/// Writes `schemas/<tool>.parameters.json` for every tool into `outputs`, and
+/// `schemas/<tool>.returns.json` for each tool with a `returns` schema.
 pub fn emit(ir: &Ir, outputs: &mut Outputs) {
     for tool in &ir.tools {
         let def = &tool.def;

@@ -31,9 +31,12 @@ pub use targets::{RealtimeTargets, REALTIME_TARGETS};
 use toolsets::FileSettings;
 pub use toolsets::TOOLSET_NAME_PATTERN;
 
+/// The manifest format version this toolc reads (`version: 1`).
 pub const FORMAT_VERSION: u64 = 1;
 
+/// The fields a manifest's root may have, besides `x-` extension fields.
 pub const ROOT_FIELDS: &[&str] = &["version", "realtime", "toolsets", "mcp", "tools"];
+/// The fields a tool may have, besides `x-` extension fields.
 pub const TOOL_FIELDS: &[&str] = &[
     "name",
     "description",
@@ -604,6 +607,7 @@ fn bool_field<'n>(
 
 /// The words `approval` and `mode` take.
 pub const APPROVAL_VALUES: &[&str] = &["required", "none"];
+/// The words `mode` takes.
 pub const MODE_VALUES: &[&str] = &["sync", "async"];
 
 /// `approval`, `mode`, `cancel_on_interruption` and `stream_arguments`, with the checks between

@@ -7,7 +7,9 @@ use super::*;
 /// The realtime providers a manifest says its tools are served on. None named: no checks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RealtimeTargets {
+    /// The manifest names `openai` (OpenAI Realtime).
     pub openai: bool,
+    /// The manifest names `gemini-live` (Gemini Live).
     pub gemini_live: bool,
 }
 

@@ -1,6 +1,6 @@
 //! The scripted conversation the bundled model plays when no API key is set: the customer's
-//! question, then three responses, in OpenAI Realtime GA events ([`script`]) or in Gemini Live
-//! messages ([`live_script`]).
+//! question, then three responses, in OpenAI Realtime GA events ([`script()`]) or in Gemini Live
+//! messages ([`live_script()`]).
 //!
 //! 1. A sentence, then one server call (`search_help_articles`) and two waiting client calls
 //!    (`highlight_element`, `scroll_to_section`) in the same response.

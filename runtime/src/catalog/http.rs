@@ -31,6 +31,7 @@ impl fmt::Display for UrlError {
 impl std::error::Error for UrlError {}
 
 impl BaseUrl {
+    /// Checks and parses a catalog base URL; the error says what is wrong with `text`.
     pub fn parse(text: &str) -> Result<BaseUrl, UrlError> {
         let expected = || {
             UrlError(format!(
@@ -75,6 +76,7 @@ impl BaseUrl {
         url
     }
 
+    /// Whether the catalog is reached over TLS.
     pub fn is_https(&self) -> bool {
         self.url.scheme() == "https"
     }
@@ -89,14 +91,18 @@ impl fmt::Display for BaseUrl {
 /// A complete response.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Response {
+    /// The HTTP status code.
     pub status: u16,
+    /// The whole body, at most the `max_body` bytes given to [`Transport::send`].
     pub body: Vec<u8>,
 }
 
 /// Transport failures (a timeout is the caller's, around the whole exchange).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HttpError {
+    /// The catalog could not be reached (connection refused, DNS, TLS handshake).
     Connect(String),
+    /// The connection failed while the request was sent or the answer read.
     Io(String),
     /// The answer is not HTTP that hyper can read.
     Protocol(String),
@@ -123,6 +129,8 @@ pub struct Transport {
 }
 
 impl Transport {
+    /// The client of the catalog at `base`. Fails for an `https://` catalog when no trusted root
+    /// certificate is found, or when the HTTP client cannot be set up.
     pub fn new(base: BaseUrl) -> Result<Transport, UrlError> {
         let mut builder = reqwest::Client::builder()
             // A catalog is a service the operator names: no proxy from the environment in
@@ -139,6 +147,7 @@ impl Transport {
         Ok(Transport { base, client })
     }
 
+    /// The catalog's base URL.
     pub fn base(&self) -> &BaseUrl {
         &self.base
     }

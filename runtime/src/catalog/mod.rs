@@ -126,6 +126,7 @@ impl CatalogError {
         self
     }
 
+    /// What went wrong, in a stable form for programs.
     pub fn kind(&self) -> CatalogErrorKind {
         self.kind
     }
@@ -172,9 +173,14 @@ impl std::error::Error for CatalogError {}
 /// One tool of the catalog.
 #[derive(Clone)]
 pub struct CatalogTool {
+    /// The tool's name, checked to be a valid tool name.
     pub name: String,
+    /// What the tool does, for the model; empty when the catalog gave none.
     pub description: String,
+    /// The JSON Schema of the arguments; arguments are checked against it before anything is sent.
     pub parameters: Value,
+    /// Whether the tool needs the caller's credentials; a call without them is refused before
+    /// anything is sent.
     pub requires_auth: bool,
     validator: Arc<Validator>,
 }
@@ -244,14 +250,18 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// The usable tools, in catalog order.
     pub fn tools(&self) -> &[CatalogTool] {
         &self.tools
     }
 
+    /// The tool named `name`; `None` when the catalog has no such usable tool.
     pub fn tool(&self, name: &str) -> Option<&CatalogTool> {
         self.tools.iter().find(|t| t.name == name)
     }
 
+    /// Entries that could not be used (an invalid name or field, listed twice), as
+    /// `(name, reason)`; the name is empty when the entry had none.
     pub fn skipped(&self) -> &[(String, String)] {
         &self.skipped
     }
@@ -266,6 +276,7 @@ impl Catalog {
         self.include_unauthorized
     }
 
+    /// When the catalog was fetched; it is fetched again once older than the client's TTL.
     pub fn fetched_at(&self) -> Instant {
         self.fetched
     }
@@ -322,25 +333,32 @@ impl CatalogClient {
         })
     }
 
+    /// How long a discovered catalog is used before it is fetched again (default [`DEFAULT_TTL`]).
     pub fn with_ttl(mut self, ttl: Duration) -> CatalogClient {
         self.ttl = ttl;
         self
     }
 
+    /// How long one HTTP exchange may take before it fails as a timeout (default
+    /// [`DEFAULT_TIMEOUT`]).
     pub fn with_timeout(mut self, timeout: Duration) -> CatalogClient {
         self.timeout = timeout;
         self
     }
 
+    /// Calls `observer` with every failure and refusal, e.g. to log its code, status and raw
+    /// answer.
     pub fn with_observer(mut self, observer: CatalogObserver) -> CatalogClient {
         self.observer = Some(observer);
         self
     }
 
+    /// The catalog's base URL, without a trailing `/`.
     pub fn base_url(&self) -> String {
         self.transport.base().to_string()
     }
 
+    /// The client's counters.
     pub fn stats(&self) -> &CatalogStats {
         &self.stats
     }
@@ -660,6 +678,7 @@ pub struct CatalogTools {
 /// A catalog tool whose name is already defined.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NameClash {
+    /// The clashing names, in catalog order.
     pub names: Vec<String>,
 }
 
@@ -676,6 +695,7 @@ impl fmt::Display for NameClash {
 impl std::error::Error for NameClash {}
 
 impl CatalogTools {
+    /// The catalog the tools come from.
     pub fn catalog(&self) -> &Arc<Catalog> {
         &self.catalog
     }

@@ -118,6 +118,7 @@ pub struct AnthropicStream {
 }
 
 impl AnthropicStream {
+    /// An assembler with nothing seen yet; start one per streamed response.
     pub fn new() -> AnthropicStream {
         AnthropicStream::default()
     }
@@ -138,6 +139,7 @@ impl AnthropicStream {
         self.push(&event)
     }
 
+    /// Feeds one parsed stream event. Fails when the event is not what Messages streams carry.
     pub fn push(&mut self, event: &Value) -> Result<(), DecodeError> {
         let at = format!("event {}", self.events);
         self.events += 1;

@@ -137,6 +137,7 @@ pub struct GeminiStream {
 }
 
 impl GeminiStream {
+    /// An assembler with nothing seen yet; start one per streamed response.
     pub fn new() -> GeminiStream {
         GeminiStream::default()
     }
@@ -157,6 +158,7 @@ impl GeminiStream {
         self.push(&chunk)
     }
 
+    /// Feeds one parsed stream chunk. Fails when the chunk is not a `generateContent` response.
     pub fn push(&mut self, chunk: &Value) -> Result<(), DecodeError> {
         let n = self.chunks;
         self.chunks += 1;
@@ -174,6 +176,8 @@ impl GeminiStream {
         Ok(())
     }
 
+    /// The function calls seen so far, in stream order; where Gemini gave no id, one is made up
+    /// from the call's position.
     pub fn calls(&self) -> Vec<ToolCall> {
         self.calls.clone()
     }

@@ -49,14 +49,17 @@ pub use crate::dispatch::ToolCall;
 /// The outcome of one call, ready to be encoded for any provider.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallResult {
+    /// The call this result answers.
     pub call: ToolCall,
     /// JSON text for the model: the tool's result, an acknowledgement of a fire-and-forget call,
     /// or on failure the error object `{"error": {"kind", "message", ...}}`.
     pub output: String,
+    /// How the call ended; the error itself when it failed.
     pub status: Status,
 }
 
 impl CallResult {
+    /// The result of `call`, from the outcome of routing it.
     pub fn new(call: ToolCall, outcome: CallOutcome) -> CallResult {
         CallResult {
             call,
@@ -65,6 +68,7 @@ impl CallResult {
         }
     }
 
+    /// Whether the call failed.
     pub fn is_error(&self) -> bool {
         matches!(self.status, Status::Failed(_))
     }
@@ -91,9 +95,11 @@ pub use toolc_core::provider::Provider;
 /// text that is not JSON is *not* a decode error; it is reported to the model as a call result.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DecodeError {
+    /// The provider whose format the response did not follow.
     pub provider: Provider,
     /// A JSON pointer into the response (or, for streams, into the offending chunk).
     pub pointer: String,
+    /// What is wrong there, in words.
     pub message: String,
 }
 
@@ -131,6 +137,7 @@ impl std::error::Error for DecodeError {}
 
 /// A provider's wire format for one tool turn.
 pub trait Codec: Send + Sync {
+    /// The provider whose wire format this codec speaks.
     fn provider(&self) -> Provider;
 
     /// The tool calls of a complete (non-streamed) response body, in the order the model made

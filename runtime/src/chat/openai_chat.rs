@@ -145,6 +145,7 @@ pub struct ChatCompletionsStream {
 }
 
 impl ChatCompletionsStream {
+    /// An assembler with nothing seen yet; start one per streamed response.
     pub fn new() -> ChatCompletionsStream {
         ChatCompletionsStream::default()
     }

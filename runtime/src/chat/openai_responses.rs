@@ -104,6 +104,7 @@ pub struct ResponsesStream {
 }
 
 impl ResponsesStream {
+    /// An assembler with nothing seen yet; start one per streamed response.
     pub fn new() -> ResponsesStream {
         ResponsesStream::default()
     }
@@ -124,6 +125,7 @@ impl ResponsesStream {
         self.push(&event)
     }
 
+    /// Feeds one parsed stream event. Fails when the event is not what Responses streams carry.
     pub fn push(&mut self, event: &Value) -> Result<(), DecodeError> {
         let n = self.events;
         self.events += 1;

@@ -62,7 +62,9 @@ struct Background {
 /// (the call itself was answered "started" in its turn; a call id takes one result only).
 #[derive(Clone, Debug, PartialEq)]
 pub struct BackgroundResult {
+    /// The background call, as the model made it.
     pub call: ToolCall,
+    /// The work's result: the tool's output, or the error.
     pub result: CallResult,
 }
 
@@ -104,6 +106,7 @@ impl PendingApproval {
         &self.arguments
     }
 
+    /// Where the tool runs, to show the user.
     pub fn location(&self) -> Location {
         self.location
     }
@@ -215,6 +218,7 @@ impl TurnRunner {
         self
     }
 
+    /// The conversation these turns belong to.
     pub fn scope(&self) -> &SessionScope {
         &self.scope
     }
@@ -234,6 +238,7 @@ impl TurnRunner {
         self
     }
 
+    /// The registry the calls run against.
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
@@ -566,10 +571,6 @@ async fn join_all<'a, T>(
     .await
 }
 
-/// A client path over an async callback: `client_fn(|call| async move { Ok(output_json) })`.
-///
-/// A fire-and-forget call runs the callback on a spawned Tokio task (so the turn does not wait
-/// for it); outside a Tokio runtime it fails as disconnected.
 /// The answer to a repeated call that does not run: the first call's result, or the refusal.
 /// A repeat of a call still running (of this same turn) gets a refusal here, replaced by the
 /// first call's result once the turn's calls have run.
@@ -586,6 +587,10 @@ fn answer_repeat(tool: &str, call_id: &str, repeat: &Repeat) -> CallOutcome {
     }
 }
 
+/// A client path over an async callback: `client_fn(|call| async move { Ok(output_json) })`.
+///
+/// A fire-and-forget call runs the callback on a spawned Tokio task (so the turn does not wait
+/// for it); outside a Tokio runtime it fails as disconnected.
 pub fn client_fn<F, Fut>(f: F) -> ClientFn<F>
 where
     F: Fn(ClientCall) -> Fut + Send + Sync + 'static,
@@ -594,6 +599,7 @@ where
     ClientFn(f)
 }
 
+/// The client path that [`client_fn`] returns.
 pub struct ClientFn<F>(F);
 
 impl<F> fmt::Debug for ClientFn<F> {
@@ -629,7 +635,9 @@ where
 /// fire-and-forget calls.
 #[derive(Debug)]
 pub struct ClientRequest {
+    /// The validated call.
     pub call: ClientCall,
+    /// Where the output goes; `None` for a fire-and-forget call.
     pub reply: Option<oneshot::Sender<String>>,
 }
 

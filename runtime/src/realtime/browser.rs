@@ -46,6 +46,7 @@ impl Naming {
         }
     }
 
+    /// The `type` of a call message in this naming.
     pub fn call_type(self) -> &'static str {
         match self {
             Naming::FunctionCall => "function_call",
@@ -53,6 +54,7 @@ impl Naming {
         }
     }
 
+    /// The `type` of a result message in this naming.
     pub fn result_type(self) -> &'static str {
         match self {
             Naming::FunctionCall => "function_call.result",
@@ -115,6 +117,7 @@ pub fn encode_result(naming: Naming, call_id: &str, output: &str) -> String {
 /// A decoded result message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BrowserResult {
+    /// The id of the call the result answers.
     pub call_id: String,
     /// The output as JSON text.
     pub output: String,
@@ -123,11 +126,14 @@ pub struct BrowserResult {
 /// Why a result message could not be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Malformed {
+    /// The message has no string call id under the naming's key.
     MissingCallId,
+    /// The message has no `output`, or it is `null`.
     MissingOutput,
 }
 
 impl Malformed {
+    /// The problem in words, for a log or an error message.
     pub fn as_str(self) -> &'static str {
         match self {
             Malformed::MissingCallId => "the result has no call id",
@@ -167,7 +173,9 @@ pub fn decode_item_result(event: &Value) -> Option<Result<BrowserResult, Malform
 pub struct Trace<'a> {
     /// Only for calls that were routed to the browser.
     pub call_id: Option<&'a str>,
+    /// The tool's name.
     pub name: &'a str,
+    /// Where the tool runs.
     pub location: crate::Location,
     /// From the moment the call was reported to its result.
     pub duration: Duration,
@@ -243,21 +251,28 @@ pub fn encode_partial_arguments(call_id: &str, name: &str, partial: &Value) -> S
 /// A page's answer to an approval request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApprovalAnswer {
+    /// The id of the request answered, as the runtime sent it.
     pub approval_id: String,
+    /// Whether the user approved the call.
     pub approved: bool,
+    /// The user's reason, trimmed and cut to [`MAX_DENIAL_REASON`] bytes; `None` when they gave
+    /// none or it was empty.
     pub reason: Option<String>,
 }
 
 /// Why an approval answer could not be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BadAnswer {
+    /// No non-empty string `approval_id`.
     MissingApprovalId,
+    /// No boolean `approved`.
     MissingApproved,
     /// `reason` is there but not a string.
     BadReason,
 }
 
 impl BadAnswer {
+    /// The problem in words, for a log or an error message.
     pub fn as_str(self) -> &'static str {
         match self {
             BadAnswer::MissingApprovalId => "the answer has no string `approval_id`",

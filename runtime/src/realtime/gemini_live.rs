@@ -87,7 +87,9 @@ pub fn setup(mut setup: Map<String, Value>, declarations: &[Value]) -> String {
 /// part of `serverContent.modelTurn`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FunctionCall {
+    /// The call's id; `None` when the message gave no string id.
     pub id: Option<String>,
+    /// The function's name; `None` when the message gave no string name.
     pub name: Option<String>,
     /// The `args` object as JSON text (`{}` when the model sent none).
     pub arguments: String,
@@ -108,6 +110,8 @@ pub enum Read {
 /// A parsed server message that carries calls or cancellations.
 #[derive(Debug)]
 pub struct CallMessage {
+    /// The whole message, to be passed on only after [`scrub`] has removed what the browser must
+    /// not see.
     pub message: Map<String, Value>,
     /// Calls from `toolCall.functionCalls` and from `functionCall` parts of
     /// `serverContent.modelTurn`, in message order.

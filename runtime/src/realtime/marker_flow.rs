@@ -75,15 +75,23 @@ pub struct MarkerCounters {
 /// A copy of [`MarkerCounters`] at one moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MarkerCounterSnapshot {
+    /// Complete markers turned into calls.
     pub calls: u64,
+    /// Broken markers answered with an error.
     pub errors: u64,
+    /// Model events rewritten to hide marker text.
     pub rewritten_events: u64,
+    /// Text deltas dropped because nothing in them was visible.
     pub dropped_deltas: u64,
+    /// Results injected as `conversation.item.create` messages.
     pub results_injected: u64,
+    /// Echoes of injected results held back from the browser.
     pub hidden_echoes: u64,
 }
 
 impl MarkerCounters {
+    /// The counters' current values. Each is read on its own, so a snapshot taken while sessions
+    /// run need not be consistent across counters.
     pub fn snapshot(&self) -> MarkerCounterSnapshot {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         MarkerCounterSnapshot {
@@ -195,6 +203,7 @@ impl MarkerFlowConfig {
         self
     }
 
+    /// The tag markers are written with.
     pub fn tag(&self) -> &MarkerTag {
         &self.tag
     }
@@ -204,6 +213,7 @@ impl MarkerFlowConfig {
         &self.instructions
     }
 
+    /// The flow's counters, shared by every session that uses this config.
     pub fn counters(&self) -> &Arc<MarkerCounters> {
         &self.counters
     }

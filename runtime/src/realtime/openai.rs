@@ -229,8 +229,11 @@ pub fn is_tool_related_server_event(kind: &str) -> bool {
 /// A `function_call` conversation item, as read from an event.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FunctionCallItem<'a> {
+    /// The item's `id`; `None` when the event gave no string id.
     pub item_id: Option<&'a str>,
+    /// The call's `call_id`, which its result must carry; `None` when missing.
     pub call_id: Option<&'a str>,
+    /// The function's name; `None` when missing.
     pub name: Option<&'a str>,
     /// `None` while the item is still streaming (`status: in_progress`).
     pub arguments: Option<&'a str>,

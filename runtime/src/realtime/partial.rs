@@ -68,6 +68,7 @@ impl Default for PartialArguments {
 }
 
 impl PartialArguments {
+    /// The state of a call whose arguments have not started yet.
     pub fn new() -> PartialArguments {
         PartialArguments {
             text: String::new(),

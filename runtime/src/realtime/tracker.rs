@@ -42,6 +42,7 @@ pub struct Tracker {
 }
 
 impl Tracker {
+    /// A tracker with no responses or calls.
     pub fn new() -> Tracker {
         Tracker::default()
     }

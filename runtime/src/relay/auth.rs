@@ -25,7 +25,9 @@ pub const SUBPROTOCOL: &str = "toolc";
 /// What an authorizer sees of a browser's upgrade request.
 #[derive(Clone, Debug)]
 pub struct Handshake {
+    /// The request's URI, with the query the page connected with.
     pub uri: Uri,
+    /// The request's headers.
     pub headers: HeaderMap,
     /// The TCP peer, when the server knows it.
     pub remote: Option<SocketAddr>,
@@ -83,6 +85,7 @@ impl Handshake {
         })
     }
 
+    /// The page's `Origin` header; `None` when the request is not from a browser page.
     pub fn origin(&self) -> Option<&str> {
         self.headers
             .get(header::ORIGIN)
@@ -121,10 +124,12 @@ impl Refusal {
         }
     }
 
+    /// The HTTP status the browser gets: 401, 403, or another the relay chose.
     pub fn status(&self) -> StatusCode {
         self.status
     }
 
+    /// Why, in words; the browser gets it in the response body.
     pub fn message(&self) -> &str {
         &self.message
     }
@@ -142,6 +147,7 @@ pub type AuthFuture = Pin<Box<dyn Future<Output = Result<Principal, Refusal>> + 
 /// Decides who a browser is. Implemented for closures
 /// `Fn(Handshake) -> impl Future<Output = Result<Principal, Refusal>>`, and by [`StaticTokens`].
 pub trait Authorizer: Send + Sync + 'static {
+    /// Decides who the browser of `handshake` is: its principal, or why it may not connect.
     fn authorize(&self, handshake: Handshake) -> AuthFuture;
 }
 
@@ -170,6 +176,8 @@ impl fmt::Debug for StaticTokens {
 }
 
 impl StaticTokens {
+    /// Reads the token file at `path` (see [`StaticTokens::parse`]); the error names the file and
+    /// line.
     pub fn from_file(path: &Path) -> Result<StaticTokens, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -211,10 +219,12 @@ impl StaticTokens {
         })
     }
 
+    /// The number of tokens.
     pub fn len(&self) -> usize {
         self.users.len()
     }
 
+    /// Whether no token is listed; never true for a parsed file, which must list one.
     pub fn is_empty(&self) -> bool {
         self.users.is_empty()
     }

@@ -114,6 +114,7 @@ pub struct RelayConfig {
     /// Origins (`https://app.example.com`) whose pages may open sessions; `None` allows any.
     /// A request without `Origin` does not come from a browser page and is not checked.
     pub allowed_origins: Option<Vec<String>>,
+    /// Sizes, timeouts and session counts the relay enforces.
     pub limits: RelayLimits,
 }
 
@@ -155,7 +156,9 @@ impl RelayConfig {
 /// Relay-wide counters (per-call counters are in [`SessionConfig::counters`]).
 #[derive(Debug, Default)]
 pub struct RelayStats {
+    /// Sessions opened so far, counted once the model connection is open.
     pub sessions_opened: AtomicU64,
+    /// Sessions open now.
     pub sessions_active: AtomicU64,
     /// Browser handshakes refused for any reason (the counters below say which).
     pub handshakes_refused: AtomicU64,
@@ -193,6 +196,8 @@ pub struct Relay {
 }
 
 impl Relay {
+    /// Binds `addr` for `registry` with `config`; returns once it listens, and accepts nothing
+    /// until [`Relay::serve`]. Fails when the address cannot be bound.
     pub async fn bind(
         addr: impl tokio::net::ToSocketAddrs,
         registry: Arc<Registry>,
@@ -204,10 +209,12 @@ impl Relay {
         })
     }
 
+    /// The address the relay listens on (with the actual port when `addr` gave port 0).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.listener.local_addr()
     }
 
+    /// The relay's live counters, updated by its running sessions.
     pub fn stats(&self) -> Arc<RelayStats> {
         self.service.stats()
     }
@@ -300,24 +307,33 @@ fn relay_error(message: &str) -> Message {
 /// Who ended a session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ended {
+    /// The browser went away: it closed, disconnected, stalled or idled out.
     Browser,
+    /// The model connection closed or failed.
     Model,
 }
 
 /// How a session is driven: the relay's limits, or the defaults for [`run_session`].
 #[derive(Clone, Debug)]
 pub struct DriveOptions {
+    /// After the browser leaves, how long the session may still send the failed results of its
+    /// open calls upstream before the model connection is closed.
     pub close_grace: Duration,
     /// `None`: no idle limit.
     pub idle_timeout: Option<Duration>,
     /// `None`: no pings.
     pub ping_interval: Option<Duration>,
+    /// How long one write to the browser may take before it is disconnected as stalled.
     pub write_timeout: Duration,
+    /// Frames queued for the browser before it is disconnected as stalled (at least 1).
     pub browser_queue: usize,
+    /// Where to count the session's events; `None` counts nothing.
     pub stats: Option<Arc<RelayStats>>,
 }
 
 impl DriveOptions {
+    /// Options for [`run_session`]: `close_grace`, no idle limit, no pings, the default write
+    /// timeout and queue, no counters.
     pub fn new(close_grace: Duration) -> DriveOptions {
         let limits = RelayLimits::default();
         DriveOptions {
@@ -330,6 +346,7 @@ impl DriveOptions {
         }
     }
 
+    /// The options of a session of the relay configured by `config`, counted in `stats`.
     pub fn from_config(config: &RelayConfig, stats: Option<Arc<RelayStats>>) -> DriveOptions {
         let limits = &config.limits;
         DriveOptions {

@@ -48,6 +48,7 @@ struct Inner {
 }
 
 impl RelayService {
+    /// A service relaying browsers to the model for `registry`, as `config` says.
     pub fn new(registry: Arc<Registry>, config: RelayConfig) -> RelayService {
         RelayService {
             inner: Arc::new(Inner {
@@ -59,10 +60,12 @@ impl RelayService {
         }
     }
 
+    /// The service's counters, shared by every session it serves.
     pub fn stats(&self) -> Arc<RelayStats> {
         self.inner.stats.clone()
     }
 
+    /// The limits the service enforces.
     pub fn limits(&self) -> &RelayLimits {
         &self.inner.config.limits
     }

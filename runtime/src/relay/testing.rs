@@ -42,9 +42,12 @@ pub enum Step {
     /// Wait until `count` events of this kind (an OpenAI `type`, or a Gemini Live message's one
     /// member, e.g. `toolResponse`) have arrived on this connection in total.
     WaitFor {
+        /// The event kind to count.
         kind: String,
+        /// How many of them must have arrived, counted from the connection's start.
         count: usize,
     },
+    /// Pause for this long.
     Sleep(Duration),
     /// Close the connection.
     Close,
@@ -55,12 +58,15 @@ pub enum Step {
 /// A fake model's script.
 #[derive(Clone, Debug, Default)]
 pub struct Script {
+    /// The steps, run in order on every connection.
     pub steps: Vec<Step>,
     /// How long one [`Step::WaitFor`] may wait before the script gives up.
     pub wait_limit: Duration,
 }
 
 impl Script {
+    /// An empty script whose waits give up after 20 s. (`Script::default()` has a zero wait
+    /// limit: a wait not met already gives up at once.)
     pub fn new() -> Script {
         Script {
             steps: Vec::new(),
@@ -68,26 +74,32 @@ impl Script {
         }
     }
 
+    /// Adds a step that sends `event`.
     pub fn send(mut self, event: Value) -> Script {
         self.steps.push(Step::Send(event));
         self
     }
 
+    /// Adds a step per event, sending them in order.
     pub fn send_all(mut self, events: impl IntoIterator<Item = Value>) -> Script {
         self.steps.extend(events.into_iter().map(Step::Send));
         self
     }
 
+    /// Adds a step that sends `text` as a text frame, JSON or not.
     pub fn send_text(mut self, text: impl Into<String>) -> Script {
         self.steps.push(Step::SendText(text.into()));
         self
     }
 
+    /// Adds a step that sends a binary frame.
     pub fn send_binary(mut self, bytes: Vec<u8>) -> Script {
         self.steps.push(Step::SendBinary(bytes));
         self
     }
 
+    /// Adds a step that waits until `count` events of `kind` have arrived in total; the script
+    /// stops there if they do not come within [`Script::wait_limit`].
     pub fn wait_for(mut self, kind: impl Into<String>, count: usize) -> Script {
         self.steps.push(Step::WaitFor {
             kind: kind.into(),
@@ -96,16 +108,19 @@ impl Script {
         self
     }
 
+    /// Adds a pause of `d`.
     pub fn sleep(mut self, d: Duration) -> Script {
         self.steps.push(Step::Sleep(d));
         self
     }
 
+    /// Adds a step that closes the connection; later steps do not run.
     pub fn close(mut self) -> Script {
         self.steps.push(Step::Close);
         self
     }
 
+    /// Adds a step that closes the connection with `code` and `reason`; later steps do not run.
     pub fn close_with(mut self, code: u16, reason: &str) -> Script {
         self.steps.push(Step::CloseWith(code, reason.to_owned()));
         self
@@ -167,6 +182,7 @@ impl Connection {
             .collect()
     }
 
+    /// How many text frames of `kind` have arrived (see [`Connection::events_of`]).
     pub fn count(&self, kind: &str) -> usize {
         lock(&self.received)
             .iter()
@@ -174,6 +190,7 @@ impl Connection {
             .count()
     }
 
+    /// Every binary frame received, in order.
     pub fn binary(&self) -> Vec<Vec<u8>> {
         lock(&self.binary).clone()
     }
@@ -193,10 +210,12 @@ impl Connection {
         lock(&self.path).clone()
     }
 
+    /// Whether the connection has closed (or its handshake failed).
     pub fn is_closed(&self) -> bool {
         *lock(&self.closed)
     }
 
+    /// Whether the script has run to its end, or stopped early (a wait ran out, a send failed).
     pub fn script_finished(&self) -> bool {
         *lock(&self.script_finished)
     }
@@ -292,6 +311,7 @@ impl FakeModel {
         })
     }
 
+    /// The server's address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -301,6 +321,7 @@ impl FakeModel {
         format!("ws://{}/v1/realtime?model=fake", self.addr)
     }
 
+    /// How many connections the server has accepted so far.
     pub fn connection_count(&self) -> usize {
         lock(&self.connections).len()
     }
@@ -424,14 +445,17 @@ impl TestBrowser {
         Ok(TestBrowser { ws })
     }
 
+    /// Sends `event` as a text frame; false when the connection is gone.
     pub async fn send(&mut self, event: &Value) -> bool {
         self.ws.send(Message::text(event.to_string())).await.is_ok()
     }
 
+    /// Sends `text` as a text frame, JSON or not; false when the connection is gone.
     pub async fn send_text(&mut self, text: &str) -> bool {
         self.ws.send(Message::text(text.to_owned())).await.is_ok()
     }
 
+    /// Sends a binary frame; false when the connection is gone.
     pub async fn send_binary(&mut self, bytes: Vec<u8>) -> bool {
         self.ws.send(Message::binary(bytes)).await.is_ok()
     }
@@ -441,6 +465,7 @@ impl TestBrowser {
         self.ws.feed(Message::text(text)).await.is_ok()
     }
 
+    /// Sends the frames queued with [`TestBrowser::feed_text`]; false when the connection is gone.
     pub async fn flush(&mut self) -> bool {
         self.ws.flush().await.is_ok()
     }
@@ -483,6 +508,7 @@ impl TestBrowser {
         }
     }
 
+    /// Closes the connection with a close handshake.
     pub async fn close(mut self) {
         let _ = self.ws.close(None).await;
     }

@@ -54,6 +54,7 @@ impl GeminiSchema {
     /// The names `--gemini-schema` takes.
     pub const NAMES: [&'static str; 2] = ["subset", "json-schema"];
 
+    /// The form's name as `--gemini-schema` takes it.
     pub fn name(self) -> &'static str {
         match self {
             GeminiSchema::Subset => "subset",
@@ -61,6 +62,7 @@ impl GeminiSchema {
         }
     }
 
+    /// The form `--gemini-schema` names; `None` for any other text.
     pub fn parse(name: &str) -> Option<GeminiSchema> {
         match name {
             "subset" => Some(GeminiSchema::Subset),

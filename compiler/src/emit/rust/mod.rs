@@ -53,6 +53,7 @@ mod tokens;
 
 use text::Text;
 
+/// How the Rust emitter writes one module, beyond what the manifests say.
 #[derive(Debug, Clone)]
 pub struct RustOptions {
     /// Path through which generated code reaches the runtime.
@@ -173,6 +174,8 @@ pub fn server_trait_for(manifest_stem: &str) -> String {
     format!("{}Server", type_ident_text(manifest_stem))
 }
 
+/// The Rust module for the IR, as text; `generate_with_warnings` also reports the
+/// places it leaves untyped.
 pub fn generate(ir: &Ir, options: &RustOptions) -> String {
     generate_in_parts(ir, options, TOOLS_PER_PART, crate::parallel::cores())
 }

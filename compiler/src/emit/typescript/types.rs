@@ -18,26 +18,41 @@ use crate::schema_util::{local_pointer, unescape_segment};
 /// Inlined (non-`$defs`) references can form cycles; past this depth a type becomes `unknown`.
 const MAX_INLINE_DEPTH: usize = 32;
 
+/// A TypeScript type, as the emitter writes it for a schema.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TsType {
+    /// `unknown`: any value; a schema without a TypeScript form widens to it.
     Unknown,
+    /// `never`: no value (a `false` schema).
     Never,
+    /// `null`.
     Null,
+    /// `string`.
     String,
+    /// `number`, for JSON Schema's `integer` too.
     Number,
+    /// `boolean`.
     Boolean,
     /// A literal type written as JSON text (a string, number or boolean).
     Literal(String),
+    /// An exported type by its name (a `$defs` entry, or the root for `$ref: "#"`).
     Named(String),
+    /// `T[]`: an array whose items all have one type.
     Array(Box<TsType>),
+    /// A tuple (`prefixItems`, or an array `const`), such as `[string, number?, ...boolean[]]`.
     Tuple {
+        /// The types of the leading elements, in order.
         items: Vec<TsType>,
         /// Elements from this index on are optional (`minItems`).
         required: usize,
+        /// The type of every element after `items`; `None` when there may be none.
         rest: Option<Box<TsType>>,
     },
+    /// An object type with its properties.
     Object(ObjectType),
+    /// `A | B`; `TsType::union` builds one flattened.
     Union(Vec<TsType>),
+    /// `A & B` (`allOf`); `TsType::intersection` builds one flattened.
     Intersection(Vec<TsType>),
 }
 
@@ -130,6 +145,8 @@ impl TsType {
         text
     }
 
+    /// Appends the type's TypeScript text to `out`; `indent` is the indentation of the
+    /// line it starts on.
     pub fn render(&self, indent: usize, out: &mut String) {
         self.render_in(Position::Top, indent, out);
     }
@@ -423,6 +440,7 @@ pub fn schema_doc(schema: &Value) -> Option<String> {
 /// Maps the schemas of one root (a tool's `parameters` or `returns`).
 #[derive(Debug)]
 pub struct Mapper<'a> {
+    /// The root schema, which `$ref`s point into.
     pub root: &'a Value,
     /// The exported name of the root's type, for `$ref: "#"`.
     pub root_name: &'a str,
@@ -431,6 +449,7 @@ pub struct Mapper<'a> {
 }
 
 impl Mapper<'_> {
+    /// The TypeScript type of `schema`, a schema inside the root.
     pub fn map(&self, schema: &Value) -> TsType {
         self.map_at(schema, 0)
     }

@@ -60,7 +60,9 @@ pub struct SessionConfig {
     /// How long a waiting client call may be open before the model is asked to say one of the
     /// tool's filler phrases; `None` turns fillers off.
     pub filler_delay: Option<Duration>,
+    /// Counters of the sessions made with this config; shared by all of them.
     pub counters: Arc<Counters>,
+    /// Receives every [`Note`] of the sessions, e.g. to log them; `None` by default.
     pub observer: Option<Observer>,
     /// Opt-in: when a call resolves, tell the browser what it may know about it (name,
     /// location, duration, status; never a server call's id, arguments or result) with a
@@ -291,6 +293,7 @@ impl SessionEvents {
         self.rx.recv().await.map(SessionEvent)
     }
 
+    /// The next event if one is ready; `None` when none is waiting right now.
     pub fn try_recv(&mut self) -> Option<SessionEvent> {
         self.rx.try_recv().ok().map(SessionEvent)
     }
@@ -398,6 +401,9 @@ impl fmt::Debug for Session {
 }
 
 impl Session {
+    /// A session over `registry` with `config`, and the receiving end of its call tasks, which the
+    /// driver polls and hands to [`Session::on_event`]. Its scope is a fresh one until
+    /// [`Session::set_scope`].
     pub fn new(registry: Arc<Registry>, config: Arc<SessionConfig>) -> (Session, SessionEvents) {
         let (tx, rx) = mpsc::unbounded_channel();
         let browser = BrowserPath {
@@ -466,6 +472,7 @@ impl Session {
         self.scope = scope;
     }
 
+    /// The session's id and principal, as every call made in it sees them.
     pub fn scope(&self) -> &SessionScope {
         &self.scope
     }
@@ -534,6 +541,7 @@ impl Session {
         ))
     }
 
+    /// The session's counters, shared with every session of its config.
     pub fn counters(&self) -> &Arc<Counters> {
         &self.config.counters
     }

@@ -18,7 +18,9 @@ pub enum Verdict {
 /// A message the session wants sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Output {
+    /// A frame of text for the model's connection.
     ToModel(String),
+    /// A frame of text for the browser's connection.
     ToBrowser(String),
 }
 
@@ -27,48 +29,87 @@ pub enum Output {
 pub enum Note {
     /// A browser result was refused and not forwarded.
     ResultRejected {
+        /// The call id the result named.
         call_id: String,
+        /// Why it was refused.
         reason: RejectReason,
     },
     /// A call id reported a second time (e.g. by `response.output_item.done` after
     /// `response.function_call_arguments.done`); it runs once.
-    DuplicateCall { call_id: String },
+    DuplicateCall {
+        /// The repeated call id.
+        call_id: String,
+    },
     /// A function call the model made inside one of the runtime's filler responses; fillers are
     /// declared without tools, so it is ignored.
-    CallInFiller { call_id: String },
+    CallInFiller {
+        /// The ignored call's id.
+        call_id: String,
+    },
     /// A function call without a `call_id` cannot be answered.
-    CallWithoutId { name: String },
+    CallWithoutId {
+        /// The function's name; empty when it had none either.
+        name: String,
+    },
     /// A function tool from the browser's `session.update` that the server does not know.
-    BrowserToolDropped { name: String },
+    BrowserToolDropped {
+        /// The tool's name, as the browser declared it.
+        name: String,
+    },
     /// A browser event the relay does not forward (unparsable, a duplicate key, a
     /// `response.create` that would grant tools or forge calls); the browser got an `error`
     /// event with the same code.
-    BrowserEventRefused { code: &'static str, message: String },
+    BrowserEventRefused {
+        /// The stable code, as in the browser's `error` event.
+        code: &'static str,
+        /// Why the event was refused, in words.
+        message: String,
+    },
     /// A `function_call` item the browser tried to add to the conversation, dropped: only the
     /// model makes calls.
-    BrowserCallDropped { call_id: Option<String> },
+    BrowserCallDropped {
+        /// The item's `call_id`, when it had one.
+        call_id: Option<String>,
+    },
     /// An answer to an approval request was refused: no such open request, or unreadable.
-    ApprovalAnswerRejected { approval_id: String, why: String },
+    ApprovalAnswerRejected {
+        /// The request id the answer named; empty when the answer could not be read.
+        approval_id: String,
+        /// Why the answer was refused, in words.
+        why: String,
+    },
     /// The user interrupted a response; its calls that cancel on interruption were cancelled.
     Interrupted {
+        /// The interrupted response.
         response_id: String,
+        /// How many of its calls were cancelled.
         cancelled: usize,
     },
     /// A tool-related model event the session could not read (not JSON it parses, an ambiguous
     /// `type`): dropped, because it might be about a server call the browser must not see.
-    ModelEventUnreadable { kind: String },
+    ModelEventUnreadable {
+        /// The event's `type`, or a note in parentheses when it had no readable one.
+        kind: String,
+    },
     /// The model refused a `response.create` this session sent (an `error` event naming it):
     /// nothing starts for it; a continuation asks again after the next `response.done`.
     ResponseRefused {
+        /// The `event_id` of the refused `response.create`, as this session sent it.
         event_id: String,
+        /// The model's error code, if it gave one.
         code: Option<String>,
+        /// The model's error message; empty when it gave none.
         message: String,
     },
     /// A call failed; `detail` holds what the model does not see (a panic message).
     CallFailed {
+        /// The failed call's id.
         call_id: String,
+        /// The tool's name, as the model gave it.
         tool: String,
+        /// Why the call failed.
         kind: CallErrorKind,
+        /// Detail for logs only, e.g. a panic message ([`CallError::detail`]).
         detail: Option<String>,
     },
 }
@@ -180,6 +221,7 @@ macro_rules! counters {
         }
 
         impl Counters {
+            /// The counters' current values, each read on its own.
             pub fn snapshot(&self) -> CounterSnapshot {
                 CounterSnapshot { $($name: self.$name.load(Ordering::Relaxed),)* }
             }
