@@ -12,8 +12,8 @@ pub mod emit;
 pub mod output;
 
 pub use toolc_core::{
-    checks, definition, diagnostic, ident, ir, manifest, manifest_paths, manifest_schema,
-    schema_check, schema_util, source, suggest, yaml, Error, Session,
+    definition, diagnostic, ident, ir, manifest, manifest_paths, manifest_schema, schema_util,
+    source, suggest, yaml, Error, Session,
 };
 #[doc(hidden)]
 pub use toolc_core::{name_set, parallel, synthetic};

@@ -22,7 +22,7 @@
 //! HTTP is reqwest with rustls: `http://` and `https://` catalogs, connections reused, trust
 //! roots from the system and `SSL_CERT_FILE` (see [`http`]).
 
-pub mod http;
+mod http;
 
 use std::collections::BTreeSet;
 use std::fmt;

@@ -17,7 +17,7 @@ pub mod gemini_live;
 pub mod guard;
 pub mod marker_flow;
 pub mod openai;
-pub mod partial;
+pub(crate) mod partial;
 mod provider;
 pub mod script;
 mod session;
@@ -29,6 +29,7 @@ pub use marker_flow::{MarkerCounters, MarkerFlowConfig};
 pub use provider::Provider;
 pub use session::{
     CounterSnapshot, Counters, Note, Observer, Output, RejectReason, SelectToolsetsError, Session,
-    SessionConfig, SessionEvent, SessionEvents, Verdict, DEFAULT_FILLER_DELAY,
+    SessionConfig, SessionEvent, SessionEvents, Verdict, DEFAULT_APPROVAL_TIMEOUT,
+    DEFAULT_FILLER_DELAY,
 };
 pub use tracker::{Resolved, Tracker};
