@@ -8,7 +8,9 @@
 use serde_json::Value as Json;
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
-use crate::schema_util::{escape_segment, local_pointer, resolve_ref};
+use crate::schema_util::{
+    escape_segment, local_pointer, resolve_ref, SUBSCHEMA, SUBSCHEMA_LIST, SUBSCHEMA_MAP,
+};
 use crate::source::{SourceMap, Span};
 use crate::suggest::{closest, did_you_mean};
 use crate::yaml::{Node, Value};
@@ -80,31 +82,6 @@ pub const KEYWORDS: &[&str] = &[
     "writeOnly",
     "examples",
 ];
-
-/// Keywords whose value is one subschema.
-pub const SUBSCHEMA: &[&str] = &[
-    "additionalProperties",
-    "items",
-    "contains",
-    "not",
-    "if",
-    "then",
-    "else",
-    "propertyNames",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "contentSchema",
-];
-/// Keywords whose value maps names to subschemas.
-pub const SUBSCHEMA_MAP: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-];
-/// Keywords whose value is a list of subschemas.
-pub const SUBSCHEMA_LIST: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
 
 /// Checks one schema and returns its JSON value. `object_root` demands `type: object` at the root.
 pub fn check_schema(

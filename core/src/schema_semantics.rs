@@ -22,8 +22,9 @@
 use serde_json::{Map, Value as Json};
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
-use crate::schema_check::{SUBSCHEMA as ONE, SUBSCHEMA_LIST as LIST, SUBSCHEMA_MAP as MAP};
-use crate::schema_util::{escape_segment, resolve_ref};
+use crate::schema_util::{
+    escape_segment, resolve_ref, SUBSCHEMA as ONE, SUBSCHEMA_LIST as LIST, SUBSCHEMA_MAP as MAP,
+};
 use crate::source::Span;
 use crate::yaml::Node;
 

@@ -13,6 +13,31 @@ use serde_json::Value;
 /// How many `$ref`s in a row are followed before giving up (a cycle with no schema in it).
 pub const MAX_REF_HOPS: usize = 32;
 
+/// Keywords whose value is one subschema.
+pub const SUBSCHEMA: &[&str] = &[
+    "additionalProperties",
+    "items",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+];
+/// Keywords whose value maps names to subschemas.
+pub const SUBSCHEMA_MAP: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+];
+/// Keywords whose value is a list of subschemas.
+pub const SUBSCHEMA_LIST: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+
 /// One JSON-pointer segment for `name`: `~` → `~0`, `/` → `~1`.
 pub fn escape_segment(name: &str) -> Cow<'_, str> {
     if name.contains(['~', '/']) {

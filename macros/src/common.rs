@@ -68,13 +68,20 @@ pub struct Bound {
 
 /// Resolves `manifest = "..."` against the crate's directory, loads and checks it.
 ///
-/// Relative paths are relative to `TOOLC_MANIFEST_DIR` when it is set, else to
-/// `CARGO_MANIFEST_DIR` (the crate's directory). The override is for builds whose crate
-/// directory is not where the manifests are, such as the generated packages of trybuild's
-/// compile tests; it applies to every crate of that build alike.
+/// Relative paths are relative to `CARGO_MANIFEST_DIR` (the crate's directory), unless
+/// `TOOLC_MANIFEST_DIR` is `PACKAGE=DIR` and this crate is `PACKAGE`: then to `DIR`. The override
+/// is for builds whose crate directory is not where the manifests are (trybuild's generated
+/// packages); it names the one package it is for, so the other crates of the same build keep
+/// their own manifests.
 pub fn load_manifest(lit: &syn::LitStr, errors: &mut Errors) -> Option<Bound> {
     let written = lit.value();
-    let base = std::env::var_os("TOOLC_MANIFEST_DIR")
+    let package = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
+    let base = std::env::var("TOOLC_MANIFEST_DIR")
+        .ok()
+        .and_then(|v| {
+            let (for_package, dir) = v.split_once('=')?;
+            (for_package == package).then(|| std::ffi::OsString::from(dir))
+        })
         .or_else(|| std::env::var_os("CARGO_MANIFEST_DIR"))
         .map(PathBuf::from)
         .unwrap_or_default();

@@ -4,9 +4,12 @@
 
 #[test]
 fn ui() {
-    // trybuild builds the cases from a copy of this crate under `target/`, so manifest paths
-    // are resolved against this crate's directory explicitly.
-    std::env::set_var("TOOLC_MANIFEST_DIR", env!("CARGO_MANIFEST_DIR"));
+    // trybuild builds the cases as a package of its own (`toolc-macros-tests`) under
+    // `target/`, so manifest paths are resolved against this crate's directory explicitly.
+    std::env::set_var(
+        "TOOLC_MANIFEST_DIR",
+        format!("toolc-macros-tests={}", env!("CARGO_MANIFEST_DIR")),
+    );
     let t = trybuild::TestCases::new();
     t.pass("tests/ui/pass/*.rs");
     t.compile_fail("tests/ui/fail/*.rs");

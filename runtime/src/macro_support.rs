@@ -19,7 +19,7 @@ pub use crate::context::CallContext;
 pub use crate::error::ToolError;
 pub use crate::executor::{Executor, ToolFuture};
 pub use crate::registry::RegistryBuilder;
-pub use crate::{Approval, CallPolicy, Location, Mode, ToolDefinition};
+pub use toolc_core::definition::{Approval, CallPolicy, Location, Mode, ToolDefinition};
 
 /// Implemented by the companion type that `#[tool]` puts beside each fn (a struct with the fn's
 /// name, which lives in the type namespace and so does not clash with the fn).

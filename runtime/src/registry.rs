@@ -17,7 +17,7 @@ use crate::error::{CallError, Problem, RegistryError, Violation};
 use crate::executor::{catch_panics, panic_message, Executor};
 use crate::tool::Tool;
 use crate::toolsets::{ToolSelection, Toolset, UnknownToolset};
-use crate::{Location, ToolDefinition};
+use toolc_core::definition::{Location, ToolDefinition};
 
 /// At most this many violations are reported for one value, so that a hostile argument object
 /// cannot make the model's error text arbitrarily long.

@@ -4,7 +4,7 @@
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::{Location, ToolDefinition};
+use toolc_core::definition::{Location, ToolDefinition};
 
 /// A tool known at compile time: its name, where it runs, and its argument and result types.
 /// Generated code implements it once per manifest tool.

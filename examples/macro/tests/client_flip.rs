@@ -25,8 +25,12 @@ fn a_server_tool_turned_client_fails_the_build() {
     std::fs::create_dir_all(&crate_dir).unwrap();
     std::fs::create_dir_all(root.join("manifests")).unwrap();
     std::fs::write(root.join("manifests/support.tools.yaml"), flipped).unwrap();
-    // The macros resolve relative manifest paths against this directory instead of the crate's.
-    std::env::set_var("TOOLC_MANIFEST_DIR", &crate_dir);
+    // The macros resolve the trybuild package's relative manifest paths against this directory
+    // instead of the crate's; `macro-example` itself, built in the same run, keeps its own.
+    std::env::set_var(
+        "TOOLC_MANIFEST_DIR",
+        format!("macro-example-tests={}", crate_dir.display()),
+    );
 
     trybuild::TestCases::new().compile_fail("tests/ui/client_flip.rs");
 }

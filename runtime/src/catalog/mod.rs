@@ -20,7 +20,7 @@
 //!   tools whose executors call the service; a name that is already defined is an error.
 //!
 //! HTTP is reqwest with rustls: `http://` and `https://` catalogs, connections reused, trust
-//! roots from the system and `SSL_CERT_FILE` (see [`http`]).
+//! roots from the system and `SSL_CERT_FILE` (see the `http` module).
 
 mod http;
 

@@ -125,18 +125,10 @@ impl AnthropicStream {
 
     /// Feeds one SSE `data:` payload.
     pub fn push_str(&mut self, data: &str) -> Result<(), DecodeError> {
-        let data = data.trim();
-        if data.is_empty() {
-            return Ok(());
+        match super::sse_data(P, data, "event", self.events)? {
+            Some(event) => self.push(&event),
+            None => Ok(()),
         }
-        let event: Value = serde_json::from_str(data).map_err(|e| {
-            DecodeError::new(
-                P,
-                format!("event {}", self.events),
-                format!("not JSON: {e}"),
-            )
-        })?;
-        self.push(&event)
     }
 
     /// Feeds one parsed stream event. Fails when the event is not what Messages streams carry.

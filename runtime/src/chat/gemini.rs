@@ -144,18 +144,10 @@ impl GeminiStream {
 
     /// Feeds one SSE `data:` payload (`streamGenerateContent?alt=sse`).
     pub fn push_str(&mut self, data: &str) -> Result<(), DecodeError> {
-        let data = data.trim();
-        if data.is_empty() {
-            return Ok(());
+        match super::sse_data(P, data, "chunk", self.chunks)? {
+            Some(chunk) => self.push(&chunk),
+            None => Ok(()),
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|e| {
-            DecodeError::new(
-                P,
-                format!("chunk {}", self.chunks),
-                format!("not JSON: {e}"),
-            )
-        })?;
-        self.push(&chunk)
     }
 
     /// Feeds one parsed stream chunk. Fails when the chunk is not a `generateContent` response.

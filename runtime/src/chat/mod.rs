@@ -154,6 +154,28 @@ pub trait Codec: Send + Sync {
     fn assistant_turn(&self, response: &Value) -> Vec<Value>;
 }
 
+/// The JSON of one server-sent event's `data` (a stream's chunk or event), as every streamed
+/// chat API sends it: `None` for an empty one and for the `[DONE]` that OpenAI's streams end
+/// with; text that is not JSON is a decode error naming the `what` and its `index`.
+pub(crate) fn sse_data(
+    provider: Provider,
+    data: &str,
+    what: &str,
+    index: usize,
+) -> Result<Option<Value>, DecodeError> {
+    let data = data.trim();
+    if data.is_empty() || data == "[DONE]" {
+        return Ok(None);
+    }
+    serde_json::from_str(data).map(Some).map_err(|e| {
+        DecodeError::new(
+            provider,
+            format!("{what} {index}"),
+            format!("not JSON: {e}"),
+        )
+    })
+}
+
 /// `value[key]` as a string, or a decode error naming `pointer/key`.
 pub(crate) fn required_str<'a>(
     provider: Provider,

@@ -111,18 +111,10 @@ impl ResponsesStream {
 
     /// Feeds one SSE `data:` payload.
     pub fn push_str(&mut self, data: &str) -> Result<(), DecodeError> {
-        let data = data.trim();
-        if data.is_empty() || data == "[DONE]" {
-            return Ok(());
+        match super::sse_data(P, data, "event", self.events)? {
+            Some(event) => self.push(&event),
+            None => Ok(()),
         }
-        let event: Value = serde_json::from_str(data).map_err(|e| {
-            DecodeError::new(
-                P,
-                format!("event {}", self.events),
-                format!("not JSON: {e}"),
-            )
-        })?;
-        self.push(&event)
     }
 
     /// Feeds one parsed stream event. Fails when the event is not what Responses streams carry.

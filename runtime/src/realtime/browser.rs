@@ -18,7 +18,7 @@
 //! - `{"type":"toolc.cancel","call_id"|"approval_id","reason"}` withdraws a client call (the
 //!   handler's abort signal fires) or an approval request (the user interrupted, it timed out).
 //! - `{"type":"toolc.arguments.delta","call_id","name","partial"}` carries a streaming client
-//!   tool's arguments so far, closed into an object (see [`super::partial`]).
+//!   tool's arguments so far, closed into an object (see the `partial` module).
 
 use std::time::Duration;
 

@@ -106,7 +106,7 @@ fn resolve<'a>(member: &'a Value, root: &'a Value) -> &'a Value {
     member
         .get("$ref")
         .and_then(Value::as_str)
-        .and_then(|r| crate::emit::strict::resolve_ref(root, r))
+        .and_then(|r| toolc_core::strict::resolve_ref(root, r))
         .unwrap_or(member)
 }
 

@@ -21,8 +21,8 @@ use serde_json::{json, Map, Value};
 use super::text;
 use super::{codes, describe_pointer, object_root, parameters_span, returns_keyword_span};
 use crate::diagnostic::{Diagnostic, Diagnostics};
-use crate::emit::strict::{escape_pointer, resolve_ref};
 use crate::ir::IrTool;
+use toolc_core::strict::{escape_pointer, resolve_ref};
 
 /// How many times one `$ref` may be inlined inside itself before deeper levels are left out.
 pub const UNROLL: usize = 2;

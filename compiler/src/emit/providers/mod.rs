@@ -21,10 +21,10 @@ mod text;
 use serde_json::Value;
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
-use crate::emit::strict::{self, StrictIssue};
 use crate::ir::{Ir, IrTool};
 use crate::output::Outputs;
 use crate::source::Span;
+use toolc_core::strict::{self, StrictIssue};
 
 /// The stable codes of every diagnostic, the providers' warnings among them.
 pub use toolc_core::codes;

@@ -17,26 +17,11 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     };
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(&url)) {
-        Ok(calls) => {
-            eprintln!("{scenario}: {calls} calls made");
-            ExitCode::SUCCESS
-        }
-        Err(message) => {
-            eprintln!("{scenario}: error: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    mcp_server::run(None, async move {
+        let calls = run(&url).await.map_err(|e| format!("{scenario}: {e}"))?;
+        eprintln!("{scenario}: {calls} calls made");
+        Ok(())
+    })
 }
 
 async fn run(url: &str) -> Result<usize, String> {

@@ -172,30 +172,14 @@ fn main() -> ExitCode {
     let addr = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:0".to_owned());
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(serve(&addr)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    mcp_server::run(None, serve(addr))
 }
 
-async fn serve(addr: &str) -> Result<(), String> {
+async fn serve(addr: String) -> Result<(), String> {
     let server = McpServer::new(Arc::new(registry()?))
         .with_implementation("toolc-conformance-fixtures", env!("CARGO_PKG_VERSION"));
     let app = axum::Router::new().nest_service("/mcp", server.streamable_http());
-    let listener = tokio::net::TcpListener::bind(addr)
+    let listener = tokio::net::TcpListener::bind(&addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;

@@ -14,27 +14,11 @@ use toolc_runtime::ToolDefinition;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(import(&args)) {
-        Ok(manifest) => {
-            println!("{manifest}");
-            ExitCode::SUCCESS
-        }
-        Err(message) => {
-            eprintln!("error: {message}");
-            eprintln!("usage: mcp-import [--bearer TOKEN] URL | mcp-import -- COMMAND [ARGS...]");
-            ExitCode::FAILURE
-        }
-    }
+    let usage = "mcp-import [--bearer TOKEN] URL | mcp-import -- COMMAND [ARGS...]";
+    mcp_server::run(Some(usage), async move {
+        println!("{}", import(&args).await?);
+        Ok(())
+    })
 }
 
 async fn import(args: &[String]) -> Result<String, String> {
