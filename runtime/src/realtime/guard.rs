@@ -387,46 +387,16 @@ impl<'a> Keys<'a> {
     }
 }
 
-/// The value of the top-level `type`: the string, or `None` for any other (strictly read) value.
-struct TypeValue<'a>(Option<Cow<'a, str>>);
+/// The value of the top-level `type`: the string, or `None` for any other value, read strictly.
+type TypeValue<'a> = super::type_member::TypeValue<'a, StrictVisitor>;
 
-impl<'de> de::Deserialize<'de> for TypeValue<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = TypeValue<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any value")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(TypeValue(Some(Cow::Borrowed(v))))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(TypeValue(Some(Cow::Owned(v.to_owned()))))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(TypeValue(None))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(TypeValue(None))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(TypeValue(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(TypeValue(None))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(TypeValue(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                StrictVisitor.visit_seq(seq).map(|_| TypeValue(None))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                StrictVisitor.visit_map(map).map(|_| TypeValue(None))
-            }
-        }
-        d.deserialize_any(V)
+impl super::type_member::Rest for StrictVisitor {
+    fn seq<'de, A: SeqAccess<'de>>(seq: A) -> Result<(), A::Error> {
+        StrictVisitor.visit_seq(seq).map(|_| ())
+    }
+
+    fn map<'de, A: MapAccess<'de>>(map: A) -> Result<(), A::Error> {
+        StrictVisitor.visit_map(map).map(|_| ())
     }
 }
 

@@ -22,6 +22,7 @@ mod provider;
 pub mod script;
 mod session;
 mod tracker;
+mod type_member;
 
 pub use browser::Naming;
 pub use gemini_live::Scheduling;

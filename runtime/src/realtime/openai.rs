@@ -108,53 +108,8 @@ impl<'de> de::Deserialize<'de> for MaybeBorrowed<'de> {
     }
 }
 
-/// The value of a `type` member: a string, or anything else (which counts as no type).
-enum TypeValue<'a> {
-    Str(Cow<'a, str>),
-    Other,
-}
-
-impl<'de> de::Deserialize<'de> for TypeValue<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = TypeValue<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any value")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(TypeValue::Str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(TypeValue::Str(Cow::Owned(v.to_owned())))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(TypeValue::Other)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(TypeValue::Other)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(TypeValue::Other)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(TypeValue::Other)
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(TypeValue::Other)
-            }
-            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(TypeValue::Other)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(TypeValue::Other)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
+/// A `type` member's value, the rest skipped.
+type TypeValue<'a> = super::type_member::TypeValue<'a, super::type_member::Skip>;
 
 impl<'de> Visitor<'de> for HeadVisitor {
     type Value = HeadFound<'de>;
@@ -177,9 +132,9 @@ impl<'de> Visitor<'de> for HeadVisitor {
                 map.next_value::<IgnoredAny>()?;
             }
         }
-        Ok(match (duplicate, found) {
+        Ok(match (duplicate, found.and_then(|f| f.0)) {
             (true, _) => HeadFound::Duplicate,
-            (false, Some(TypeValue::Str(t))) => HeadFound::Type(t),
+            (false, Some(t)) => HeadFound::Type(t),
             _ => HeadFound::None,
         })
     }
