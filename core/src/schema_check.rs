@@ -138,7 +138,7 @@ pub fn check_schema(
         return json;
     }
     let mut compiles = true;
-    if reported.is_empty() && may_fail_to_compile(&json) {
+    if reported.is_empty() && must_compile(&json) {
         if let Err(error) = jsonschema::draft202012::options()
             .should_validate_formats(false)
             .build(&json)
@@ -166,24 +166,67 @@ pub fn check_schema(
     json
 }
 
+/// Whether the schema must be compiled whole to know that it compiles. A schema whose only risk
+/// is its `pattern`s does not when each of them is one the engine already compiled: a pattern
+/// compiles or not whatever schema it is in, and catalogs repeat theirs (ids, codes, emails)
+/// across thousands of tools. A pattern the engine rejects sends the schema to the whole
+/// compilation, which reports the error where it is.
+fn must_compile(schema: &Json) -> bool {
+    let mut patterns = Vec::new();
+    may_fail_to_compile_beyond_patterns(schema, &mut patterns)
+        || !patterns.into_iter().all(pattern_compiles)
+}
+
+/// Patterns the engine compiled in this process; a few hundred distinct ones in a large catalog.
+static COMPILED_PATTERNS: std::sync::Mutex<Option<foldhash::HashSet<String>>> =
+    std::sync::Mutex::new(None);
+
+fn pattern_compiles(pattern: &str) -> bool {
+    let known = |set: &Option<foldhash::HashSet<String>>| {
+        set.as_ref().is_some_and(|set| set.contains(pattern))
+    };
+    if COMPILED_PATTERNS.lock().is_ok_and(|set| known(&set)) {
+        return true;
+    }
+    let compiles = jsonschema::draft202012::options()
+        .should_validate_formats(false)
+        .build(&serde_json::json!({ "type": "string", "pattern": pattern }))
+        .is_ok();
+    if compiles {
+        if let Ok(mut set) = COMPILED_PATTERNS.lock() {
+            set.get_or_insert_with(Default::default)
+                .insert(pattern.to_owned());
+        }
+    }
+    compiles
+}
+
 /// Whether compiling a schema that the meta-schema and our walk accept can still fail: a regular
 /// expression the engine rejects, a number that is not an integer where the compiler may want
 /// one, a reference or identifier the compiler resolves its own way. Only such schemas are
 /// compiled, because compiling is the most expensive part of checking a manifest. The scan is
 /// deliberately coarse (it also looks inside `enum` and `default` values): a false alarm costs
 /// one compilation, a miss would lose a diagnostic.
-fn may_fail_to_compile(value: &Json) -> bool {
+///
+/// A string `pattern` is collected into `patterns` instead of counting as a risk here.
+fn may_fail_to_compile_beyond_patterns<'a>(value: &'a Json, patterns: &mut Vec<&'a str>) -> bool {
     match value {
         Json::Number(n) => !(n.is_u64() || n.is_i64()),
-        Json::Array(items) => items.iter().any(may_fail_to_compile),
+        Json::Array(items) => items
+            .iter()
+            .any(|item| may_fail_to_compile_beyond_patterns(item, patterns)),
         Json::Object(map) => map.iter().any(|(key, value)| {
-            let risky = match key.as_str() {
-                "pattern" | "patternProperties" => true,
-                "$ref" => !value.as_str().is_some_and(is_plain_local_ref),
-                "$defs" | "$comment" => false,
-                other => other.starts_with('$'),
+            let risky = match (key.as_str(), value) {
+                ("pattern", Json::String(pattern)) => {
+                    patterns.push(pattern);
+                    false
+                }
+                ("pattern" | "patternProperties", _) => true,
+                ("$ref", _) => !value.as_str().is_some_and(is_plain_local_ref),
+                ("$defs" | "$comment", _) => false,
+                (other, _) => other.starts_with('$'),
             };
-            risky || may_fail_to_compile(value)
+            risky || may_fail_to_compile_beyond_patterns(value, patterns)
         }),
         Json::Null | Json::Bool(_) | Json::String(_) => false,
     }
@@ -735,7 +778,7 @@ mod tests {
         let meta = jsonschema::draft202012::meta::validator();
         let mut skipped = 0;
         for schema in &corpus {
-            if meta.is_valid(schema) && !may_fail_to_compile(schema) {
+            if meta.is_valid(schema) && !must_compile(schema) {
                 skipped += 1;
                 assert!(compiles(schema), "{schema}");
             }
@@ -756,15 +799,25 @@ mod tests {
             json!({"$schema": "https://example.invalid/unknown-meta-schema"}),
         ];
         for schema in &risky {
-            assert!(may_fail_to_compile(schema), "{schema}");
+            assert!(must_compile(schema), "{schema}");
         }
         assert!(!compiles(&risky[0]));
         assert!(!compiles(&risky[1]));
-        assert!(!may_fail_to_compile(
-            &json!({"$ref": "#/$defs/Line_item-2"})
+        assert!(!must_compile(&json!({"$ref": "#/$defs/Line_item-2"})));
+        assert!(must_compile(&json!({"$ref": "#/$defs/a~1b"})));
+        // A pattern the engine knows is no risk; one it rejects still is, wherever it repeats.
+        let good = json!({"type": "object", "properties": {
+            "id": {"type": "string", "pattern": "^AC-[0-9]{6}$"},
+            "code": {"type": "string", "pattern": "^[A-Z]{3}$"}}});
+        assert!(!must_compile(&good), "each pattern compiles alone");
+        assert!(!must_compile(&good), "and is known the second time");
+        assert!(must_compile(&risky[0]));
+        assert!(must_compile(&risky[0]), "a bad pattern is never remembered");
+        assert!(must_compile(&risky[1]), "patternProperties compile whole");
+        assert!(must_compile(
+            &json!({"type": "string", "pattern": "^[A-Z]{3}$", "maxLength": 1e30})
         ));
-        assert!(may_fail_to_compile(&json!({"$ref": "#/$defs/a~1b"})));
-        assert!(may_fail_to_compile(&json!({"$ref": "#/properties/a"})));
+        assert!(must_compile(&json!({"$ref": "#/properties/a"})));
     }
 
     #[test]

@@ -306,6 +306,8 @@ fn parse_at(
         offsets: &offsets,
         limits,
         stack: Vec::new(),
+        items: Vec::new(),
+        entries: Vec::new(),
         anchors: Vec::new(),
         nodes: 0,
         errors,
@@ -465,15 +467,17 @@ impl Offsets {
 }
 
 enum Frame {
+    /// A sequence whose items so far are `Builder::items[from..]`.
     Seq {
         start: usize,
         anchor: usize,
-        items: Vec<Node>,
+        from: usize,
     },
+    /// A mapping whose entries so far are `Builder::entries[from..]`.
     Map {
         start: usize,
         anchor: usize,
-        entries: Vec<(Node, Node)>,
+        from: usize,
         key: Option<Node>,
         /// For large mappings: each key's [`key_identity`] → its entry, so that finding a
         /// duplicate stays constant time (a scan of every earlier key made a mapping of n keys
@@ -512,6 +516,11 @@ struct Builder<'a> {
     offsets: &'a Offsets,
     limits: Limits,
     stack: Vec<Frame>,
+    /// The items and entries of every open collection, innermost last: a collection is moved
+    /// into a vector of its exact size when it ends, instead of growing its own vector by
+    /// doubling (which reallocated and copied most of the tree once more while it was built).
+    items: Vec<Node>,
+    entries: Vec<(Node, Node)>,
     anchors: Vec<(usize, Node)>,
     nodes: usize,
     errors: &'a mut Vec<Diagnostic>,
@@ -598,7 +607,7 @@ impl Builder<'_> {
                 self.stack.push(Frame::Seq {
                     start,
                     anchor,
-                    items: Vec::new(),
+                    from: self.items.len(),
                 });
                 Flow::Continue
             }
@@ -609,7 +618,7 @@ impl Builder<'_> {
                 self.stack.push(Frame::Map {
                     start,
                     anchor,
-                    entries: Vec::new(),
+                    from: self.entries.len(),
                     key: None,
                     index: None,
                 });
@@ -624,10 +633,10 @@ impl Builder<'_> {
                     Frame::Seq {
                         start: s,
                         anchor,
-                        items,
+                        from,
                     } => (
                         Node {
-                            value: Value::Seq(items),
+                            value: Value::Seq(self.items.drain(from..).collect()),
                             span: self.span(s, end.max(s)),
                         },
                         anchor,
@@ -635,11 +644,11 @@ impl Builder<'_> {
                     Frame::Map {
                         start: s,
                         anchor,
-                        entries,
+                        from,
                         ..
                     } => (
                         Node {
-                            value: Value::Map(entries),
+                            value: Value::Map(self.entries.drain(from..).collect()),
                             span: self.span(s, end.max(s)),
                         },
                         anchor,
@@ -693,19 +702,18 @@ impl Builder<'_> {
                 self.root = Some(node);
                 Flow::Continue
             }
-            Some(Frame::Seq { items, .. }) => {
-                items.push(node);
+            Some(Frame::Seq { .. }) => {
+                self.items.push(node);
                 Flow::Continue
             }
             Some(Frame::Map {
-                entries,
-                key,
-                index,
-                ..
+                from, key, index, ..
             }) => {
+                let from = *from;
                 match key.take() {
                     None => *key = Some(node),
                     Some(k) => {
+                        let entries = &self.entries[from..];
                         if index.is_none() && entries.len() >= SCANNED_KEYS {
                             let built = entries
                                 .iter()
@@ -743,7 +751,7 @@ impl Builder<'_> {
                             .help("YAML would silently keep only one of the values; remove or rename one of them");
                             self.errors.push(diagnostic);
                         } else {
-                            entries.push((k, node));
+                            self.entries.push((k, node));
                         }
                     }
                 }

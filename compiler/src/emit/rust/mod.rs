@@ -50,6 +50,7 @@ use crate::ir::{Ir, IrTool};
 mod plan;
 mod text;
 mod tokens;
+mod untyped;
 
 use text::Text;
 
@@ -109,7 +110,14 @@ pub(crate) fn public_names(ir: &Ir) -> Vec<Vec<String>> {
 /// where the compiler cannot help. A tool without `returns` is untyped on purpose and not
 /// reported.
 pub fn untyped_warnings(ir: &Ir, diags: &mut Diagnostics) {
-    let plan = Gen::new(ir, "Server").plan();
+    let Some(last) = ir
+        .tools
+        .iter()
+        .rposition(|tool| untyped::may_be_untyped(&tool.def))
+    else {
+        return;
+    };
+    let plan = Gen::new(ir, "Server").plan_first(last + 1);
     warn_untyped(ir, &plan, diags);
 }
 

@@ -38,7 +38,14 @@ impl<'a> Gen<'a> {
         name
     }
 
-    pub(super) fn plan(mut self) -> Plan {
+    pub(super) fn plan(self) -> Plan {
+        let tools = self.ir.tools.len();
+        self.plan_first(tools)
+    }
+
+    /// The names of every tool, and the items of the first `tools` tools only: a tool's items
+    /// depend on the tools before it, never on those after.
+    pub(super) fn plan_first(mut self, tools: usize) -> Plan {
         // Top-level names are reserved first, in tool order, so they never get a suffix because
         // of some nested type.
         self.types.insert(self.trait_name.clone());
@@ -58,6 +65,7 @@ impl<'a> Gen<'a> {
         let items = ir
             .tools
             .iter()
+            .take(tools)
             .zip(&names)
             .map(|(tool, names)| {
                 self.tool_types(tool, names);
