@@ -546,3 +546,100 @@ fn gemini_schema_json_schema_declares_the_schemas_as_written() {
         stderr(&wrong)
     );
 }
+
+/// `--schemas bundle` writes every schema into `schemas/tools.json`, each exactly the document
+/// of its own file plus that file's `$id`; a validator given the bundle finds each schema by
+/// its `$id`, with its `$defs` references resolved inside it. Switching back removes the bundle
+/// and writes the files again.
+#[test]
+fn schemas_bundle_holds_every_schema_file() {
+    let files = temp_dir("schemas-files");
+    let bundle = temp_dir("schemas-bundle");
+    let o = toolc(&["build", "manifests/", "--out", files.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = toolc(&[
+        "build",
+        "manifests/",
+        "--schemas",
+        "bundle",
+        "--out",
+        bundle.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let written = files_under(&bundle);
+    let schema_files: Vec<&String> = written
+        .iter()
+        .map(|(path, _)| path)
+        .filter(|p| p.starts_with("schemas/"))
+        .collect();
+    assert_eq!(schema_files, ["schemas/tools.json"]);
+    // Everything else is what the default layout writes.
+    let others = |all: Vec<(String, Vec<u8>)>| -> Vec<(String, Vec<u8>)> {
+        all.into_iter()
+            .filter(|(p, _)| !p.starts_with("schemas/") && !p.starts_with(".toolc"))
+            .collect()
+    };
+    assert!(others(files_under(&files)) == others(files_under(&bundle)));
+
+    let text = std::fs::read_to_string(bundle.join("schemas/tools.json")).unwrap();
+    let document: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let defs = document["$defs"].as_object().expect("$defs");
+    let mut expected = 0;
+    for (path, bytes) in files_under(&files.join("schemas")) {
+        expected += 1;
+        let name = path.trim_end_matches(".json");
+        let mut embedded = defs
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} in the bundle"))
+            .clone();
+        let own: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        if own.get("$id").is_none() {
+            let id = embedded
+                .as_object_mut()
+                .unwrap()
+                .shift_remove("$id")
+                .expect("an $id");
+            assert_eq!(id, serde_json::json!(path));
+        }
+        assert_eq!(embedded, own, "{name}");
+    }
+    assert_eq!(defs.len(), expected);
+    assert!(expected > 10, "{expected} schema files");
+
+    // Valid 2020-12, and each schema reachable by its file's `$id`.
+    assert!(jsonschema::draft202012::meta::is_valid(&document));
+    for (name, schema) in defs {
+        // The bundle, entered through one schema's `$id`.
+        let mut by_id = document.clone();
+        by_id["$ref"] = schema["$id"].clone();
+        let validator = jsonschema::draft202012::options()
+            .with_base_uri("https://toolc.invalid/schemas/tools.json")
+            .build(&by_id)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        if name.ends_with(".parameters") {
+            // `{}` is valid only for tools without required arguments: the schema is applied.
+            let required = schema
+                .get("required")
+                .and_then(serde_json::Value::as_array)
+                .is_some_and(|r| !r.is_empty());
+            assert_eq!(
+                validator.is_valid(&serde_json::json!({})),
+                !required,
+                "{name}"
+            );
+            assert!(!validator.is_valid(&serde_json::json!(7)), "{name}");
+        }
+    }
+
+    // Back to the default: the bundle goes, the files come back.
+    let o = toolc(&["build", "manifests/", "--out", bundle.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!bundle.join("schemas/tools.json").exists());
+    assert!(files_under(&files) == files_under(&bundle));
+    let o = toolc(&["build", "manifests/", "--schemas", "zip", "--out", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("use files or bundle"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&files);
+    let _ = std::fs::remove_dir_all(&bundle);
+}

@@ -119,7 +119,15 @@ impl Session {
     /// Reads a manifest from disk.
     pub fn add_path(&mut self, path: &Path) -> std::io::Result<Option<FileId>> {
         let bytes = std::fs::read(path)?;
-        Ok(self.add_manifest(&path.display().to_string(), &bytes))
+        // The text is kept as read, not copied: megabytes for a large catalog.
+        Ok(match String::from_utf8(bytes) {
+            Ok(text) => {
+                let id = self.sources.add(path.display().to_string(), text);
+                self.manifests.push(id);
+                Some(id)
+            }
+            Err(e) => self.add_manifest(&path.display().to_string(), e.as_bytes()),
+        })
     }
 
     /// Loads and checks every manifest added. Returns the IR when there are no errors; warnings

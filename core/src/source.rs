@@ -42,7 +42,10 @@ impl SourceFile {
     /// A file with its name (as diagnostics show it) and its content.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> SourceFile {
         let text = text.into();
-        let mut line_starts = vec![0];
+        // Sized first: a large manifest has hundreds of thousands of lines.
+        let lines = text.bytes().filter(|&b| b == b'\n').count();
+        let mut line_starts = Vec::with_capacity(lines + 1);
+        line_starts.push(0);
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         SourceFile {
             name: name.into(),

@@ -71,6 +71,11 @@ enum Command {
         /// (`parametersJsonSchema` / `responseJsonSchema` as written, for current models).
         #[arg(long, value_name = "FORM", value_parser = gemini_schema)]
         gemini_schema: Option<providers::GeminiSchema>,
+        /// How the schemas are written: `files` (`schemas/<tool>.parameters.json` and
+        /// `.returns.json`, the default) or `bundle` (one `schemas/tools.json` holding them all
+        /// under `$defs`, each with its file's `$id`: for catalogs of thousands of tools).
+        #[arg(long, value_name = "LAYOUT", value_parser = schema_layout)]
+        schemas: Option<emit::schemas::SchemaLayout>,
     },
     /// Print one provider's declarations to stdout.
     Schema {
@@ -161,6 +166,7 @@ fn run(cli: &Cli) -> Result<(), u8> {
             ts_stubs,
             runtime_path,
             gemini_schema,
+            schemas,
         } => {
             let kinds = parse_kinds(kinds)?;
             let mut config = emit::Config::default();
@@ -168,6 +174,7 @@ fn run(cli: &Cli) -> Result<(), u8> {
                 config.runtime_path = path.clone();
             }
             config.gemini_schema = gemini_schema.unwrap_or_default();
+            config.schema_layout = schemas.unwrap_or_default();
             let problems = config.check();
             if !problems.is_empty() {
                 let mut session = toolc::Session::new();
@@ -258,6 +265,15 @@ fn gemini_schema(name: &str) -> Result<providers::GeminiSchema, String> {
         format!(
             "`{name}` is not a Gemini schema form; use {}",
             providers::GeminiSchema::NAMES.join(" or ")
+        )
+    })
+}
+
+fn schema_layout(name: &str) -> Result<emit::schemas::SchemaLayout, String> {
+    emit::schemas::SchemaLayout::parse(name).ok_or_else(|| {
+        format!(
+            "`{name}` is not a schema layout; use {}",
+            emit::schemas::SchemaLayout::NAMES.join(" or ")
         )
     })
 }

@@ -68,6 +68,9 @@ pub struct Config {
     /// How Gemini's declarations carry schemas (`--gemini-schema`): its OpenAPI subset (the
     /// default) or JSON Schema as written.
     pub gemini_schema: providers::GeminiSchema,
+    /// How the schemas are written (`--schemas`): a file per schema (the default) or one
+    /// bundle.
+    pub schema_layout: schemas::SchemaLayout,
 }
 
 impl Default for Config {
@@ -75,6 +78,7 @@ impl Default for Config {
         Config {
             runtime_path: "::toolc_runtime".into(),
             gemini_schema: providers::GeminiSchema::default(),
+            schema_layout: schemas::SchemaLayout::default(),
         }
     }
 }
@@ -256,7 +260,7 @@ fn emit_one(ir: &Ir, kind: Kind, config: &Config) -> (Outputs, Diagnostics) {
     let mut outputs = Outputs::new();
     let mut diags = Diagnostics::default();
     match kind {
-        Kind::Schemas => schemas::emit(ir, &mut outputs),
+        Kind::Schemas => schemas::emit_with(ir, config.schema_layout, &mut outputs),
         Kind::Providers => providers::emit_with(ir, config.gemini_schema, &mut diags, &mut outputs),
         Kind::Rust => {
             let options = config.rust_options("ToolServer", None);

@@ -1,5 +1,8 @@
 //! `schemas/<tool>.parameters.json` and `schemas/<tool>.returns.json`: each a standalone JSON
-//! Schema 2020-12 document with `$schema`, `title` and `description` added.
+//! Schema 2020-12 document with `$schema`, `title` and `description` added. With
+//! [`SchemaLayout::Bundle`], the same documents are embedded in one file, `schemas/tools.json`,
+//! for catalogs of thousands of tools where creating a file per schema is most of a build's
+//! time on a busy disk.
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
@@ -9,6 +12,157 @@ use crate::output::Outputs;
 
 /// The `$schema` every schema file declares: JSON Schema 2020-12.
 pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// The file [`SchemaLayout::Bundle`] writes.
+pub const BUNDLE: &str = "schemas/tools.json";
+
+/// How `toolc build` writes the tools' schemas (`--schemas`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SchemaLayout {
+    /// A file per schema, `schemas/<tool>.parameters.json` and `schemas/<tool>.returns.json`
+    /// (the default).
+    #[default]
+    Files,
+    /// One compound document, `schemas/tools.json`: each schema embedded under `$defs` as
+    /// `<tool>.parameters` / `<tool>.returns`, with the `$id` of its own file
+    /// (`<tool>.parameters.json`; an `$id` the author wrote is kept instead), so that its
+    /// `#/$defs/...` references still resolve inside it and a validator given the bundle finds
+    /// each schema by that `$id`.
+    Bundle,
+}
+
+impl SchemaLayout {
+    /// The names `--schemas` takes.
+    pub const NAMES: [&'static str; 2] = ["files", "bundle"];
+
+    /// The layout's name as `--schemas` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SchemaLayout::Files => "files",
+            SchemaLayout::Bundle => "bundle",
+        }
+    }
+
+    /// The layout `--schemas` names; `None` for any other text.
+    pub fn parse(name: &str) -> Option<SchemaLayout> {
+        match name {
+            "files" => Some(SchemaLayout::Files),
+            "bundle" => Some(SchemaLayout::Bundle),
+            _ => None,
+        }
+    }
+}
+
+/// Writes the schemas of every tool into `outputs`, laid out as `layout` says.
+pub fn emit_with(ir: &Ir, layout: SchemaLayout, outputs: &mut Outputs) {
+    match layout {
+        SchemaLayout::Files => emit(ir, outputs),
+        SchemaLayout::Bundle => {
+            outputs.insert(BUNDLE.to_owned(), bundle_text(ir));
+        }
+    }
+}
+
+/// The schemas as one compound 2020-12 document (see [`SchemaLayout::Bundle`]).
+fn bundle_text(ir: &Ir) -> String {
+    let mut documents: Vec<(String, Standalone<'_>, String)> = Vec::new();
+    let titles: Vec<(String, Option<String>)> = ir
+        .tools
+        .iter()
+        .map(|tool| {
+            let name = &tool.def.name;
+            (
+                format!("{name} parameters"),
+                tool.def.returns.as_ref().map(|_| format!("{name} result")),
+            )
+        })
+        .collect();
+    for (tool, (parameters_title, returns_title)) in ir.tools.iter().zip(&titles) {
+        let def = &tool.def;
+        documents.push((
+            format!("{}.parameters", def.name),
+            Standalone {
+                schema: &def.parameters,
+                title: parameters_title,
+                description: Some(&def.description),
+            },
+            format!("{}.parameters.json", def.name),
+        ));
+        if let (Some(returns), Some(title)) = (&def.returns, returns_title) {
+            documents.push((
+                format!("{}.returns", def.name),
+                Standalone {
+                    schema: returns,
+                    title,
+                    description: None,
+                },
+                format!("{}.returns.json", def.name),
+            ));
+        }
+    }
+    let bundle = Bundle { documents };
+    let mut text = serde_json::to_string_pretty(&bundle).expect("JSON values always serialise");
+    text.push('\n');
+    text
+}
+
+/// `{"$schema": ..., "$comment": ..., "$defs": {name: document with its `$id`}}`.
+struct Bundle<'a> {
+    documents: Vec<(String, Standalone<'a>, String)>,
+}
+
+impl Serialize for Bundle<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Defs<'b, 'a>(&'b [(String, Standalone<'a>, String)]);
+        impl Serialize for Defs<'_, '_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(Some(self.0.len()))?;
+                for (name, document, id) in self.0 {
+                    map.serialize_entry(
+                        name,
+                        &Embedded {
+                            id,
+                            document: document.clone(),
+                        },
+                    )?;
+                }
+                map.end()
+            }
+        }
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("$schema", DIALECT)?;
+        map.serialize_entry(
+            "$comment",
+            "Each tool's parameters and result schema, embedded under $defs with the $id of its own file.",
+        )?;
+        map.serialize_entry("$defs", &Defs(&self.documents))?;
+        map.end()
+    }
+}
+
+/// A standalone document with `$id` first, as it is embedded in the bundle.
+struct Embedded<'a> {
+    id: &'a str,
+    document: Standalone<'a>,
+}
+
+impl Serialize for Embedded<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Value::Object(object) = self.document.schema else {
+            // A boolean schema cannot carry an `$id`: `{"$id": ..., "not": {}}` says `false`,
+            // `{"$id": ...}` says `true`.
+            let mut map = serializer.serialize_map(None)?;
+            map.serialize_entry("$id", self.id)?;
+            if self.document.schema == &Value::Bool(false) {
+                map.serialize_entry("not", &serde_json::json!({}))?;
+            }
+            return map.end();
+        };
+        // An `$id` the author wrote stays: references in the schema may use it.
+        let id = (!object.contains_key("$id")).then_some(self.id);
+        self.document.serialize_with_id(id, serializer)
+    }
+}
 
 /// Writes `schemas/<tool>.parameters.json` for every tool into `outputs`, and
 /// `schemas/<tool>.returns.json` for each tool with a `returns` schema.
@@ -43,6 +197,7 @@ pub fn emit(ir: &Ir, outputs: &mut Outputs) {
 /// A schema as a standalone document: `$schema` first, then a `title` and `description` where
 /// the author wrote none, then everything the author wrote. Serialised straight from the
 /// borrowed schema, which is not copied.
+#[derive(Clone)]
 struct Standalone<'a> {
     schema: &'a Value,
     title: &'a str,
@@ -60,11 +215,26 @@ impl Standalone<'_> {
 
 impl Serialize for Standalone<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.serialize_with_id(None, serializer)
+    }
+}
+
+impl Standalone<'_> {
+    /// The document, with `id` as its `$id` (before everything else) when given (only for a
+    /// schema without one of its own).
+    fn serialize_with_id<S: Serializer>(
+        &self,
+        id: Option<&str>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
         let Value::Object(object) = self.schema else {
             // Boolean schemas stand alone as they are.
             return self.schema.serialize(serializer);
         };
         let mut map = serializer.serialize_map(None)?;
+        if let Some(id) = id {
+            map.serialize_entry("$id", id)?;
+        }
         map.serialize_entry("$schema", DIALECT)?;
         if !object.contains_key("title") {
             map.serialize_entry("title", self.title)?;
