@@ -3,7 +3,7 @@
 //! realtime session on either provider (across responses, a re-issue after an interruption
 //! included), in the chat runner and over MCP: `reuse` does not run again and gets the first
 //! result, `refuse` does not run again and says so, `run` (and tools without the hint) run.
-#![cfg(feature = "mcp")]
+#![cfg(all(feature = "mcp", feature = "testing"))]
 
 mod mcp_common;
 mod session_common;

@@ -5,6 +5,7 @@
 //! twice: by the SDK itself (`tests/gemini-live/validate.py`, in the virtualenv `scripts/setup`
 //! makes) and against the JSON Schemas generated from it (`specs/gemini-live/`), which a test
 //! keeps equal to the SDK's.
+#![cfg(feature = "testing")]
 
 use std::path::PathBuf;
 use std::sync::Arc;

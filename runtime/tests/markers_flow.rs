@@ -1,5 +1,6 @@
 //! The two-pass marker flow in a realtime session, without sockets: model events go in as text,
 //! the verdicts are what the browser would get, the queued outputs what the model would get.
+#![cfg(feature = "testing")]
 
 mod session_common;
 
@@ -11,7 +12,8 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 use session_common::Wire;
 use toolc_runtime::markers::MarkerTag;
-use toolc_runtime::realtime::marker_flow::{text_response, MARKER_CALL_PREFIX, RESULT_ITEM_PREFIX};
+use toolc_runtime::realtime::marker_flow::{MARKER_CALL_PREFIX, RESULT_ITEM_PREFIX};
+use toolc_runtime::realtime::script::text_response;
 use toolc_runtime::realtime::MarkerFlowConfig;
 use toolc_runtime::realtime::{Session, SessionConfig, Verdict};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};

@@ -2,6 +2,7 @@
 //! `stream_arguments`) as session rules on OpenAI Realtime, one test each, on a paused clock:
 //! events go in as text, and what the model and the browser get is what a relay would send.
 //! The same rules on Gemini Live are in `realtime_behaviours_live.rs`.
+#![cfg(feature = "testing")]
 
 mod behaviours_common;
 mod session_common;

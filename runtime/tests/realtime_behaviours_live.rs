@@ -1,6 +1,7 @@
 //! The call behaviours as session rules on Gemini Live (the same harness as
 //! `realtime_behaviours.rs`): setup, batches, calls reported twice, cancellation, background
 //! results and their scheduling, and what the browser may send.
+#![cfg(feature = "testing")]
 
 mod behaviours_common;
 mod session_common;

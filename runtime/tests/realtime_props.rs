@@ -1,4 +1,5 @@
 //! Properties of the session dispatcher over random conversations and random garbage.
+#![cfg(feature = "testing")]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! The session dispatcher's rules, one test each, without sockets: events go in as text, the
 //! verdicts and queued outputs are what a relay would send. Tool deadlines are short and the
 //! clock is paused, so timeouts cost no real time.
+#![cfg(feature = "testing")]
 
 mod session_common;
 

@@ -5,6 +5,7 @@
 //! The extract is an OpenAPI 3.1 document: a schema is checked by putting
 //! `{"$ref": "#/components/schemas/NAME"}` at the root of a copy of the whole document, so that
 //! every `$ref` inside it resolves.
+#![cfg(feature = "testing")]
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -3,6 +3,7 @@
 //! switch (OpenAI: a `session.update` with the new tools, at once or after the response in
 //! progress); a call of a tool not offered is refused as unknown, however the model came by
 //! its name. Gemini Live declares once, in `setup`.
+#![cfg(feature = "testing")]
 
 mod session_common;
 

@@ -1,6 +1,7 @@
 //! The opt-in `toolc.trace` events (`SessionConfig::trace_calls`): one per resolved call, in the
 //! browser's stream, naming a server call without its id, arguments or result; none when the
 //! option is off (the default).
+#![cfg(feature = "testing")]
 
 use std::sync::Arc;
 use std::time::Duration;

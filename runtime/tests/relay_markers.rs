@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use toolc_runtime::markers::MarkerTag;
-use toolc_runtime::realtime::marker_flow::{text_response, RESULT_ITEM_PREFIX};
+use toolc_runtime::realtime::marker_flow::RESULT_ITEM_PREFIX;
+use toolc_runtime::realtime::script::text_response;
 use toolc_runtime::realtime::MarkerFlowConfig;
 use toolc_runtime::relay::testing::{FakeModel, Script, TestBrowser};
 use toolc_runtime::relay::{Relay, RelayConfig};

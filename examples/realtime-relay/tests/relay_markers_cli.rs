@@ -10,7 +10,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::process::Command;
 use toolc_runtime::markers::MarkerTag;
-use toolc_runtime::realtime::marker_flow::text_response;
+use toolc_runtime::realtime::script::text_response;
 use toolc_runtime::relay::testing::{FakeModel, Script, TestBrowser};
 
 const LIMIT: Duration = Duration::from_secs(20);

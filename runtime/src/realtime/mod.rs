@@ -9,7 +9,7 @@
 //!   their arguments and results never reach the browser.
 //! - [`guard`]: what a browser may send upstream (strict parsing, `response.create` rules);
 //!   [`openai`]: the GA events read and written; [`gemini_live`]: the Live API messages; [`browser`]: the browser protocol in both
-//!   namings; [`script`]: GA server events for scripted fake models and tests.
+//!   namings; `script` (feature `testing`): GA server events for scripted fake models and tests.
 //! - The websocket relay that drives sessions lives in `crate::relay` (feature `relay`).
 
 pub mod browser;
@@ -19,6 +19,7 @@ pub mod marker_flow;
 pub mod openai;
 pub(crate) mod partial;
 mod provider;
+#[cfg(feature = "testing")]
 pub mod script;
 mod session;
 mod tracker;

@@ -209,3 +209,61 @@ pub mod live {
         }
     }
 }
+
+/// The GA server events of one assistant text reply streamed as `deltas`, for scripted fake
+/// models, tests and demos: `response.created`, `response.output_item.added`,
+/// `response.content_part.added`, one `response.output_text.delta` per delta,
+/// `response.output_text.done`, `response.content_part.done`, `response.output_item.done` and
+/// `response.done`. Every `.done` event carries the joined text, as the API sends it.
+pub fn text_response(response_id: &str, item_id: &str, deltas: &[&str]) -> Vec<Value> {
+    let full: String = deltas.concat();
+    let ev = |suffix: &str| format!("ev_{item_id}_{suffix}");
+    let item = |status: &str, text: Option<&str>| {
+        let content = match text {
+            Some(t) => json!([{ "type": "output_text", "text": t }]),
+            None => json!([]),
+        };
+        json!({
+            "id": item_id, "object": "realtime.item", "type": "message", "status": status,
+            "role": "assistant", "content": content,
+        })
+    };
+    let mut events = vec![
+        response_created(response_id),
+        json!({
+            "type": "response.output_item.added", "event_id": ev("added"),
+            "response_id": response_id, "output_index": 0, "item": item("in_progress", None),
+        }),
+        json!({
+            "type": "response.content_part.added", "event_id": ev("part_added"),
+            "response_id": response_id, "item_id": item_id, "output_index": 0,
+            "content_index": 0, "part": { "type": "text", "text": "" },
+        }),
+    ];
+    for (i, delta) in deltas.iter().enumerate() {
+        events.push(json!({
+            "type": "response.output_text.delta", "event_id": ev(&format!("delta{i}")),
+            "response_id": response_id, "item_id": item_id, "output_index": 0,
+            "content_index": 0, "delta": delta,
+        }));
+    }
+    events.extend([
+        json!({
+            "type": "response.output_text.done", "event_id": ev("text_done"),
+            "response_id": response_id, "item_id": item_id, "output_index": 0,
+            "content_index": 0, "text": full,
+        }),
+        json!({
+            "type": "response.content_part.done", "event_id": ev("part_done"),
+            "response_id": response_id, "item_id": item_id, "output_index": 0,
+            "content_index": 0, "part": { "type": "text", "text": full },
+        }),
+        json!({
+            "type": "response.output_item.done", "event_id": ev("item_done"),
+            "response_id": response_id, "output_index": 0,
+            "item": item("completed", Some(&full)),
+        }),
+        response_done(response_id, vec![item("completed", Some(&full))]),
+    ]);
+    events
+}
