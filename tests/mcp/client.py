@@ -45,7 +45,7 @@ async def exercise(session: ClientSession, handshake: str) -> dict:
     assert not found.is_error, found
     jsonschema.validate(found.structured_content, search.output_schema)
     assert json.loads(found.content[0].text) == found.structured_content
-    assert found.structured_content["articles"][0]["id"] == "kb-101", found.structured_content
+    assert found.structured_content["articles"][0]["id"] == "reset-password", found.structured_content
 
     bad = await session.call_tool("search_help_articles", {"query": 5})
     assert bad.is_error, bad

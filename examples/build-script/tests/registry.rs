@@ -42,20 +42,20 @@ async fn search_returns_ranked_articles_with_the_default_limit() {
     let articles = out["articles"].as_array().unwrap();
     // `limit` defaults to 3 (from the manifest) when the model leaves it out.
     assert_eq!(articles.len(), 3);
-    assert_eq!(articles[0]["id"], "kb-202", "{out}");
+    assert_eq!(articles[0]["id"], "track-order", "{out}");
     let out = call(
         &r,
         "search_help_articles",
-        r#"{"query":"invoice","limit":1}"#,
+        r#"{"query":"forgot my password","limit":1}"#,
     )
     .await;
     assert_eq!(
         out,
         json!({"articles": [{
-            "id": "kb-302",
-            "title": "Download an invoice",
-            "summary": "Every order has a PDF invoice under Orders, then Details, then Invoice.",
-            "section": "billing-invoices"
+            "id": "reset-password",
+            "title": "Resetting your password",
+            "summary": "Use Forgot password on the sign-in page; the reset link in the e-mail is valid for one hour.",
+            "section": "account"
         }]})
     );
 }
@@ -63,10 +63,10 @@ async fn search_returns_ranked_articles_with_the_default_limit() {
 #[tokio::test]
 async fn order_status_known_and_unknown() {
     let r = registry();
-    let out = call(&r, "get_order_status", r#"{"order_number":"AB-123456"}"#).await;
-    assert_eq!(out, json!({"status": "shipped", "eta": "2026-05-14"}));
+    let out = call(&r, "get_order_status", r#"{"order_number":"AB-654321"}"#).await;
+    assert_eq!(out, json!({"status": "shipped", "eta": "2026-12-04"}));
     // A required nullable output is written as null, not left out.
-    let out = call(&r, "get_order_status", r#"{"order_number":"CD-654321"}"#).await;
+    let out = call(&r, "get_order_status", r#"{"order_number":"AB-123456"}"#).await;
     assert_eq!(out, json!({"status": "delivered", "eta": null}));
 
     let err = call_as(
@@ -91,13 +91,13 @@ async fn order_status_known_and_unknown() {
 async fn a_customer_finds_only_their_own_orders() {
     let r = registry();
     // Bob's order reads to Alice exactly like a number that does not exist.
-    let args = r#"{"order_number":"GH-777777"}"#;
+    let args = r#"{"order_number":"CD-000001"}"#;
     let err = call_as(&r, "alice", "get_order_status", args)
         .await
         .unwrap_err();
     assert_eq!(err.code(), Some("order_not_found"));
     let out = call_as(&r, "bob", "get_order_status", args).await.unwrap();
-    assert_eq!(out, json!({"status": "packed", "eta": "2026-05-16"}));
+    assert_eq!(out, json!({"status": "packed", "eta": "2026-12-07"}));
     // Without an authenticated caller there are no own orders to find.
     let err = r.call("get_order_status", args).await.unwrap_err();
     assert_eq!(err.code(), Some("not_signed_in"));
@@ -160,13 +160,13 @@ async fn typed_calls_and_definitions() {
     let r = registry();
     let bob = SessionScope::new().with_principal(Some(Principal::new("bob")));
     let args = GetOrderStatusArgs {
-        order_number: "GH-777777".into(),
+        order_number: "CD-000001".into(),
     };
     let out = r
         .call_typed_with_context::<GetOrderStatus>(bob.call(GetOrderStatus::NAME, "c1"), &args)
         .await
         .unwrap();
-    assert_eq!(out.eta.as_deref(), Some("2026-05-16"));
+    assert_eq!(out.eta.as_deref(), Some("2026-12-07"));
     assert_eq!(SearchHelpArticles::NAME, "search_help_articles");
     assert_eq!(SearchHelpArticles::LOCATION, Location::Server);
     // The generated definitions are exactly what the compiler reads from the manifest.

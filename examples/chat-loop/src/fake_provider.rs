@@ -25,7 +25,7 @@ use tokio::task::JoinHandle;
 pub const SCRIPT: [(&str, &str); 4] = [
     (
         "search_help_articles",
-        r#"{"query":"return an item","limit":null}"#,
+        r#"{"query":"return my order","limit":null}"#,
     ),
     ("get_order_status", r#"{"order_number":"12345"}"#),
     (

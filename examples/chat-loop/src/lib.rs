@@ -61,29 +61,34 @@ pub fn load_tools(path: &Path) -> Result<Tools, String> {
     let mut warnings = Diagnostics::default();
     let openai_chat = declarations(&ir, Provider::OpenaiChat, &mut warnings);
     let anthropic = declarations(&ir, Provider::Anthropic, &mut warnings);
+    let data = Arc::new(support_desk::Data::bundled()?);
+    let (search_data, order_data) = (data.clone(), data);
     let registry = Registry::builder()
         .definitions(ir.definitions())
         .executor(
             "search_help_articles",
-            executor_fn(|args| async move {
-                let query = args["query"].as_str().unwrap_or_default().to_owned();
-                // The manifest's default applies when the model left `limit` out.
-                let limit = args["limit"].as_u64().unwrap_or(3);
-                let articles: Vec<Value> = (1..=limit.min(2))
-                    .map(|i| {
-                        json!({ "id": format!("kb-{i}"), "title": format!("{query} (part {i})"),
-                                "summary": "Returns are free within 30 days.", "section": "returns" })
-                    })
-                    .collect();
-                Ok(json!({ "articles": articles }))
+            executor_fn(move |args| {
+                let data = search_data.clone();
+                async move {
+                    let query = args["query"].as_str().unwrap_or_default();
+                    // The manifest's default applies when the model left `limit` out.
+                    let limit = args["limit"].as_u64().unwrap_or(3).clamp(1, 10) as usize;
+                    Ok(json!({ "articles": data.search(query, limit) }))
+                }
             }),
         )
         .executor(
             "get_order_status",
-            executor_fn(|args| async move {
-                match args["order_number"].as_str() {
-                    Some("AB-123456") => Ok(json!({ "status": "shipped", "eta": "2026-09-01" })),
-                    _ => Err(ToolError::new("no order with that number").with_code("not_found")),
+            executor_fn(move |args| {
+                let data = order_data.clone();
+                async move {
+                    let number = args["order_number"].as_str().unwrap_or_default();
+                    match data.order(number) {
+                        Some(o) => Ok(json!({ "status": o.status, "eta": o.eta })),
+                        None => {
+                            Err(ToolError::new("no order with that number").with_code("not_found"))
+                        }
+                    }
                 }
             }),
         )

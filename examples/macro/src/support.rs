@@ -2,7 +2,7 @@
 //! compared with the manifest when this crate compiles, and [`registry`] fails to compile if a
 //! server tool of the manifest has no executor here.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use toolc_runtime::{tool, tools, Registry, RegistryError, ToolError};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -18,68 +18,33 @@ pub struct Articles {
     pub articles: Vec<Article>,
 }
 
-const HELP_CENTRE: &[(&str, &str, &str, &str)] = &[
-    (
-        "a1",
-        "Refunds",
-        "How to get your money back for a return.",
-        "refunds",
-    ),
-    (
-        "a2",
-        "Returns",
-        "Send an item back within 30 days.",
-        "returns",
-    ),
-    (
-        "a3",
-        "Delivery times",
-        "When your order arrives.",
-        "delivery",
-    ),
-    (
-        "a4",
-        "Changing your address",
-        "Update where we deliver.",
-        "account",
-    ),
-];
+/// The examples' shared help centre and order book, parsed on first use.
+static DATA: std::sync::LazyLock<Result<support_desk::Data, String>> =
+    std::sync::LazyLock::new(support_desk::Data::bundled);
+
+fn data() -> Result<&'static support_desk::Data, ToolError> {
+    DATA.as_ref()
+        .map_err(|e| ToolError::new(format!("the bundled support desk is broken: {e}")))
+}
 
 /// `limit` is a plain `u8`: the manifest gives it a default (3), which the executor applies
 /// when the model leaves it out, and bounds (1..=10) that fit a `u8`.
 #[tool(manifest = "../../manifests/support.tools.yaml")]
 pub async fn search_help_articles(query: String, limit: u8) -> Result<Articles, ToolError> {
-    let words: Vec<String> = query
-        .to_lowercase()
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect();
-    let mut scored: Vec<(usize, Article)> = HELP_CENTRE
-        .iter()
-        .map(|&(id, title, summary, section)| {
-            let text = format!("{title} {summary}").to_lowercase();
-            let score = words.iter().filter(|w| text.contains(w.as_str())).count();
-            let article = Article {
-                id: id.into(),
-                title: title.into(),
-                summary: summary.into(),
-                section: section.into(),
-            };
-            (score, article)
+    let articles = data()?
+        .search(&query, usize::from(limit))
+        .into_iter()
+        .map(|a| Article {
+            id: a.id.clone(),
+            title: a.title.clone(),
+            summary: a.summary.clone(),
+            section: a.section.clone(),
         })
-        .filter(|(score, _)| *score > 0)
         .collect();
-    scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
-    Ok(Articles {
-        articles: scored
-            .into_iter()
-            .take(usize::from(limit))
-            .map(|(_, a)| a)
-            .collect(),
-    })
+    Ok(Articles { articles })
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Placed,
@@ -99,17 +64,15 @@ pub struct OrderStatus {
 /// The manifest's `pattern` has already been checked when this runs.
 #[tool(manifest = "../../manifests/support.tools.yaml")]
 pub fn get_order_status(order_number: &str) -> Result<OrderStatus, ToolError> {
-    match order_number.get(..2) {
-        Some("AB") => Ok(OrderStatus {
-            status: Status::Shipped,
-            eta: Some("2026-05-04".into()),
-        }),
-        Some("CD") => Ok(OrderStatus {
-            status: Status::Placed,
-            eta: None,
-        }),
-        _ => Err(ToolError::new(format!("no order {order_number}")).with_code("not_found")),
-    }
+    let Some(order) = data()?.order(order_number) else {
+        return Err(ToolError::new(format!("no order {order_number}")).with_code("not_found"));
+    };
+    let status = serde_json::from_value(serde_json::Value::String(order.status.clone()))
+        .map_err(|e| ToolError::new(format!("order {order_number}: {e}")))?;
+    Ok(OrderStatus {
+        status,
+        eta: order.eta.clone(),
+    })
 }
 
 // Client tools run in the browser: declared without a body, checked against the manifest.

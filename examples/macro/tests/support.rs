@@ -47,7 +47,7 @@ fn search_applies_the_manifest_default() {
             .call("search_help_articles", r#"{"query":"refund","limit":1}"#)
             .await
             .unwrap();
-        assert!(out.contains(r#""id":"a1""#), "{out}");
+        assert!(out.contains(r#""id":"request-refund""#), "{out}");
         // Out of the manifest's bounds: refused before the fn runs.
         let err = registry
             .call("search_help_articles", r#"{"query":"refund","limit":11}"#)
@@ -62,10 +62,10 @@ fn order_status_results_and_errors() {
     let registry = macro_example::support::registry().unwrap();
     block_on(async {
         let out = registry
-            .call("get_order_status", r#"{"order_number":"CD-000001"}"#)
+            .call("get_order_status", r#"{"order_number":"AB-123456"}"#)
             .await
             .unwrap();
-        assert_eq!(out, r#"{"status":"placed","eta":null}"#);
+        assert_eq!(out, r#"{"status":"delivered","eta":null}"#);
         let err = registry
             .call("get_order_status", r#"{"order_number":"ZZ-000001"}"#)
             .await

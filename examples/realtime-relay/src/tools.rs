@@ -1,98 +1,25 @@
-//! The server executors of `manifests/support.tools.yaml`, over a small bundled help centre and
-//! order book.
+//! The server executors of `manifests/support.tools.yaml`, over the examples' shared support
+//! desk (the `support-desk` crate).
 
 use serde_json::{json, Value};
+use support_desk::Data;
 use toolc_runtime::{
     executor_fn, executor_fn_with_context, CallContext, Location, Registry, RegistryBuilder,
     ToolDefinition, ToolError,
 };
 
-struct Article {
-    id: &'static str,
-    title: &'static str,
-    summary: &'static str,
-    section: &'static str,
+/// The examples' shared help centre and order book, parsed once.
+static DATA: std::sync::LazyLock<Result<Data, String>> = std::sync::LazyLock::new(Data::bundled);
+
+fn data() -> Result<&'static Data, ToolError> {
+    DATA.as_ref()
+        .map_err(|e| ToolError::new(format!("the bundled support desk is broken: {e}")))
 }
 
-const ARTICLES: &[Article] = &[
-    Article {
-        id: "refunds",
-        title: "Asking for a refund",
-        summary: "Refunds are possible within 30 days of delivery from the Orders page: choose the order, then Request refund.",
-        section: "refunds",
-    },
-    Article {
-        id: "shipping-times",
-        title: "Shipping times",
-        summary: "Standard shipping takes 3 to 5 working days; express shipping arrives the next working day when ordered before 2 pm.",
-        section: "shipping",
-    },
-    Article {
-        id: "change-address",
-        title: "Changing the delivery address",
-        summary: "The delivery address can be changed until the order is packed, under Orders, Edit address.",
-        section: "orders",
-    },
-    Article {
-        id: "reset-password",
-        title: "Resetting your password",
-        summary: "Use Forgot password on the sign-in page; the reset link in the e-mail is valid for one hour.",
-        section: "account",
-    },
-    Article {
-        id: "cancel-order",
-        title: "Cancelling an order",
-        summary: "Orders can be cancelled free of charge until they are shipped, from the order's page.",
-        section: "orders",
-    },
-];
-
-/// `(customer, number, status, eta)`.
-const ORDERS: &[(&str, &str, &str, Option<&str>)] = &[
-    ("alice", "AB-123456", "shipped", Some("2026-12-03")),
-    ("alice", "AB-654321", "packed", Some("2026-12-05")),
-    ("bob", "CD-000001", "delivered", None),
-    ("bob", "EF-777777", "cancelled", None),
-];
-
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.len() > 2)
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// Articles ranked by how many query words they contain (title words count double); ties keep
-/// the bundled order, so results are deterministic.
-pub fn search(query: &str, limit: usize) -> Value {
-    let terms = words(query);
-    let mut scored: Vec<(usize, usize)> = ARTICLES
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let title = words(a.title);
-            let body = words(a.summary);
-            let score = terms
-                .iter()
-                .map(|t| {
-                    2 * title.iter().filter(|w| w.starts_with(t.as_str())).count()
-                        + body.iter().filter(|w| w.starts_with(t.as_str())).count()
-                })
-                .sum();
-            (score, i)
-        })
-        .filter(|(score, _)| *score > 0)
-        .collect();
-    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let articles: Vec<Value> = scored
-        .into_iter()
-        .take(limit)
-        .map(|(_, i)| {
-            let a = &ARTICLES[i];
-            json!({ "id": a.id, "title": a.title, "summary": a.summary, "section": a.section })
-        })
-        .collect();
-    json!({ "articles": articles })
+/// Articles ranked by [`Data::search`], as `search_help_articles` returns them.
+pub fn search(query: &str, limit: usize) -> Result<Value, ToolError> {
+    let articles = data()?.search(query, limit);
+    Ok(json!({ "articles": articles }))
 }
 
 /// With a signed-in customer (the relay's `--auth-tokens`), only that customer's orders are
@@ -100,11 +27,9 @@ pub fn search(query: &str, limit: usize) -> Value {
 /// cannot be used to probe which numbers are real. Without authentication (a relay on loopback
 /// for development) there is no caller to tell apart, and every order is found.
 pub fn order_status(customer: Option<&str>, order_number: &str) -> Result<Value, ToolError> {
-    ORDERS
-        .iter()
-        .filter(|(owner, ..)| customer.is_none_or(|c| c == *owner))
-        .find(|(_, n, _, _)| *n == order_number)
-        .map(|(_, _, status, eta)| json!({ "status": status, "eta": eta }))
+    data()?
+        .order_of(customer, order_number)
+        .map(|o| json!({ "status": o.status, "eta": o.eta }))
         .ok_or_else(|| {
             ToolError::new(format!("there is no order {order_number}; ask the customer to check the number on the receipt"))
                 .with_code("not_found")
@@ -132,7 +57,7 @@ pub fn builder(definitions: Vec<ToolDefinition>) -> RegistryBuilder {
             executor_fn(|args: Value| async move {
                 let query = args["query"].as_str().unwrap_or_default();
                 let limit = args["limit"].as_u64().unwrap_or(3).clamp(1, 10) as usize;
-                Ok(search(query, limit))
+                search(query, limit)
             }),
         );
     }
@@ -154,11 +79,13 @@ mod tests {
 
     #[test]
     fn search_ranks_by_matching_words() {
-        let found = search("how do I get a refund", 3);
-        assert_eq!(found["articles"][0]["id"], "refunds");
-        let none = search("zzzz", 3);
+        let found = search("how do I get a refund", 3).unwrap();
+        assert_eq!(found["articles"][0]["id"], "request-refund");
+        assert_eq!(found["articles"][0]["section"], "refunds");
+        assert!(found["articles"][0].get("keywords").is_none());
+        let none = search("zzzz", 3).unwrap();
         assert_eq!(none["articles"].as_array().unwrap().len(), 0);
-        let orders = search("cancel order", 1);
+        let orders = search("cancel order", 1).unwrap();
         assert_eq!(orders["articles"].as_array().unwrap().len(), 1);
         assert_eq!(orders["articles"][0]["id"], "cancel-order");
     }
@@ -167,9 +94,13 @@ mod tests {
     fn order_status_knows_its_orders() {
         assert_eq!(
             order_status(None, "AB-123456").unwrap()["status"],
-            "shipped"
+            "delivered"
         );
-        assert_eq!(order_status(None, "CD-000001").unwrap()["eta"], Value::Null);
+        assert_eq!(order_status(None, "AB-123456").unwrap()["eta"], Value::Null);
+        assert_eq!(
+            order_status(None, "CD-000001").unwrap()["eta"],
+            "2026-12-07"
+        );
         assert_eq!(
             order_status(None, "ZZ-999999").unwrap_err().code(),
             Some("not_found")
@@ -180,7 +111,7 @@ mod tests {
     fn a_signed_in_customer_finds_only_their_own_orders() {
         assert_eq!(
             order_status(Some("alice"), "AB-123456").unwrap()["status"],
-            "shipped"
+            "delivered"
         );
         // Bob's order reads like one that does not exist.
         let theirs = order_status(Some("alice"), "CD-000001").unwrap_err();
@@ -188,7 +119,7 @@ mod tests {
         assert_eq!(theirs.code(), missing.code());
         assert_eq!(
             order_status(Some("bob"), "CD-000001").unwrap()["status"],
-            "delivered"
+            "packed"
         );
     }
 }

@@ -89,7 +89,7 @@ async fn the_example_relays_a_support_conversation() {
             .expect(id);
         serde_json::from_str(o["item"]["output"].as_str().unwrap()).unwrap()
     };
-    assert_eq!(output("call_search")["articles"][0]["id"], "refunds");
+    assert_eq!(output("call_search")["articles"][0]["id"], "request-refund");
     assert_eq!(output("call_hl")["found"], true);
     assert_eq!(output("call_toast")["status"], "sent");
     assert_eq!(outputs.len(), 3);
@@ -235,7 +235,7 @@ async fn with_auth_tokens_each_customer_finds_only_their_own_orders() {
             .expect(id);
         serde_json::from_str(o["item"]["output"].as_str().unwrap()).unwrap()
     };
-    assert_eq!(output("call_own")["status"], "shipped");
+    assert_eq!(output("call_own")["status"], "delivered");
     assert_eq!(output("call_bobs")["error"]["code"], "not_found");
     drop(ws);
     let _ = std::fs::remove_dir_all(&dir);
@@ -468,7 +468,7 @@ async fn the_example_relays_a_support_conversation_to_gemini_live() {
     let by_id = |id: &str| entries.iter().find(|e| e["id"] == id).expect(id).clone();
     assert_eq!(
         by_id("live_search")["response"]["output"]["articles"][0]["id"],
-        "refunds"
+        "request-refund"
     );
     assert_eq!(by_id("live_hl")["response"]["output"]["found"], true);
     let page_saw = serde_json::to_string(&seen).unwrap();

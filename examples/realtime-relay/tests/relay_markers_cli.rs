@@ -193,7 +193,7 @@ async fn markers_and_a_remote_catalog_through_the_example_relay() {
         .map(|e| e["item"]["content"][0]["text"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(texts.len(), 3, "{texts:?}");
-    assert!(texts.iter().any(|t| t.contains(r#""status":"shipped""#)));
+    assert!(texts.iter().any(|t| t.contains(r#""status":"delivered""#)));
     assert!(texts
         .iter()
         .any(|t| t.contains(r#""catalog_ran":"get_weather""#)));

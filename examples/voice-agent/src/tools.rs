@@ -1,116 +1,13 @@
-//! The server tools of `manifests/support.tools.yaml` over the demo's bundled data: the help
-//! articles that the page itself shows (`data/help-articles.json`, one `section` per page
-//! section) and a small order book (`data/orders.json`).
+//! The server tools of `manifests/support.tools.yaml` over the examples' shared support desk
+//! (the `support-desk` crate): the help articles that the page itself shows, one `section` per
+//! page section, and the order book.
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use toolc_runtime::{typed_executor, Registry, ToolDefinition, ToolError};
 
-const ARTICLES_JSON: &str = include_str!("../data/help-articles.json");
-const ORDERS_JSON: &str = include_str!("../data/orders.json");
-
-/// One help article as bundled.
-#[derive(Clone, Debug, Deserialize)]
-pub struct Article {
-    pub id: String,
-    pub title: String,
-    pub summary: String,
-    /// The `id` of the page section that explains it.
-    pub section: String,
-    /// Words a customer might use that the title and summary do not.
-    #[serde(default)]
-    pub keywords: Vec<String>,
-}
-
-/// One order as bundled; `status` and `eta` are what `get_order_status` returns.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct Order {
-    pub order_number: String,
-    pub status: String,
-    pub eta: Option<String>,
-}
-
-/// The bundled help centre and order book.
-#[derive(Debug)]
-pub struct Data {
-    pub articles: Vec<Article>,
-    pub orders: Vec<Order>,
-}
-
-impl Data {
-    /// Parses the bundled files (they are compiled in, so this fails only if they were edited
-    /// into invalid JSON; the tests parse them too).
-    pub fn bundled() -> Result<Data, String> {
-        let articles = serde_json::from_str(ARTICLES_JSON)
-            .map_err(|e| format!("data/help-articles.json: {e}"))?;
-        let orders =
-            serde_json::from_str(ORDERS_JSON).map_err(|e| format!("data/orders.json: {e}"))?;
-        Ok(Data { articles, orders })
-    }
-
-    /// Articles ranked by how well they match the query: a query word found in the title counts
-    /// 3, in the keywords 2, in the summary 1; words match on a shared prefix of at least four
-    /// letters, so "refunded" finds "refund". Ties keep the bundled order, so the ranking is
-    /// deterministic; articles that match nothing are left out.
-    pub fn search(&self, query: &str, limit: usize) -> Vec<&Article> {
-        let terms = words(query);
-        let mut scored: Vec<(usize, usize)> = self
-            .articles
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                let title = words(&a.title);
-                let keywords = words(&a.keywords.join(" "));
-                let summary = words(&a.summary);
-                let score: usize = terms
-                    .iter()
-                    .map(|t| {
-                        3 * hits(t, &title) + 2 * hits(t, &keywords) + hits(t, &summary).min(2)
-                    })
-                    .sum();
-                (score, i)
-            })
-            .filter(|(score, _)| *score > 0)
-            .collect();
-        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        scored
-            .into_iter()
-            .take(limit)
-            .map(|(_, i)| &self.articles[i])
-            .collect()
-    }
-
-    pub fn order(&self, order_number: &str) -> Option<&Order> {
-        self.orders.iter().find(|o| o.order_number == order_number)
-    }
-}
-
-/// Words that say nothing about what the customer wants.
-const STOP_WORDS: &[&str] = &[
-    "the", "and", "for", "how", "can", "you", "your", "what", "with", "that", "this", "from",
-    "want", "would", "like", "need", "please", "where", "does", "have", "get", "about",
-];
-
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .map(str::to_lowercase)
-        .filter(|w| w.chars().count() > 2 && !STOP_WORDS.contains(&w.as_str()))
-        .collect()
-}
-
-/// How many of `words` match `term`.
-fn hits(term: &str, words: &[String]) -> usize {
-    words.iter().filter(|w| same_stem(term, w)).count()
-}
-
-/// Equal, one a prefix of the other of at least four letters ("track", "tracking"), or sharing
-/// five letters ("cancelled", "cancellation"): a stemmer's effect without a stemmer.
-fn same_stem(a: &str, b: &str) -> bool {
-    let common = a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
-    let shorter = a.chars().count().min(b.chars().count());
-    a == b || (common == shorter && shorter >= 4) || common >= 5
-}
+pub use support_desk::{Article, Data, Order};
 
 #[derive(Deserialize)]
 struct SearchArgs {
@@ -218,53 +115,6 @@ pub fn registry(definitions: Vec<ToolDefinition>, data: Arc<Data>) -> Result<Reg
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ids(found: &[&Article]) -> Vec<String> {
-        found.iter().map(|a| a.id.clone()).collect()
-    }
-
-    #[test]
-    fn search_ranks_title_and_keyword_matches_first() {
-        let data = Data::bundled().unwrap();
-        let found = data.search("I'd like a refund for my order", 3);
-        assert_eq!(ids(&found)[0], "request-refund");
-        assert_eq!(
-            ids(&data.search("when will my refund arrive", 1)),
-            ["refund-timing"]
-        );
-        assert_eq!(
-            ids(&data.search("forgot my password", 5)),
-            ["reset-password"]
-        );
-        assert_eq!(
-            ids(&data.search("shipping abroad customs", 1)),
-            ["shipping-abroad"]
-        );
-    }
-
-    #[test]
-    fn search_matches_word_forms_and_respects_the_limit() {
-        let data = Data::bundled().unwrap();
-        assert_eq!(ids(&data.search("refunded", 1)), ["request-refund"]);
-        assert_eq!(ids(&data.search("tracking", 1)), ["track-order"]);
-        assert_eq!(data.search("refund return label", 2).len(), 2);
-        assert!(data.search("zzzz qqqq", 10).is_empty());
-        assert!(
-            data.search("the and for", 10).is_empty(),
-            "stop words alone"
-        );
-        assert!(data.search("", 10).is_empty());
-    }
-
-    #[test]
-    fn stems_need_four_shared_letters() {
-        assert!(same_stem("refund", "refunds"));
-        assert!(same_stem("track", "tracking"));
-        assert!(same_stem("cancelled", "cancellation"));
-        assert!(!same_stem("the", "then"));
-        assert!(!same_stem("card", "care"));
-        assert!(!same_stem("return", "retail"));
-    }
 
     #[test]
     fn orders_are_found_by_number() {

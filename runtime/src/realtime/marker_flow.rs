@@ -737,4 +737,3 @@ pub fn result_item_create(item_id: &str, tool: &str, outcome: &CallOutcome) -> S
     })
     .to_string()
 }
-
