@@ -4,7 +4,9 @@
 //! with the catalog's error.
 #![cfg(all(feature = "catalog", feature = "testing"))]
 
-mod session_common;
+mod common {
+    pub mod session;
+}
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,8 +14,8 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use common::session::Wire;
 use serde_json::{json, Value};
-use session_common::Wire;
 use toolc_runtime::catalog::{CatalogClient, LiveCatalog};
 use toolc_runtime::realtime::{script, Session, SessionConfig};
 use toolc_runtime::{definitions_from_str, Registry};

@@ -1,12 +1,14 @@
 //! Anthropic Messages: `tool_use` blocks (complete and streamed as `input_json_delta`) in, ONE
 //! `user` message of `tool_result` blocks out.
 
-mod chat_common;
+mod common {
+    pub mod chat;
+}
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
-use chat_common::*;
+use common::chat::*;
 use serde_json::{json, Value};
 use toolc_runtime::chat::{Anthropic, AnthropicStream, Codec, ToolCall, TurnRunner};
 

@@ -1,12 +1,14 @@
 //! Gemini: `functionCall` parts in, ONE `user` content of `functionResponse` parts out, with
 //! ids passed through when the API gave them.
 
-mod chat_common;
+mod common {
+    pub mod chat;
+}
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
-use chat_common::*;
+use common::chat::*;
 use serde_json::{json, Value};
 use toolc_runtime::chat::{Codec, Gemini, GeminiStream, TurnRunner};
 

@@ -1,12 +1,14 @@
 //! OpenAI Chat Completions and Responses: decoding real-shaped responses and streams, running
 //! the turn, and validating every emitted message against the official schemas.
 
-mod chat_common;
+mod common {
+    pub mod chat;
+}
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
-use chat_common::*;
+use common::chat::*;
 use serde_json::{json, Value};
 use toolc_runtime::chat::{
     ChatCompletions, ChatCompletionsStream, Codec, Responses, ResponsesStream, ToolCall, TurnRunner,

@@ -4,13 +4,15 @@
 //! one result per distinct call id, in the order of the calls' first occurrence — and a provider
 //! response built from the calls decodes back to them.
 
-mod chat_common;
+mod common {
+    pub mod chat;
+}
 
 use std::collections::HashSet;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
-use chat_common::*;
+use common::chat::*;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use toolc_runtime::chat::{

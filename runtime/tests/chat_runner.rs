@@ -1,13 +1,15 @@
 //! The turn runner: concurrency, deadlines, fire-and-forget, duplicates, strict-mode nulls,
 //! client paths, and never panicking.
 
-mod chat_common;
+mod common {
+    pub mod chat;
+}
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chat_common::*;
+use common::chat::*;
 use serde_json::{json, Value};
 use toolc_runtime::chat::{ChannelClient, ChatCompletions, Codec, ToolCall, TurnRunner};
 use toolc_runtime::dispatch::Status;

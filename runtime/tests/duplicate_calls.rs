@@ -5,16 +5,18 @@
 //! result, `refuse` does not run again and says so, `run` (and tools without the hint) run.
 #![cfg(all(feature = "mcp", feature = "testing"))]
 
-mod mcp_common;
-mod session_common;
+mod common {
+    pub mod mcp;
+    pub mod session;
+}
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_common::Pipe;
+use common::mcp::Pipe;
+use common::session::Wire;
 use serde_json::{json, Value};
-use session_common::Wire;
 use toolc_runtime::chat::{ToolCall, TurnRunner};
 use toolc_runtime::mcp::McpServer;
 use toolc_runtime::realtime::{script, Provider, Session, SessionConfig};

@@ -2,15 +2,17 @@
 //! the verdicts are what the browser would get, the queued outputs what the model would get.
 #![cfg(feature = "testing")]
 
-mod session_common;
+mod common {
+    pub mod session;
+}
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use common::session::Wire;
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use session_common::Wire;
 use toolc_runtime::markers::MarkerTag;
 use toolc_runtime::realtime::marker_flow::{MARKER_CALL_PREFIX, RESULT_ITEM_PREFIX};
 use toolc_runtime::realtime::script::text_response;

@@ -9,9 +9,11 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tracing_subscriber::layer::SubscriberExt;
 
-mod mcp_common;
+mod common {
+    pub mod mcp;
+}
 
-use mcp_common::Pipe;
+use common::mcp::Pipe;
 use toolc_runtime::mcp::McpServer;
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 

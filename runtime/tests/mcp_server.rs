@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-mod mcp_common;
+mod common {
+    pub mod mcp;
+}
 
-use mcp_common::Pipe;
+use common::mcp::Pipe;
 use toolc_runtime::mcp::McpServer;
 use toolc_runtime::{
     definitions_from_str, executor_fn_with_context, CallContext, Registry, ToolError,

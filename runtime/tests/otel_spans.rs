@@ -7,13 +7,16 @@
 //! One test: the subscriber and the payload opt-in are process-wide.
 #![cfg(all(feature = "testing", feature = "mcp", feature = "otel"))]
 
-mod mcp_common;
+mod common {
+    pub mod mcp;
+    pub mod relay;
+}
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_common::Pipe;
+use common::mcp::Pipe;
 use opentelemetry::trace::{SpanId, SpanKind, Status, TracerProvider as _};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use serde_json::{json, Value};
@@ -21,7 +24,6 @@ use toolc_runtime::chat::{ToolCall, TurnRunner};
 use toolc_runtime::mcp::McpServer;
 use toolc_runtime::realtime::script;
 use toolc_runtime::relay::testing::{FakeModel, Script, TestBrowser};
-use toolc_runtime::relay::{Relay, RelayConfig};
 use toolc_runtime::{definitions_from_str, executor_fn, telemetry, Registry, ToolError};
 use tracing_subscriber::prelude::*;
 
@@ -99,15 +101,8 @@ async fn realtime_calls(registry: Arc<Registry>) -> Value {
     )
     .await
     .unwrap();
-    let mut config = RelayConfig::new(&registry);
-    config.upstream = model.url();
-    let mut session = (*config.session).clone();
-    session.filler_delay = None;
-    config.session = Arc::new(session);
-    let relay = Relay::bind("127.0.0.1:0", registry, config).await.unwrap();
-    let url = format!("ws://{}/", relay.local_addr().unwrap());
-    tokio::spawn(relay.serve());
-    let mut browser = TestBrowser::connect(&url).await.unwrap();
+    let relay = common::relay::start(registry, model.url(), |_| {}).await;
+    let mut browser = TestBrowser::connect(&relay.url).await.unwrap();
     let (call, _) = browser
         .next_matching(LIMIT, |e| e["type"] == "function_call")
         .await;

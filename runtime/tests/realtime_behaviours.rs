@@ -4,13 +4,15 @@
 //! The same rules on Gemini Live are in `realtime_behaviours_live.rs`.
 #![cfg(feature = "testing")]
 
-mod behaviours_common;
-mod session_common;
+mod common {
+    pub mod behaviours;
+    pub mod session;
+}
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use behaviours_common::Harness;
+use common::behaviours::Harness;
 use serde_json::{json, Value};
 use toolc_runtime::realtime::{script, Note, RejectReason, Verdict};
 

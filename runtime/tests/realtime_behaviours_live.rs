@@ -3,13 +3,15 @@
 //! results and their scheduling, and what the browser may send.
 #![cfg(feature = "testing")]
 
-mod behaviours_common;
-mod session_common;
+mod common {
+    pub mod behaviours;
+    pub mod session;
+}
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use behaviours_common::Harness;
+use common::behaviours::Harness;
 use serde_json::{json, Value};
 use toolc_runtime::realtime::{script, Note, Provider, RejectReason, Scheduling, Verdict};
 

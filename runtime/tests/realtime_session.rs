@@ -3,14 +3,16 @@
 //! clock is paused, so timeouts cost no real time.
 #![cfg(feature = "testing")]
 
-mod session_common;
+mod common {
+    pub mod session;
+}
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::session::Wire;
 use serde_json::{json, Value};
-use session_common::Wire;
 use toolc_runtime::realtime::script;
 use toolc_runtime::realtime::{Naming, Note, RejectReason, Session, SessionConfig, Verdict};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry, ToolError};

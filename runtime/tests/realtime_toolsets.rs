@@ -5,12 +5,14 @@
 //! its name. Gemini Live declares once, in `setup`.
 #![cfg(feature = "testing")]
 
-mod session_common;
+mod common {
+    pub mod session;
+}
 
 use std::sync::Arc;
 
+use common::session::Wire;
 use serde_json::{json, Value};
-use session_common::Wire;
 use toolc_runtime::chat::{ChatCompletions, Codec, TurnRunner};
 use toolc_runtime::realtime::{script, Provider, SelectToolsetsError, Session, SessionConfig};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};

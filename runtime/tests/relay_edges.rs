@@ -3,6 +3,10 @@
 //! session limits, oversized messages, and a browser that stops reading.
 #![cfg(feature = "testing")]
 
+mod common {
+    pub mod relay;
+}
+
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +18,7 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use toolc_runtime::realtime::script;
 use toolc_runtime::relay::testing::{FakeModel, Script};
-use toolc_runtime::relay::{Relay, RelayConfig, RelayStats, StaticTokens};
+use toolc_runtime::relay::{RelayConfig, RelayStats, StaticTokens};
 use toolc_runtime::{definitions_from_str, executor_fn_with_context, CallContext, Registry};
 
 const MANIFEST: &str = r#"
@@ -60,22 +64,15 @@ async fn relay(
     model: &FakeModel,
     edit: impl FnOnce(&mut RelayConfig),
 ) -> (String, Arc<RelayStats>) {
-    let registry = registry();
-    let mut config = RelayConfig::new(&registry);
-    config.upstream = model.url();
-    let mut session = (*config.session).clone();
-    session.filler_delay = None;
-    config.session = Arc::new(session);
-    config.authorizer = Some(Arc::new(
-        StaticTokens::parse(&format!("{ALICE} alice\n{BOB} bob\n")).unwrap(),
-    ));
-    config.allowed_origins = Some(vec!["https://app.example".into()]);
-    edit(&mut config);
-    let relay = Relay::bind("127.0.0.1:0", registry, config).await.unwrap();
-    let url = format!("ws://{}/", relay.local_addr().unwrap());
-    let stats = relay.stats();
-    tokio::spawn(relay.serve());
-    (url, stats)
+    let relay = common::relay::start(registry(), model.url(), |config| {
+        config.authorizer = Some(Arc::new(
+            StaticTokens::parse(&format!("{ALICE} alice\n{BOB} bob\n")).unwrap(),
+        ));
+        config.allowed_origins = Some(vec!["https://app.example".into()]);
+        edit(config);
+    })
+    .await;
+    (relay.url, relay.stats)
 }
 
 type Ws =

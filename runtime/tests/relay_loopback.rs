@@ -2,13 +2,16 @@
 //! test browser.
 #![cfg(feature = "testing")]
 
+mod common {
+    pub mod relay;
+}
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use toolc_runtime::realtime::script;
 use toolc_runtime::relay::testing::{FakeModel, Script, TestBrowser};
-use toolc_runtime::relay::{Relay, RelayConfig};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
 const MANIFEST: &str = r#"
@@ -67,18 +70,11 @@ async fn relay(
     upstream: String,
     key: Option<&str>,
 ) -> (String, Arc<toolc_runtime::relay::RelayStats>) {
-    let registry = registry();
-    let mut config = RelayConfig::new(&registry);
-    config.upstream = upstream;
-    config.api_key = key.map(str::to_owned);
-    let mut session = (*config.session).clone();
-    session.filler_delay = None;
-    config.session = Arc::new(session);
-    let relay = Relay::bind("127.0.0.1:0", registry, config).await.unwrap();
-    let url = format!("ws://{}/", relay.local_addr().unwrap());
-    let stats = relay.stats();
-    tokio::spawn(relay.serve());
-    (url, stats)
+    let relay = common::relay::start(registry(), upstream, |config| {
+        config.api_key = key.map(str::to_owned);
+    })
+    .await;
+    (relay.url, relay.stats)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

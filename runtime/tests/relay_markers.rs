@@ -4,6 +4,10 @@
 //! context and asks for exactly one new response, whose answer reaches the browser.
 #![cfg(feature = "testing")]
 
+mod common {
+    pub mod relay;
+}
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +17,6 @@ use toolc_runtime::realtime::marker_flow::RESULT_ITEM_PREFIX;
 use toolc_runtime::realtime::script::text_response;
 use toolc_runtime::realtime::MarkerFlowConfig;
 use toolc_runtime::relay::testing::{FakeModel, Script, TestBrowser};
-use toolc_runtime::relay::{Relay, RelayConfig};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
 const MANIFEST: &str = r#"
@@ -56,19 +59,17 @@ async fn relay(upstream: String) -> (String, Arc<MarkerFlowConfig>) {
     );
     let tag = MarkerTag::new(TAG).unwrap();
     let flow = Arc::new(MarkerFlowConfig::for_registry(tag, &registry, |_| false));
-    let mut config = RelayConfig::new(&registry);
-    config.upstream = upstream;
-    let mut session = (*config.session).clone();
-    session.filler_delay = None;
-    session
-        .session
-        .insert("instructions".into(), json!("You help with orders."));
-    session.markers = Some(flow.clone());
-    config.session = Arc::new(session);
-    let relay = Relay::bind("127.0.0.1:0", registry, config).await.unwrap();
-    let url = format!("ws://{}/", relay.local_addr().unwrap());
-    tokio::spawn(relay.serve());
-    (url, flow)
+    let markers = flow.clone();
+    let relay = common::relay::start(registry, upstream, |config| {
+        common::relay::edit_session(config, |session| {
+            session
+                .session
+                .insert("instructions".into(), json!("You help with orders."));
+            session.markers = Some(markers);
+        });
+    })
+    .await;
+    (relay.url, flow)
 }
 
 fn deltas_of<'a>(events: &'a [Value], response_id: &str) -> String {

@@ -2,13 +2,16 @@
 //! sessions: real websockets, a fresh relay and fake model per case.
 #![cfg(feature = "testing")]
 
+mod common {
+    pub mod relay;
+}
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use toolc_runtime::relay::testing::{FakeModel, Script, TestBrowser};
-use toolc_runtime::relay::{Relay, RelayConfig};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
 const MANIFEST: &str = r#"
@@ -119,15 +122,14 @@ async fn case(from_model: Vec<Frame>, from_browser: Vec<Frame>, abort: bool) {
     let model = FakeModel::start(script.send(json!({"type":"fuzz.end"})))
         .await
         .unwrap();
-    let registry = registry();
-    let mut config = RelayConfig::new(&registry);
-    config.upstream = model.url();
-    let mut session = (*config.session).clone();
-    session.filler_delay = Some(Duration::from_millis(20));
-    config.session = Arc::new(session);
-    let relay = Relay::bind("127.0.0.1:0", registry, config).await.unwrap();
-    let url = format!("ws://{}/", relay.local_addr().unwrap());
-    let server = tokio::spawn(relay.serve());
+    let common::relay::TestRelay { url, server, .. } =
+        common::relay::start(registry(), model.url(), |config| {
+            // Fillers on: a slow call's phrases interleave with the fuzzed frames.
+            common::relay::edit_session(config, |session| {
+                session.filler_delay = Some(Duration::from_millis(20));
+            });
+        })
+        .await;
 
     // A healthy session first, then the fuzzed one.
     let mut healthy = TestBrowser::connect(&url).await.unwrap();

@@ -4,6 +4,10 @@
 //! arguments or results outside the opt-in `toolc::payloads` target.
 #![cfg(feature = "testing")]
 
+mod common {
+    pub mod relay;
+}
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,7 +15,6 @@ use std::time::Duration;
 use serde_json::json;
 use toolc_runtime::realtime::script;
 use toolc_runtime::relay::testing::{FakeModel, Script, TestBrowser};
-use toolc_runtime::relay::{Relay, RelayConfig};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -141,15 +144,8 @@ tools:
     )
     .await
     .unwrap();
-    let mut config = RelayConfig::new(&registry);
-    config.upstream = model.url();
-    let mut session = (*config.session).clone();
-    session.filler_delay = None;
-    config.session = Arc::new(session);
-    let relay = Relay::bind("127.0.0.1:0", registry, config).await.unwrap();
-    let url = format!("ws://{}/", relay.local_addr().unwrap());
-    tokio::spawn(relay.serve());
-    let mut browser = TestBrowser::connect(&url).await.unwrap();
+    let relay = common::relay::start(registry, model.url(), |_| {}).await;
+    let mut browser = TestBrowser::connect(&relay.url).await.unwrap();
     let conn = model.connection(0, LIMIT).await.unwrap();
     assert!(conn.wait_for("response.create", 1, LIMIT).await);
     // A browser event the relay refuses.

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use toolc_runtime::realtime::{script, Note, Provider, Session, SessionConfig, Verdict};
 use toolc_runtime::{definitions_from_str, executor_fn, executor_fn_with_context, Registry};
 
-use crate::session_common::Wire;
+use super::session::Wire;
 
 pub const MANIFEST: &str = r#"
 version: 1
