@@ -65,6 +65,10 @@ const SERVER_ONLY_FIELDS: &[&str] = &["mode", "scheduling"];
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// Loads one manifest file. Returns its tools, including tools that had errors but a usable name.
+///
+/// One path with two ways to parse: a large file of the usual shape is parsed in parts on all
+/// cores ([`parts`]), anything else whole. Either way the root goes through [`check_root`] and
+/// the tools through [`load_tools`], so both give the same tools and diagnostics.
 pub fn load_file(
     sources: &SourceMap,
     file: FileId,
@@ -86,31 +90,14 @@ fn empty_manifest(file_start: Span) -> Diagnostic {
     .help("start the file with `version: 1` and `tools:`")
 }
 
-/// [`load_file`] by parsing the file as one document.
-fn load_file_whole(
-    sources: &SourceMap,
-    file: FileId,
-    limits: Limits,
-    diags: &mut Diagnostics,
-) -> Vec<IrTool> {
-    let source = sources.get(file);
-    let mut errors = Vec::new();
-    let root = yaml::parse(file, &source.text, limits, &mut errors);
-    let file_start = Span::new(file, 0, 0);
-    let parsed_cleanly = errors.is_empty();
-    for e in errors {
-        diags.push(e);
-    }
-    let Some(root) = root else {
-        // No document at all (an empty or comment-only file) reads as "0 tools: ok" otherwise.
-        if parsed_cleanly {
-            diags.push(empty_manifest(file_start));
-        }
-        return Vec::new();
-    };
+/// The checks of a manifest's root mapping, whichever way it was parsed: its fields, `version`,
+/// the file-wide settings (`realtime`, `toolsets`, `mcp`) and that `tools` is there and a list
+/// (or still empty). Returns the settings the tools are checked with; `None` when the root is
+/// not a mapping.
+fn check_root(root: &Node, file: FileId, diags: &mut Diagnostics) -> Option<FileSettings> {
     let Some(entries) = root.as_map() else {
         if root.value == Value::Null {
-            diags.push(empty_manifest(file_start));
+            diags.push(empty_manifest(Span::new(file, 0, 0)));
         } else {
             diags.push(
                 Diagnostic::error(
@@ -121,7 +108,7 @@ fn load_file_whole(
                 .help("start the file with `version: 1` and `tools:`"),
             );
         }
-        return Vec::new();
+        return None;
     };
     check_fields(entries, ROOT_FIELDS, "manifest", diags);
 
@@ -144,36 +131,58 @@ fn load_file_whole(
         },
     }
 
-    let settings = FileSettings::parse(&root, diags);
+    let settings = FileSettings::parse(root, diags);
 
-    let Some((_, tools)) = root.get("tools") else {
-        diags.push(
+    match root.get("tools") {
+        None => diags.push(
             Diagnostic::error(
                 crate::codes::MISSING_FIELD,
                 "the manifest has no `tools` list",
             )
             .at(root.span, "expected a `tools` list in this mapping")
             .help("add `tools:` followed by one `- name: ...` entry per tool"),
-        );
-        return Vec::new();
-    };
-    if tools.as_seq().is_none() {
-        if tools.value != Value::Null {
-            diags.push(
-                Diagnostic::error(
-                    crate::codes::INVALID_FIELD,
-                    format!("`tools` must be a list, found {}", tools.kind()),
-                )
-                .at(tools.span, "expected a list of tools")
-                .help("write each tool as a list entry starting with `- name: ...`"),
-            );
+        ),
+        Some((_, tools)) if tools.as_seq().is_none() && tools.value != Value::Null => diags.push(
+            Diagnostic::error(
+                crate::codes::INVALID_FIELD,
+                format!("`tools` must be a list, found {}", tools.kind()),
+            )
+            .at(tools.span, "expected a list of tools")
+            .help("write each tool as a list entry starting with `- name: ...`"),
+        ),
+        Some(_) => {}
+    }
+    Some(settings)
+}
+
+/// [`load_file`] by parsing the file as one document.
+fn load_file_whole(
+    sources: &SourceMap,
+    file: FileId,
+    limits: Limits,
+    diags: &mut Diagnostics,
+) -> Vec<IrTool> {
+    let source = sources.get(file);
+    let mut errors = Vec::new();
+    let root = yaml::parse(file, &source.text, limits, &mut errors);
+    let parsed_cleanly = errors.is_empty();
+    for e in errors {
+        diags.push(e);
+    }
+    let Some(root) = root else {
+        // No document at all (an empty or comment-only file) reads as "0 tools: ok" otherwise.
+        if parsed_cleanly {
+            diags.push(empty_manifest(Span::new(file, 0, 0)));
         }
         return Vec::new();
-    }
+    };
+    let Some(settings) = check_root(&root, file, diags) else {
+        return Vec::new();
+    };
     // The tool nodes are moved out of the tree, so that their schema nodes can be kept in the IR
     // without copying them.
     let Value::Map(entries) = root.value else {
-        return Vec::new(); // not reached: the root was matched as a mapping above
+        return Vec::new(); // not reached: `check_root` accepted a mapping
     };
     let items: Vec<Node> = entries
         .into_iter()
@@ -182,15 +191,11 @@ fn load_file_whole(
             _ => None,
         })
         .unwrap_or_default();
-    let file_name = source.name.clone();
     // Checking a tool (its schemas above all) is independent of every other tool: large manifests
     // are checked on all cores, and the results are put back in declaration order.
     let threads = crate::parallel::cores().min(8);
     if items.len() < PARALLEL_THRESHOLD || threads == 1 {
-        return items
-            .into_iter()
-            .filter_map(|item| load_tool(sources, &file_name, item, &settings, diags))
-            .collect();
+        return load_tools(sources, &source.name, items, &settings, diags);
     }
     let chunk = items.len().div_ceil(threads);
     let mut parts: Vec<std::sync::Mutex<Vec<Node>>> = Vec::with_capacity(threads);
@@ -210,21 +215,30 @@ fn load_file_whole(
             // Each part is taken once; the lock only moves its nodes out to the thread.
             let part = std::mem::take(&mut *parts[i].lock().unwrap_or_else(|p| p.into_inner()));
             let mut part_diags = Diagnostics::default();
-            let tools: Vec<IrTool> = part
-                .into_iter()
-                .filter_map(|item| load_tool(sources, &file_name, item, &settings, &mut part_diags))
-                .collect();
+            let tools = load_tools(sources, &source.name, part, &settings, &mut part_diags);
             (tools, part_diags)
         },
     );
-    let results: Vec<(Vec<IrTool>, Diagnostics)> =
-        results.into_iter().map(|(_, result)| result).collect();
-    let mut tools = Vec::with_capacity(results.iter().map(|(t, _)| t.len()).sum());
-    for (part_tools, part_diags) in results {
+    let mut tools = Vec::new();
+    for (_, (part_tools, part_diags)) in results {
         tools.extend(part_tools);
         diags.extend(part_diags);
     }
     tools
+}
+
+/// The tools of a run of `tools:` items, in order: each item checked with its file's settings.
+fn load_tools(
+    sources: &SourceMap,
+    file_name: &str,
+    items: Vec<Node>,
+    settings: &FileSettings,
+    diags: &mut Diagnostics,
+) -> Vec<IrTool> {
+    items
+        .into_iter()
+        .filter_map(|item| load_tool(sources, file_name, item, settings, diags))
+        .collect()
 }
 
 /// Reports keys that are not strings, and unknown keys with a suggestion.

@@ -1,7 +1,8 @@
 //! The loader's fast path for large manifests: the `tools:` list cut into runs of whole tools,
-//! each parsed and checked on its own thread. Its contract: the same tools, diagnostics and
-//! spans as parsing the file whole (`super::load_file_whole`), or `None` so that the caller does
-//! exactly that; the loader's tests compare the two.
+//! each parsed and checked on its own thread. Only the parsing is its own: the root goes through
+//! the loader's one `check_root` and the tools through its one `load_tools`. Its contract: the
+//! same tools, diagnostics and spans as parsing the file whole (`super::load_file_whole`), or
+//! `None` so that the caller does exactly that; the loader's tests compare the two.
 
 use super::*;
 
@@ -29,21 +30,19 @@ pub(super) fn load_file_in_parts(
     }
     let items = yaml::split_sequence(text, "tools")?;
     let first = *items.first()?;
-    // The root: everything before the first tool, where `tools:` has no value yet.
+    // The root: everything before the first tool, where `tools:` has no value yet. It goes
+    // through the same checks as a whole file's root; any finding, or anything after `tools:`,
+    // sends the file to be parsed whole, which reports it.
     let mut root_errors = Vec::new();
     let root = yaml::parse(file, &text[..first], limits, &mut root_errors)?;
     let mut root_diags = Diagnostics::default();
-    let entries = root.as_map()?;
-    check_fields(entries, ROOT_FIELDS, "manifest", &mut root_diags);
-    let settings = FileSettings::parse(&root, &mut root_diags);
-    let version_ok = matches!(root.get("version"), Some((_, v))
-        if matches!(&v.value, Value::Number(n) if n.as_u64() == Some(FORMAT_VERSION)));
-    let last_key = entries
+    let settings = check_root(&root, file, &mut root_diags)?;
+    let last_key = root
+        .as_map()?
         .last()
         .and_then(|(k, v)| Some((k.as_str()?, &v.value)));
     if !root_errors.is_empty()
         || !root_diags.is_empty()
-        || !version_ok
         || last_key != Some(("tools", &Value::Null))
     {
         return None;
@@ -84,12 +83,7 @@ pub(super) fn load_file_in_parts(
                         return None;
                     };
                     let mut part_diags = Diagnostics::default();
-                    let tools: Vec<IrTool> = nodes
-                        .into_iter()
-                        .filter_map(|item| {
-                            load_tool(sources, &file_name, item, &settings, &mut part_diags)
-                        })
-                        .collect();
+                    let tools = load_tools(sources, &file_name, nodes, &settings, &mut part_diags);
                     Some((tools, part_diags, count))
                 });
             if part.is_none() {
