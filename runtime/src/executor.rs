@@ -32,94 +32,107 @@ pub trait Executor: Send + Sync + 'static {
 }
 
 /// An executor over JSON values: `executor_fn(|args| async move { Ok(json!({...})) })`.
-pub fn executor_fn<F, Fut>(f: F) -> FnExecutor<F>
+pub fn executor_fn<F, Fut>(f: F) -> FnExecutor<F, Json>
 where
     F: Fn(Value) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
 {
-    FnExecutor(f)
-}
-
-/// The executor that [`executor_fn`] returns.
-pub struct FnExecutor<F>(F);
-
-impl<F> fmt::Debug for FnExecutor<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("FnExecutor")
-    }
-}
-
-impl<F, Fut> Executor for FnExecutor<F>
-where
-    F: Fn(Value) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
-{
-    fn start(&self, _ctx: CallContext, arguments: Value) -> Result<ToolFuture, serde_json::Error> {
-        Ok(Box::pin((self.0)(arguments)))
-    }
+    FnExecutor::new(f)
 }
 
 /// [`executor_fn`] for a function that reads its [`CallContext`]:
 /// `executor_fn_with_context(|ctx, args| async move { ... ctx.principal() ... })`.
-pub fn executor_fn_with_context<F, Fut>(f: F) -> ContextFnExecutor<F>
+pub fn executor_fn_with_context<F, Fut>(f: F) -> FnExecutor<F, WithContext<Json>>
 where
     F: Fn(CallContext, Value) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
 {
-    ContextFnExecutor(f)
-}
-
-/// The executor that [`executor_fn_with_context`] returns.
-pub struct ContextFnExecutor<F>(F);
-
-impl<F> fmt::Debug for ContextFnExecutor<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ContextFnExecutor")
-    }
-}
-
-impl<F, Fut> Executor for ContextFnExecutor<F>
-where
-    F: Fn(CallContext, Value) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
-{
-    fn start(&self, ctx: CallContext, arguments: Value) -> Result<ToolFuture, serde_json::Error> {
-        Ok(Box::pin((self.0)(ctx, arguments)))
-    }
+    FnExecutor::new(f)
 }
 
 /// An executor over typed arguments and results:
 /// `typed_executor(|args: SearchArgs| async move { Ok::<_, ToolError>(SearchOutput { .. }) })`.
-pub fn typed_executor<A, O, F, Fut>(f: F) -> TypedExecutor<A, O, F>
+pub fn typed_executor<A, O, F, Fut>(f: F) -> FnExecutor<F, Typed<A, O>>
 where
     A: DeserializeOwned + Send + 'static,
     O: Serialize + Send + 'static,
     F: Fn(A) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
 {
-    TypedExecutor {
-        f,
-        _types: PhantomData,
+    FnExecutor::new(f)
+}
+
+/// [`typed_executor`] for a function that reads its [`CallContext`]; what the generated
+/// registries use: `typed_executor_with_context(|ctx, args: SearchArgs| async move { .. })`.
+pub fn typed_executor_with_context<A, O, F, Fut>(f: F) -> FnExecutor<F, WithContext<Typed<A, O>>>
+where
+    A: DeserializeOwned + Send + 'static,
+    O: Serialize + Send + 'static,
+    F: Fn(CallContext, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+{
+    FnExecutor::new(f)
+}
+
+/// The one executor adapter: an async function, called as its shape `S` says. The four
+/// constructors above choose the shape: [`Json`] or [`Typed`] arguments and result, each
+/// optionally [`WithContext`].
+pub struct FnExecutor<F, S> {
+    pub(crate) f: F,
+    // `fn() -> S` keeps the executor Send + Sync whatever the shape's types are.
+    _shape: PhantomData<fn() -> S>,
+}
+
+impl<F, S> FnExecutor<F, S> {
+    pub(crate) fn new(f: F) -> FnExecutor<F, S> {
+        FnExecutor {
+            f,
+            _shape: PhantomData,
+        }
     }
 }
 
-/// The executor that [`typed_executor`] returns.
-pub struct TypedExecutor<A, O, F> {
-    f: F,
-    // `fn(A) -> O` keeps the executor Send + Sync whatever A and O are.
-    _types: PhantomData<fn(A) -> O>,
-}
+/// Shape of an executor function: takes and returns JSON values.
+#[derive(Debug)]
+pub enum Json {}
 
-impl<A, O, F> fmt::Debug for TypedExecutor<A, O, F> {
+/// Shape of an executor function: takes `A` and returns `O`, both through serde.
+#[derive(Debug)]
+pub struct Typed<A, O>(PhantomData<fn(A) -> O>);
+
+/// Shape of an executor function that also takes the [`CallContext`] first.
+#[derive(Debug)]
+pub struct WithContext<S>(PhantomData<fn() -> S>);
+
+impl<F, S> fmt::Debug for FnExecutor<F, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TypedExecutor")
-            .field("args", &std::any::type_name::<A>())
-            .field("output", &std::any::type_name::<O>())
+        f.debug_struct("FnExecutor")
+            .field("shape", &std::any::type_name::<S>())
             .finish()
     }
 }
 
-impl<A, O, F, Fut> Executor for TypedExecutor<A, O, F>
+impl<F, Fut> Executor for FnExecutor<F, Json>
+where
+    F: Fn(Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+{
+    fn start(&self, _ctx: CallContext, arguments: Value) -> Result<ToolFuture, serde_json::Error> {
+        Ok(Box::pin((self.f)(arguments)))
+    }
+}
+
+impl<F, Fut> Executor for FnExecutor<F, WithContext<Json>>
+where
+    F: Fn(CallContext, Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+{
+    fn start(&self, ctx: CallContext, arguments: Value) -> Result<ToolFuture, serde_json::Error> {
+        Ok(Box::pin((self.f)(ctx, arguments)))
+    }
+}
+
+impl<A, O, F, Fut> Executor for FnExecutor<F, Typed<A, O>>
 where
     A: DeserializeOwned + Send + 'static,
     O: Serialize + Send + 'static,
@@ -132,37 +145,7 @@ where
     }
 }
 
-/// [`typed_executor`] for a function that reads its [`CallContext`]; what the generated
-/// registries use: `typed_executor_with_context(|ctx, args: SearchArgs| async move { .. })`.
-pub fn typed_executor_with_context<A, O, F, Fut>(f: F) -> ContextTypedExecutor<A, O, F>
-where
-    A: DeserializeOwned + Send + 'static,
-    O: Serialize + Send + 'static,
-    F: Fn(CallContext, A) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
-{
-    ContextTypedExecutor {
-        f,
-        _types: PhantomData,
-    }
-}
-
-/// The executor that [`typed_executor_with_context`] returns.
-pub struct ContextTypedExecutor<A, O, F> {
-    f: F,
-    _types: PhantomData<fn(A) -> O>,
-}
-
-impl<A, O, F> fmt::Debug for ContextTypedExecutor<A, O, F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ContextTypedExecutor")
-            .field("args", &std::any::type_name::<A>())
-            .field("output", &std::any::type_name::<O>())
-            .finish()
-    }
-}
-
-impl<A, O, F, Fut> Executor for ContextTypedExecutor<A, O, F>
+impl<A, O, F, Fut> Executor for FnExecutor<F, WithContext<Typed<A, O>>>
 where
     A: DeserializeOwned + Send + 'static,
     O: Serialize + Send + 'static,
@@ -176,7 +159,7 @@ where
 }
 
 /// The future of a typed call, with its output turned into JSON.
-fn serialized<O, Fut>(fut: Fut) -> ToolFuture
+pub(crate) fn serialized<O, Fut>(fut: Fut) -> ToolFuture
 where
     O: Serialize + Send + 'static,
     Fut: Future<Output = Result<O, ToolError>> + Send + 'static,

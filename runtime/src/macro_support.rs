@@ -352,6 +352,14 @@ pub fn ok<T: Serialize + Send + 'static>(value: T) -> Result<T, ToolError> {
     Ok(value)
 }
 
+pub type Args = Map<String, Value>;
+
+/// Shape of a `#[tool]` fn's executor (see [`FnExecutor`](crate::executor::FnExecutor)): takes
+/// the context and the argument object, from which the generated closure takes each parameter
+/// with [`arg`]; fails before it starts when a parameter does not deserialize.
+#[derive(Debug)]
+pub struct Fields<O>(std::marker::PhantomData<fn() -> O>);
+
 /// The executor of a `#[tool]` fn: applies the manifest's defaults to absent properties, then
 /// hands the argument object to the generated closure, which takes each parameter out of it with
 /// [`arg`] and returns the fn's future.
@@ -359,21 +367,6 @@ pub fn ok<T: Serialize + Send + 'static>(value: T) -> Result<T, ToolError> {
 /// Taking parameters one by one (rather than deriving `Deserialize` for a struct per tool) keeps
 /// the generated code small: type-checking serde's derive output for every tool dominated the
 /// macro's compile-time cost.
-pub struct FnExecutor<F> {
-    defaults: &'static [(&'static str, &'static str)],
-    f: F,
-}
-
-impl<F> fmt::Debug for FnExecutor<F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FnExecutor")
-            .field("defaults", &self.defaults)
-            .finish()
-    }
-}
-
-pub type Args = Map<String, Value>;
-
 pub fn executor<O, F, Fut>(
     defaults: &'static [(&'static str, &'static str)],
     f: F,
@@ -383,7 +376,40 @@ where
     F: Fn(CallContext, Args) -> Result<Fut, serde_json::Error> + Send + Sync + 'static,
     Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
 {
-    Arc::new(FnExecutor { defaults, f })
+    let with_defaults = move |ctx: CallContext, arguments: Value| {
+        let mut map = match arguments {
+            Value::Object(map) => map,
+            other => {
+                return Err(<serde_json::Error as serde::de::Error>::custom(format!(
+                    "the arguments must be an object, not {other}"
+                )))
+            }
+        };
+        for (name, default) in defaults {
+            if !map.contains_key(*name) {
+                // Written by serde_json at compile time, so it parses; a failure would only
+                // leave the property absent, which deserialization then reports.
+                if let Ok(value) = serde_json::from_str(default) {
+                    map.insert((*name).to_owned(), value);
+                }
+            }
+        }
+        f(ctx, map)
+    };
+    Arc::new(crate::executor::FnExecutor::<_, Fields<O>>::new(
+        with_defaults,
+    ))
+}
+
+impl<O, F, Fut> Executor for crate::executor::FnExecutor<F, Fields<O>>
+where
+    O: Serialize + Send + 'static,
+    F: Fn(CallContext, Value) -> Result<Fut, serde_json::Error> + Send + Sync + 'static,
+    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+{
+    fn start(&self, ctx: CallContext, arguments: Value) -> Result<ToolFuture, serde_json::Error> {
+        Ok(crate::executor::serialized((self.f)(ctx, arguments)?))
+    }
 }
 
 /// Takes parameter `name` out of the arguments. An absent property reads as `null`, which is
@@ -397,39 +423,6 @@ pub fn arg<T: DeserializeOwned>(args: &mut Args, name: &str) -> Result<T, serde_
 /// The whole argument object as one struct (`#[args]`).
 pub fn args<T: DeserializeOwned>(args: Args) -> Result<T, serde_json::Error> {
     serde_json::from_value(Value::Object(args))
-}
-
-impl<O, F, Fut> Executor for FnExecutor<F>
-where
-    O: Serialize + Send + 'static,
-    F: Fn(CallContext, Args) -> Result<Fut, serde_json::Error> + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
-{
-    fn start(&self, ctx: CallContext, arguments: Value) -> Result<ToolFuture, serde_json::Error> {
-        let mut map = match arguments {
-            Value::Object(map) => map,
-            other => {
-                return Err(<serde_json::Error as serde::de::Error>::custom(format!(
-                    "the arguments must be an object, not {other}"
-                )))
-            }
-        };
-        for (name, default) in self.defaults {
-            if !map.contains_key(*name) {
-                // Written by serde_json at compile time, so it parses; a failure would only
-                // leave the property absent, which deserialization then reports.
-                if let Ok(value) = serde_json::from_str(default) {
-                    map.insert((*name).to_owned(), value);
-                }
-            }
-        }
-        let fut = (self.f)(ctx, map)?;
-        Ok(Box::pin(async move {
-            let output = fut.await?;
-            serde_json::to_value(output)
-                .map_err(|e| ToolError::new(format!("its result could not be serialized: {e}")))
-        }))
-    }
 }
 
 #[cfg(test)]
