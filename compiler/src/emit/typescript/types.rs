@@ -56,18 +56,25 @@ pub enum TsType {
     Intersection(Vec<TsType>),
 }
 
+/// An object type literal: `{ a: string; b?: number; [key: string]: unknown }`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ObjectType {
+    /// The declared properties, in the schema's order.
     pub properties: Vec<Property>,
     /// The type of properties not listed; `None` when the schema forbids them.
     pub index: Option<Box<TsType>>,
 }
 
+/// One property of an [`ObjectType`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Property {
+    /// The property's name as the wire has it (quoted when it is no identifier).
     pub name: String,
+    /// The property's type.
     pub ty: TsType,
+    /// `true` when the schema does not require it (`name?:`).
     pub optional: bool,
+    /// Its `description`, written as a doc comment.
     pub doc: Option<String>,
 }
 
