@@ -50,16 +50,13 @@ impl ToolCall {
     }
 }
 
-/// A validated client call, as handed to a [`ClientPath`]. `arguments` is normalized JSON text
-/// (an empty argument string from the model becomes `{}`).
+/// A validated client call, as handed to a [`ClientPath`]: the [`ToolCall`] with its arguments
+/// validated and normalized (an empty argument string from the model becomes `{}`), and how long
+/// the reply is waited for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientCall {
-    /// The call's id, as the model gave it.
-    pub call_id: String,
-    /// The client tool's name.
-    pub name: String,
-    /// The validated arguments as JSON text.
-    pub arguments: String,
+    /// The call; its `arguments` are the validated arguments as normalized JSON text.
+    pub tool_call: ToolCall,
     /// How long the dispatcher waits for the reply; `None` for fire-and-forget calls.
     pub deadline: Option<Duration>,
 }
@@ -90,13 +87,11 @@ pub type ClientFuture = Pin<Box<dyn Future<Output = Result<String, ClientFailure
 /// arguments by whoever asks (the relay gives each request its own id).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ApprovalRequest {
-    /// The call's id.
-    pub call_id: String,
-    /// The tool's name.
-    pub name: String,
+    /// The call; its `arguments` are the validated arguments as normalized JSON text.
+    pub tool_call: ToolCall,
     /// Where the tool runs: on the server or in the client.
     pub location: Location,
-    /// The validated arguments the user is asked to approve.
+    /// The validated arguments the user is asked to approve, as a value.
     pub arguments: Value,
 }
 
@@ -406,8 +401,7 @@ pub(crate) async fn approval_gate(
         return None;
     }
     let asked = client.approve(ApprovalRequest {
-        call_id: call.call_id.clone(),
-        name: call.name.clone(),
+        tool_call: validated(call, arguments),
         location,
         arguments: arguments.clone(),
     });
@@ -425,6 +419,14 @@ pub(crate) async fn approval_gate(
     };
     tracing::info!(tool = %call.name, code = error.code().unwrap_or_default(), "call not approved");
     Some(CallOutcome::failed(&call.call_id, error))
+}
+
+/// `call` with its validated arguments in place of the model's text.
+fn validated(call: &ToolCall, arguments: &Value) -> ToolCall {
+    ToolCall {
+        arguments: arguments.to_string(),
+        ..call.clone()
+    }
 }
 
 async fn run_route(
@@ -459,9 +461,7 @@ pub(crate) async fn run_approved(
         }
         Route::Notify { arguments } => {
             let delivered = client.notify(ClientCall {
-                call_id: call.call_id.clone(),
-                name: call.name.clone(),
-                arguments: arguments.to_string(),
+                tool_call: validated(call, &arguments),
                 deadline: None,
             });
             match delivered {
@@ -476,9 +476,7 @@ pub(crate) async fn run_approved(
             deadline,
         } => {
             let reply = client.call(ClientCall {
-                call_id: call.call_id.clone(),
-                name: call.name.clone(),
-                arguments: arguments.to_string(),
+                tool_call: validated(call, &arguments),
                 deadline: Some(deadline),
             });
             match with_deadline(deadline, reply).await {
@@ -623,7 +621,7 @@ mod tests {
             self.pending
                 .lock()
                 .unwrap()
-                .insert(call.call_id.clone(), tx);
+                .insert(call.tool_call.call_id.clone(), tx);
             self.seen.lock().unwrap().push(call);
             Box::pin(async move { rx.await.unwrap_or(Err(ClientFailure::Disconnected)) })
         }
@@ -708,7 +706,7 @@ mod tests {
         let out = task.await.unwrap();
         assert_eq!(out, CallOutcome::ok("c9", r#"{"done":true}"#.into()));
         let seen = client.seen.lock().unwrap();
-        assert_eq!(seen[0].arguments, r#"{"x":7}"#);
+        assert_eq!(seen[0].tool_call.arguments, r#"{"x":7}"#);
         assert_eq!(seen[0].deadline, Some(Duration::from_millis(50)));
     }
 

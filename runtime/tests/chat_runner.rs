@@ -185,9 +185,12 @@ async fn channel_client_delivers_validated_calls_and_replies() {
     let browser = tokio::spawn(async move {
         let mut seen = Vec::new();
         while let Some(request) = requests.recv().await {
-            seen.push((request.call.name.clone(), request.call.arguments.clone()));
+            seen.push((
+                request.call.tool_call.name.clone(),
+                request.call.tool_call.arguments.clone(),
+            ));
             if let Some(reply) = request.reply {
-                let _ = reply.send(json!({ "echo": request.call.call_id }).to_string());
+                let _ = reply.send(json!({ "echo": request.call.tool_call.call_id }).to_string());
             }
         }
         seen

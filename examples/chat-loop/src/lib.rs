@@ -112,9 +112,12 @@ pub fn start_browser() -> (ChannelClient, BrowserLog) {
     tokio::spawn(async move {
         while let Some(request) = requests.recv().await {
             if let Ok(mut seen) = seen.lock() {
-                seen.push((request.call.name.clone(), request.call.arguments.clone()));
+                seen.push((
+                    request.call.tool_call.name.clone(),
+                    request.call.tool_call.arguments.clone(),
+                ));
             }
-            let output = match request.call.name.as_str() {
+            let output = match request.call.tool_call.name.as_str() {
                 "highlight_element" => json!({ "found": true }),
                 "scroll_to_section" => json!({ "scrolled": true }),
                 "fill_form_field" => json!({ "filled": true }),

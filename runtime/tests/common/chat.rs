@@ -121,9 +121,10 @@ pub fn scripted_client(notified: Arc<AtomicUsize>) -> Arc<dyn ClientPath> {
                 notified.fetch_add(1, Ordering::SeqCst);
                 return Ok(r#"{"ignored":true}"#.to_owned());
             }
-            let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+            let args: Value =
+                serde_json::from_str(&call.tool_call.arguments).unwrap_or(Value::Null);
             match args["mode"].as_str() {
-                Some("answer") => Ok(json!({ "answered": call.call_id }).to_string()),
+                Some("answer") => Ok(json!({ "answered": call.tool_call.call_id }).to_string()),
                 Some("gone") => Err(ClientFailure::Disconnected),
                 Some("panic") => panic!("client path bug"),
                 _ => std::future::pending().await,

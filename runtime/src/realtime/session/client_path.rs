@@ -90,13 +90,13 @@ impl ClientPath for BrowserPath {
             state.approvals.insert(
                 approval_id.clone(),
                 OpenApproval {
-                    call_id: request.call_id.clone(),
+                    call_id: request.tool_call.call_id.clone(),
                     reply: tx,
                 },
             );
             let text = browser::encode_approval_request(
                 &approval_id,
-                &request.name,
+                &request.tool_call.name,
                 request.location,
                 &request.arguments,
             );
@@ -129,10 +129,10 @@ impl ClientPath for BrowserPath {
         let (tx, rx) = oneshot::channel();
         let rx = {
             let mut state = lock(&self.state);
-            if let Some(rx) = state.sent_waiting.remove(&call.call_id) {
+            if let Some(rx) = state.sent_waiting.remove(&call.tool_call.call_id) {
                 let guard = PendingGuard {
                     state: self.state.clone(),
-                    call_id: call.call_id,
+                    call_id: call.tool_call.call_id,
                 };
                 return Box::pin(async move {
                     let _guard = guard;
@@ -142,30 +142,30 @@ impl ClientPath for BrowserPath {
             if !state.connected {
                 return Box::pin(std::future::ready(Err(ClientFailure::Disconnected)));
             }
-            if state.pending.contains_key(&call.call_id) {
+            if state.pending.contains_key(&call.tool_call.call_id) {
                 return Box::pin(std::future::ready(Err(ClientFailure::Rejected(
                     "a call with this id is already open".into(),
                 ))));
             }
-            state.pending.insert(call.call_id.clone(), tx);
+            state.pending.insert(call.tool_call.call_id.clone(), tx);
             // Inside the call's task: the current span is the call's own.
             let traceparent = crate::telemetry::traceparent(&tracing::Span::current());
             let text = browser::encode_call_traced(
                 state.naming,
-                &call.call_id,
-                &call.name,
-                &call.arguments,
+                &call.tool_call.call_id,
+                &call.tool_call.name,
+                &call.tool_call.arguments,
                 traceparent.as_deref(),
             );
             if self.tx.send(Inner::ToBrowser(text)).is_err() {
-                state.pending.remove(&call.call_id);
+                state.pending.remove(&call.tool_call.call_id);
                 return Box::pin(std::future::ready(Err(ClientFailure::Disconnected)));
             }
             rx
         };
         let guard = PendingGuard {
             state: self.state.clone(),
-            call_id: call.call_id,
+            call_id: call.tool_call.call_id,
         };
         Box::pin(async move {
             let _guard = guard;
@@ -175,13 +175,18 @@ impl ClientPath for BrowserPath {
 
     fn notify(&self, call: ClientCall) -> Result<(), ClientFailure> {
         let mut state = lock(&self.state);
-        if state.sent_notify.remove(&call.call_id) {
+        if state.sent_notify.remove(&call.tool_call.call_id) {
             return Ok(());
         }
         if !state.connected {
             return Err(ClientFailure::Disconnected);
         }
-        let text = browser::encode_call(state.naming, &call.call_id, &call.name, &call.arguments);
+        let text = browser::encode_call(
+            state.naming,
+            &call.tool_call.call_id,
+            &call.tool_call.name,
+            &call.tool_call.arguments,
+        );
         self.tx
             .send(Inner::ToBrowser(text))
             .map_err(|_| ClientFailure::Disconnected)
