@@ -1,14 +1,14 @@
 //! toolc-core: what every part of toolc shares, and all the runtime needs of the compiler.
 //!
 //! The front end in layers: YAML with spans ([`yaml`]) → validated tools ([`manifest`],
-//! [`schema_check`], `schema_semantics`) → cross-item checks ([`checks`]) → the [`ir::Ir`].
+//! `schema_check`, `schema_semantics`) → cross-item checks (`checks`) → the [`ir::Ir`].
 //! Every stage pushes problems into one [`Diagnostics`] context, so a user sees all of them at
 //! once. The code generators live in the `toolc` crate; the runtime (`toolc-runtime`) and the
 //! macros (`toolc-macros`) depend on this crate only, so an application that routes calls does
 //! not build them.
 #![warn(missing_docs)]
 
-pub mod checks;
+mod checks;
 pub mod codes;
 pub mod content;
 pub mod definition;
@@ -22,7 +22,7 @@ pub mod name_set;
 #[doc(hidden)]
 pub mod parallel;
 pub mod provider;
-pub mod schema_check;
+mod schema_check;
 mod schema_semantics;
 pub mod schema_util;
 pub mod source;

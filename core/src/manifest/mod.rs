@@ -67,8 +67,8 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 /// Loads one manifest file. Returns its tools, including tools that had errors but a usable name.
 ///
 /// One path with two ways to parse: a large file of the usual shape is parsed in parts on all
-/// cores ([`parts`]), anything else whole. Either way the root goes through [`check_root`] and
-/// the tools through [`load_tools`], so both give the same tools and diagnostics.
+/// cores (`parts.rs`), anything else whole. Either way the root goes through `check_root` and
+/// the tools through `load_tools`, so both give the same tools and diagnostics.
 pub fn load_file(
     sources: &SourceMap,
     file: FileId,
