@@ -68,18 +68,7 @@ struct Harness {
     flow: Arc<MarkerFlowConfig>,
 }
 
-impl std::ops::Deref for Harness {
-    type Target = Wire;
-    fn deref(&self) -> &Wire {
-        &self.wire
-    }
-}
-
-impl std::ops::DerefMut for Harness {
-    fn deref_mut(&mut self) -> &mut Wire {
-        &mut self.wire
-    }
-}
+common::session::derefs_to_wire!(Harness);
 
 impl Harness {
     fn new(markers: bool) -> Harness {

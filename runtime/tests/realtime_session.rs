@@ -71,18 +71,7 @@ struct Harness {
     lookups: Arc<AtomicUsize>,
 }
 
-impl std::ops::Deref for Harness {
-    type Target = Wire;
-    fn deref(&self) -> &Wire {
-        &self.wire
-    }
-}
-
-impl std::ops::DerefMut for Harness {
-    fn deref_mut(&mut self) -> &mut Wire {
-        &mut self.wire
-    }
-}
+common::session::derefs_to_wire!(Harness);
 
 fn registry(lookups: Arc<AtomicUsize>) -> Registry {
     let defs = definitions_from_str("test.tools.yaml", MANIFEST).expect("manifest");

@@ -88,18 +88,7 @@ pub struct Harness {
     pub seen: Arc<Seen>,
 }
 
-impl std::ops::Deref for Harness {
-    type Target = Wire;
-    fn deref(&self) -> &Wire {
-        &self.wire
-    }
-}
-
-impl std::ops::DerefMut for Harness {
-    fn deref_mut(&mut self) -> &mut Wire {
-        &mut self.wire
-    }
-}
+super::session::derefs_to_wire!(Harness);
 
 pub fn registry(seen: Arc<Seen>) -> Registry {
     let defs = definitions_from_str("behaviours.tools.yaml", MANIFEST).expect("manifest");

@@ -93,3 +93,25 @@ fn record(verdict: &Verdict, event: &Value, to: &mut Vec<Value>) {
         Verdict::Drop => {}
     }
 }
+
+/// `Deref<Target = Wire>` for a test file's harness, a struct with a `wire: Wire` field and the
+/// file's own state beside it: `h.model(..)` drives the session, `h.notes` reads the state.
+#[allow(unused_macros)] // not every test file has a harness of its own
+macro_rules! derefs_to_wire {
+    ($harness:ty) => {
+        impl std::ops::Deref for $harness {
+            type Target = $crate::common::session::Wire;
+            fn deref(&self) -> &$crate::common::session::Wire {
+                &self.wire
+            }
+        }
+
+        impl std::ops::DerefMut for $harness {
+            fn deref_mut(&mut self) -> &mut $crate::common::session::Wire {
+                &mut self.wire
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use derefs_to_wire;

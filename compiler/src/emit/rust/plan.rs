@@ -254,19 +254,11 @@ impl<'a> Gen<'a> {
                 return Ty::Value("`anyOf`/`oneOf`");
             }
         }
-        for key in [
-            "allOf",
-            "if",
-            "not",
-            "prefixItems",
-            "patternProperties",
-            "dependentSchemas",
-            "unevaluatedProperties",
-            "$dynamicRef",
-        ] {
-            if member(obj, key).is_some() {
-                return Ty::Value("a keyword outside the typed subset");
-            }
+        if OUTSIDE_THE_TYPED_SUBSET
+            .iter()
+            .any(|key| member(obj, key).is_some())
+        {
+            return Ty::Value("a keyword outside the typed subset");
         }
         let types: Vec<&str> = match member(obj, "type") {
             Some(Value::String(t)) => vec![t.as_str()],
@@ -544,6 +536,18 @@ pub(super) fn box_recursive(ty: Ty, defs: &Defs) -> Ty {
         other => other,
     }
 }
+
+/// Keywords whose schema the generated Rust leaves as `serde_json::Value`.
+pub(super) const OUTSIDE_THE_TYPED_SUBSET: [&str; 8] = [
+    "allOf",
+    "if",
+    "not",
+    "prefixItems",
+    "patternProperties",
+    "dependentSchemas",
+    "unevaluatedProperties",
+    "$dynamicRef",
+];
 
 /// `map.get(key)` by a scan. Schema objects hold a handful of keywords, and serde_json's maps
 /// hash every key looked up with SipHash, which was the largest single cost of planning types.

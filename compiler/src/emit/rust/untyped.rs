@@ -10,7 +10,10 @@
 
 use serde_json::Value;
 
-use super::plan::{additional_is_schema, is_null_schema, local_def, member, presence_only};
+use super::plan::{
+    additional_is_schema, is_null_schema, local_def, member, presence_only,
+    OUTSIDE_THE_TYPED_SUBSET,
+};
 use crate::definition::ToolDefinition;
 
 /// Whether planning `def` can give an untyped field or output type (see the module docs).
@@ -76,17 +79,7 @@ impl Scan<'_> {
                 return true;
             }
         }
-        let outside_the_subset = [
-            "allOf",
-            "if",
-            "not",
-            "prefixItems",
-            "patternProperties",
-            "dependentSchemas",
-            "unevaluatedProperties",
-            "$dynamicRef",
-        ];
-        if outside_the_subset
+        if OUTSIDE_THE_TYPED_SUBSET
             .iter()
             .any(|key| member(obj, key).is_some())
         {
