@@ -12,8 +12,8 @@ pub mod emit;
 pub mod output;
 
 pub use toolc_core::{
-    definition, diagnostic, ident, ir, manifest, manifest_paths, manifest_schema, schema_util,
-    source, suggest, yaml, Error, Session,
+    definition, diagnostic, ident, ir, manifest, manifest_paths, manifest_schema, yaml, Error,
+    Session,
 };
 #[doc(hidden)]
 pub use toolc_core::{name_set, parallel, synthetic};
@@ -24,4 +24,4 @@ pub use definition::{
 };
 pub use diagnostic::{Diagnostic, Diagnostics, HumanRenderer, Severity};
 pub use ir::{Ir, IrTool};
-pub use source::{FileId, SourceMap, Span};
+pub use toolc_core::{FileId, SourceMap, Span};

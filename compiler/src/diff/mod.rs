@@ -25,7 +25,7 @@ use crate::definition::Location;
 use crate::diagnostic::{count, Diagnostic, HumanRenderer, JsonLabel, Label};
 use crate::emit;
 use crate::ir::{Ir, IrTool};
-use crate::source::{SourceMap, Span};
+use crate::{SourceMap, Span};
 
 pub use git::{files_at_revision, GitError};
 

@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 use super::codes::*;
 use super::{label, Change, Impact};
 use crate::ir::IrTool;
-use crate::schema_util::{escape_segment, local_pointer, MAX_REF_HOPS};
-use crate::source::Span;
+use crate::Span;
+use toolc_core::schema_util::{escape_segment, local_pointer, MAX_REF_HOPS};
 
 mod keywords;
 

@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ir::{Ir, IrTool};
 use crate::output::Outputs;
-use crate::source::Span;
+use crate::Span;
 use toolc_core::strict::{self, StrictIssue};
 
 /// The stable codes of every diagnostic, the providers' warnings among them.

@@ -603,7 +603,7 @@ pub(super) fn local_def(reference: &str) -> Option<String> {
     if rest.contains('/') {
         return None;
     }
-    Some(crate::schema_util::unescape_segment(rest).into_owned())
+    Some(toolc_core::schema_util::unescape_segment(rest).into_owned())
 }
 
 /// The definitions that can reach themselves through `$ref`s: those in a cycle of the reference

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::ident::is_ts_identifier;
-use crate::schema_util::{local_pointer, unescape_segment};
+use toolc_core::schema_util::{local_pointer, unescape_segment};
 
 /// Inlined (non-`$defs`) references can form cycles; past this depth a type becomes `unknown`.
 const MAX_INLINE_DEPTH: usize = 32;
