@@ -93,11 +93,7 @@ impl Session {
     /// Adds a manifest from memory. Bytes that are not UTF-8 are reported with their position.
     pub fn add_manifest(&mut self, name: &str, bytes: &[u8]) -> Option<FileId> {
         match std::str::from_utf8(bytes) {
-            Ok(text) => {
-                let id = self.sources.add(name, text);
-                self.manifests.push(id);
-                Some(id)
-            }
+            Ok(text) => Some(self.add_text(name.to_owned(), text.to_owned())),
             Err(e) => {
                 let valid = &bytes[..e.valid_up_to()];
                 let text = String::from_utf8_lossy(valid).into_owned();
@@ -121,13 +117,16 @@ impl Session {
         let bytes = std::fs::read(path)?;
         // The text is kept as read, not copied: megabytes for a large catalog.
         Ok(match String::from_utf8(bytes) {
-            Ok(text) => {
-                let id = self.sources.add(path.display().to_string(), text);
-                self.manifests.push(id);
-                Some(id)
-            }
+            Ok(text) => Some(self.add_text(path.display().to_string(), text)),
             Err(e) => self.add_manifest(&path.display().to_string(), e.as_bytes()),
         })
+    }
+
+    /// A manifest known to be text, to be checked with the others.
+    fn add_text(&mut self, name: String, text: String) -> FileId {
+        let id = self.sources.add(name, text);
+        self.manifests.push(id);
+        id
     }
 
     /// Loads and checks every manifest added. Returns the IR when there are no errors; warnings

@@ -177,15 +177,16 @@ fn must_compile(schema: &Json) -> bool {
         || !patterns.into_iter().all(pattern_compiles)
 }
 
-/// Patterns the engine compiled in this process; a few hundred distinct ones in a large catalog.
-static COMPILED_PATTERNS: std::sync::Mutex<Option<foldhash::HashSet<String>>> =
-    std::sync::Mutex::new(None);
+/// Patterns the engine compiled in this process: a few hundred distinct ones in a large catalog,
+/// and never more than the manifests read hold.
+static COMPILED_PATTERNS: std::sync::LazyLock<std::sync::Mutex<foldhash::HashSet<String>>> =
+    std::sync::LazyLock::new(Default::default);
 
 fn pattern_compiles(pattern: &str) -> bool {
-    let known = |set: &Option<foldhash::HashSet<String>>| {
-        set.as_ref().is_some_and(|set| set.contains(pattern))
-    };
-    if COMPILED_PATTERNS.lock().is_ok_and(|set| known(&set)) {
+    if COMPILED_PATTERNS
+        .lock()
+        .is_ok_and(|known| known.contains(pattern))
+    {
         return true;
     }
     let compiles = jsonschema::draft202012::options()
@@ -193,9 +194,8 @@ fn pattern_compiles(pattern: &str) -> bool {
         .build(&serde_json::json!({ "type": "string", "pattern": pattern }))
         .is_ok();
     if compiles {
-        if let Ok(mut set) = COMPILED_PATTERNS.lock() {
-            set.get_or_insert_with(Default::default)
-                .insert(pattern.to_owned());
+        if let Ok(mut known) = COMPILED_PATTERNS.lock() {
+            known.insert(pattern.to_owned());
         }
     }
     compiles

@@ -891,6 +891,35 @@ mod tests {
         assert!(errors[0].message.contains("`key7`"));
     }
 
+    /// Collections are built on stacks shared by every open collection: a nested mapping, large
+    /// enough to be indexed, finds its own duplicates and not its parent's keys, the parent finds
+    /// a duplicate written after the nested one ended, and no item lands in the wrong list.
+    #[test]
+    fn nested_collections_keep_their_own_entries_and_duplicates() {
+        let mut text = String::from("outer: 1\nlist: [a, [b, c], {d: 1}]\ninner:\n");
+        for i in 0..40 {
+            text.push_str(&format!("  k{i}: [{i}, {{x: {i}}}]\n"));
+        }
+        text.push_str("  outer: inner-own\n  k3: again\nafter: [z]\nouter: twice\n");
+        let (node, errors) = load(&text);
+        let shown: Vec<&str> = errors
+            .iter()
+            .map(|e| {
+                let span = e.primary.as_ref().unwrap().span;
+                &text[span.start..span.end]
+            })
+            .collect();
+        assert_eq!(shown, ["k3", "outer"], "{errors:?}");
+        assert_eq!(errors[1].secondary[0].span.start, 0, "the first `outer`");
+        let json = node.unwrap().to_json();
+        assert_eq!(json["list"], serde_json::json!(["a", ["b", "c"], {"d": 1}]));
+        assert_eq!(json["inner"]["k39"], serde_json::json!([39, {"x": 39}]));
+        assert_eq!(json["inner"]["outer"], "inner-own");
+        assert_eq!(json["inner"].as_object().unwrap().len(), 41);
+        assert_eq!(json["after"], serde_json::json!(["z"]));
+        assert_eq!(json.as_object().unwrap().len(), 4);
+    }
+
     #[test]
     fn spans_are_bytes_after_multibyte_text() {
         let text = "a: \"é日本\"\nbb: x\n";
