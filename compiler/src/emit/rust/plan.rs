@@ -239,19 +239,13 @@ impl<'a> Gen<'a> {
         }
         for key in ["anyOf", "oneOf"] {
             if let Some(branches) = member(obj, key).and_then(Value::as_array) {
-                // `anyOf: [{required: [a]}, {required: [b]}]` over declared properties says
-                // which of them must be present, not what they are: the object keeps its type
-                // (with those fields optional), and the registry's validation enforces the rule.
-                if presence_only(obj, branches) {
-                    continue;
+                match alternatives(obj, branches) {
+                    Alternatives::PresenceOnly => continue,
+                    Alternatives::Optional(inner) => {
+                        return optional(self.map(inner, hint, defs, own_docs))
+                    }
+                    Alternatives::Untyped => return Ty::Value("`anyOf`/`oneOf`"),
                 }
-                let (nulls, others): (Vec<&Value>, Vec<&Value>) =
-                    branches.iter().partition(|b| is_null_schema(b));
-                if nulls.len() == 1 && others.len() == 1 && obj.len() <= 2 {
-                    let inner = self.map(others[0], hint, defs, own_docs);
-                    return optional(inner);
-                }
-                return Ty::Value("`anyOf`/`oneOf`");
             }
         }
         if OUTSIDE_THE_TYPED_SUBSET
@@ -534,6 +528,34 @@ pub(super) fn box_recursive(ty: Ty, defs: &Defs) -> Ty {
             other => Ty::Option(Box::new(other)),
         },
         other => other,
+    }
+}
+
+/// What an `anyOf`/`oneOf` of a schema object means to the typed mapping.
+pub(super) enum Alternatives<'a> {
+    /// `anyOf: [{required: [a]}, {required: [b]}]` over declared properties says which of them
+    /// must be present, not what they are: the object keeps its type (with those fields
+    /// optional), and the registry's validation enforces the rule.
+    PresenceOnly,
+    /// `null` or one schema, and nothing else beside them: an `Option` of that schema's type.
+    Optional(&'a Value),
+    /// Anything else: `serde_json::Value`.
+    Untyped,
+}
+
+pub(super) fn alternatives<'a>(
+    obj: &serde_json::Map<String, Value>,
+    branches: &'a [Value],
+) -> Alternatives<'a> {
+    if presence_only(obj, branches) {
+        return Alternatives::PresenceOnly;
+    }
+    let (nulls, others): (Vec<&Value>, Vec<&Value>) =
+        branches.iter().partition(|b| is_null_schema(b));
+    if nulls.len() == 1 && others.len() == 1 && obj.len() <= 2 {
+        Alternatives::Optional(others[0])
+    } else {
+        Alternatives::Untyped
     }
 }
 

@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 use super::plan::{
-    additional_is_schema, is_null_schema, local_def, member, presence_only,
+    additional_is_schema, alternatives, keyword, local_def, member, Alternatives,
     OUTSIDE_THE_TYPED_SUBSET,
 };
 use crate::definition::ToolDefinition;
@@ -31,30 +31,32 @@ pub(super) fn may_be_untyped(def: &ToolDefinition) -> bool {
 
 /// A root schema and each of its `$defs` (the plan emits every definition, used or not).
 fn root_may_be_untyped(root: &Value) -> bool {
-    let defs = |key: &str| member_of(root, key).and_then(Value::as_object);
-    let has_def = |name: &str| {
-        ["$defs", "definitions"]
-            .iter()
-            .any(|key| defs(key).is_some_and(|map| map.contains_key(name)))
-    };
-    let scan = Scan { has_def: &has_def };
+    let scan = Scan { root };
     scan.schema(root)
-        || ["$defs", "definitions"]
-            .iter()
-            .filter_map(|key| defs(key))
+        || scan
+            .defs()
             .flat_map(|map| map.values())
             .any(|def| scan.schema(def))
 }
 
-fn member_of<'a>(schema: &'a Value, key: &str) -> Option<&'a Value> {
-    schema.as_object().and_then(|map| member(map, key))
-}
-
+/// The scan of one root schema, whose definitions its `$ref`s name.
 struct Scan<'a> {
-    has_def: &'a dyn Fn(&str) -> bool,
+    root: &'a Value,
 }
 
-impl Scan<'_> {
+impl<'a> Scan<'a> {
+    /// The root's `$defs` and `definitions` maps, as the planner allocates names for them.
+    fn defs(&self) -> impl Iterator<Item = &'a serde_json::Map<String, Value>> {
+        let root = self.root;
+        ["$defs", "definitions"]
+            .into_iter()
+            .filter_map(move |key| keyword(root, key).and_then(Value::as_object))
+    }
+
+    fn has_def(&self, name: &str) -> bool {
+        self.defs().any(|map| map.contains_key(name))
+    }
+
     /// Mirrors `Gen::map`: `true` wherever it returns `Ty::Value` or plans an item that does.
     fn schema(&self, schema: &Value) -> bool {
         let Value::Object(obj) = schema else {
@@ -64,19 +66,15 @@ impl Scan<'_> {
             return !reference
                 .as_str()
                 .and_then(local_def)
-                .is_some_and(|def| (self.has_def)(&def));
+                .is_some_and(|def| self.has_def(&def));
         }
         for key in ["anyOf", "oneOf"] {
             if let Some(branches) = member(obj, key).and_then(Value::as_array) {
-                if presence_only(obj, branches) {
-                    continue;
+                match alternatives(obj, branches) {
+                    Alternatives::PresenceOnly => continue,
+                    Alternatives::Optional(inner) => return self.schema(inner),
+                    Alternatives::Untyped => return true,
                 }
-                let (nulls, others): (Vec<&Value>, Vec<&Value>) =
-                    branches.iter().partition(|b| is_null_schema(b));
-                if nulls.len() == 1 && others.len() == 1 && obj.len() <= 2 {
-                    return self.schema(others[0]);
-                }
-                return true;
             }
         }
         if OUTSIDE_THE_TYPED_SUBSET
