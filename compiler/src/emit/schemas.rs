@@ -63,66 +63,79 @@ pub fn emit_with(ir: &Ir, layout: SchemaLayout, outputs: &mut Outputs) {
     }
 }
 
-/// The schemas as one compound 2020-12 document (see [`SchemaLayout::Bundle`]).
-fn bundle_text(ir: &Ir) -> String {
-    let mut documents: Vec<(String, Standalone<'_>, String)> = Vec::new();
-    let titles: Vec<(String, Option<String>)> = ir
-        .tools
-        .iter()
-        .map(|tool| {
-            let name = &tool.def.name;
-            (
-                format!("{name} parameters"),
-                tool.def.returns.as_ref().map(|_| format!("{name} result")),
-            )
-        })
-        .collect();
-    for (tool, (parameters_title, returns_title)) in ir.tools.iter().zip(&titles) {
-        let def = &tool.def;
-        documents.push((
-            format!("{}.parameters", def.name),
-            Standalone {
-                schema: &def.parameters,
-                title: parameters_title,
-                description: Some(&def.description),
-            },
-            format!("{}.parameters.json", def.name),
-        ));
-        if let (Some(returns), Some(title)) = (&def.returns, returns_title) {
-            documents.push((
-                format!("{}.returns", def.name),
-                Standalone {
-                    schema: returns,
-                    title,
-                    description: None,
-                },
-                format!("{}.returns.json", def.name),
-            ));
+/// One schema file of a tool, whichever layout writes it: `<tool>.parameters` or
+/// `<tool>.returns`, with the title it gets when the author wrote none.
+struct Document<'a> {
+    name: String,
+    title: String,
+    schema: &'a Value,
+    description: Option<&'a str>,
+}
+
+impl Document<'_> {
+    fn standalone(&self) -> Standalone<'_> {
+        Standalone {
+            schema: self.schema,
+            title: &self.title,
+            description: self.description,
         }
     }
-    let bundle = Bundle { documents };
-    let mut text = serde_json::to_string_pretty(&bundle).expect("JSON values always serialise");
+}
+
+/// Every tool's documents, in tool order: its parameters, then its result when it has one.
+fn documents(ir: &Ir) -> impl Iterator<Item = Document<'_>> {
+    ir.tools.iter().flat_map(|tool| {
+        let def = &tool.def;
+        let parameters = Document {
+            name: format!("{}.parameters", def.name),
+            title: format!("{} parameters", def.name),
+            schema: &def.parameters,
+            description: Some(&def.description),
+        };
+        let returns = def.returns.as_ref().map(|returns| Document {
+            name: format!("{}.returns", def.name),
+            title: format!("{} result", def.name),
+            schema: returns,
+            description: None,
+        });
+        std::iter::once(parameters).chain(returns)
+    })
+}
+
+/// Writes `schemas/<tool>.parameters.json` for every tool into `outputs`, and
+/// `schemas/<tool>.returns.json` for each tool with a `returns` schema.
+pub fn emit(ir: &Ir, outputs: &mut Outputs) {
+    for document in documents(ir) {
+        outputs.insert(
+            format!("schemas/{}.json", document.name),
+            document.standalone().to_json_text(),
+        );
+    }
+}
+
+/// The schemas as one compound 2020-12 document (see [`SchemaLayout::Bundle`]):
+/// `{"$schema": ..., "$comment": ..., "$defs": {name: document with its file's `$id`}}`.
+fn bundle_text(ir: &Ir) -> String {
+    let mut text = serde_json::to_string_pretty(&Bundle(ir)).expect("JSON values always serialise");
     text.push('\n');
     text
 }
 
-/// `{"$schema": ..., "$comment": ..., "$defs": {name: document with its `$id`}}`.
-struct Bundle<'a> {
-    documents: Vec<(String, Standalone<'a>, String)>,
-}
+struct Bundle<'a>(&'a Ir);
 
 impl Serialize for Bundle<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        struct Defs<'b, 'a>(&'b [(String, Standalone<'a>, String)]);
-        impl Serialize for Defs<'_, '_> {
+        struct Defs<'a>(&'a Ir);
+        impl Serialize for Defs<'_> {
             fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let mut map = serializer.serialize_map(Some(self.0.len()))?;
-                for (name, document, id) in self.0 {
+                let mut map = serializer.serialize_map(None)?;
+                for document in documents(self.0) {
+                    let id = format!("{}.json", document.name);
                     map.serialize_entry(
-                        name,
+                        &document.name,
                         &Embedded {
-                            id,
-                            document: document.clone(),
+                            id: &id,
+                            document: document.standalone(),
                         },
                     )?;
                 }
@@ -135,7 +148,7 @@ impl Serialize for Bundle<'_> {
             "$comment",
             "Each tool's parameters and result schema, embedded under $defs with the $id of its own file.",
         )?;
-        map.serialize_entry("$defs", &Defs(&self.documents))?;
+        map.serialize_entry("$defs", &Defs(self.0))?;
         map.end()
     }
 }
@@ -164,40 +177,9 @@ impl Serialize for Embedded<'_> {
     }
 }
 
-/// Writes `schemas/<tool>.parameters.json` for every tool into `outputs`, and
-/// `schemas/<tool>.returns.json` for each tool with a `returns` schema.
-pub fn emit(ir: &Ir, outputs: &mut Outputs) {
-    for tool in &ir.tools {
-        let def = &tool.def;
-        let title = format!("{} parameters", def.name);
-        let parameters = Standalone {
-            schema: &def.parameters,
-            title: &title,
-            description: Some(&def.description),
-        };
-        outputs.insert(
-            format!("schemas/{}.parameters.json", def.name),
-            parameters.to_json_text(),
-        );
-        if let Some(returns) = &def.returns {
-            let title = format!("{} result", def.name);
-            let returns = Standalone {
-                schema: returns,
-                title: &title,
-                description: None,
-            };
-            outputs.insert(
-                format!("schemas/{}.returns.json", def.name),
-                returns.to_json_text(),
-            );
-        }
-    }
-}
-
 /// A schema as a standalone document: `$schema` first, then a `title` and `description` where
 /// the author wrote none, then everything the author wrote. Serialised straight from the
 /// borrowed schema, which is not copied.
-#[derive(Clone)]
 struct Standalone<'a> {
     schema: &'a Value,
     title: &'a str,
