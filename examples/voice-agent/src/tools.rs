@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use toolc_runtime::{typed_executor, Registry, ToolDefinition, ToolError};
+use toolc_runtime::{
+    typed_executor, typed_executor_with_context, CallContext, Registry, ToolDefinition, ToolError,
+};
 
 pub use support_desk::{Article, Data, Order};
 
@@ -68,10 +70,12 @@ pub fn registry(definitions: Vec<ToolDefinition>, data: Arc<Data>) -> Result<Reg
         )
         .executor(
             "get_order_status",
-            typed_executor(move |args: OrderArgs| {
+            typed_executor_with_context(move |ctx: CallContext, args: OrderArgs| {
                 let data = order_data.clone();
                 async move {
-                    match data.order(&args.order_number) {
+                    // A signed-in caller sees only their own orders (see `Data::order_of`).
+                    let customer = ctx.principal().map(|p| p.id().to_owned());
+                    match data.order_of(customer.as_deref(), &args.order_number) {
                         Some(o) => Ok(serde_json::json!({ "status": o.status, "eta": o.eta })),
                         None => Err(ToolError::new(format!(
                             "there is no order {}; ask the customer to read the number on the receipt again",
@@ -84,10 +88,12 @@ pub fn registry(definitions: Vec<ToolDefinition>, data: Arc<Data>) -> Result<Reg
         )
         .executor(
             "submit_refund_request",
-            typed_executor(move |args: RefundArgs| {
+            typed_executor_with_context(move |ctx: CallContext, args: RefundArgs| {
                 let data = refund_data.clone();
                 async move {
-                    match data.order(&args.order_number) {
+                    // A signed-in caller sees only their own orders (see `Data::order_of`).
+                    let customer = ctx.principal().map(|p| p.id().to_owned());
+                    match data.order_of(customer.as_deref(), &args.order_number) {
                         Some(o) if o.status == "delivered" => Ok(serde_json::json!({
                             // The same request for the same order: idempotent, as declared.
                             "request_id": format!("RR-{}", &o.order_number[3..]),
@@ -115,6 +121,56 @@ pub fn registry(definitions: Vec<ToolDefinition>, data: Arc<Data>) -> Result<Reg
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A signed-in caller reaches only their own orders, for a lookup and for a refund; without
+    /// a caller (this demo has no sign-in) every order is found.
+    #[tokio::test]
+    async fn a_signed_in_caller_reaches_only_their_own_orders() {
+        let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let definitions = toolc_runtime::load_definitions([
+            here.join("../../manifests/support.tools.yaml"),
+            here.join("refunds.tools.yaml"),
+        ])
+        .unwrap();
+        let registry = registry(definitions, Arc::new(Data::bundled().unwrap())).unwrap();
+        let scope = |who: Option<&str>| {
+            toolc_runtime::SessionScope::new()
+                .with_principal(who.map(toolc_runtime::Principal::new))
+        };
+        let call = |who: Option<&'static str>, tool: &'static str| {
+            // The refund tool asks for approval: the page said yes to exactly these arguments.
+            let ctx = scope(who)
+                .call(tool, "c1")
+                .with_approval(toolc_runtime::ApprovalGrant::new(
+                    tool,
+                    "c1",
+                    serde_json::json!({"order_number": "CD-000001"}),
+                ));
+            let registry = &registry;
+            async move {
+                registry
+                    .call_with_context(ctx, r#"{"order_number":"CD-000001"}"#)
+                    .await
+            }
+        };
+        // CD-000001 is bob's order.
+        assert!(call(Some("bob"), "get_order_status").await.is_ok());
+        assert!(call(None, "get_order_status").await.is_ok());
+        let theirs = call(Some("alice"), "get_order_status").await.unwrap_err();
+        assert_eq!(theirs.code(), Some("not_found"));
+        let refund = call(Some("alice"), "submit_refund_request")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refund.code(),
+            Some("not_found"),
+            "not `not_delivered`: nothing leaks"
+        );
+        let own = call(Some("bob"), "submit_refund_request")
+            .await
+            .unwrap_err();
+        assert_eq!(own.code(), Some("not_delivered"));
+    }
 
     #[test]
     fn orders_are_found_by_number() {
