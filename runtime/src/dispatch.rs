@@ -91,8 +91,14 @@ pub struct ApprovalRequest {
     pub tool_call: ToolCall,
     /// Where the tool runs: on the server or in the client.
     pub location: Location,
+}
+
+impl ApprovalRequest {
     /// The validated arguments the user is asked to approve, as a value.
-    pub arguments: Value,
+    pub fn arguments(&self) -> Value {
+        // The text was written from the validated value, so it parses back to that value.
+        serde_json::from_str(&self.tool_call.arguments).unwrap_or(Value::Null)
+    }
 }
 
 /// The user's answer to an [`ApprovalRequest`].
@@ -403,7 +409,6 @@ pub(crate) async fn approval_gate(
     let asked = client.approve(ApprovalRequest {
         tool_call: validated(call, arguments),
         location,
-        arguments: arguments.clone(),
     });
     let decision = tokio::select! {
         decision = asked => decision,
@@ -424,8 +429,10 @@ pub(crate) async fn approval_gate(
 /// `call` with its validated arguments in place of the model's text.
 fn validated(call: &ToolCall, arguments: &Value) -> ToolCall {
     ToolCall {
+        call_id: call.call_id.clone(),
+        name: call.name.clone(),
         arguments: arguments.to_string(),
-        ..call.clone()
+        synthesized_id: call.synthesized_id,
     }
 }
 

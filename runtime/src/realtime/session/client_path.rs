@@ -98,7 +98,7 @@ impl ClientPath for BrowserPath {
                 &approval_id,
                 &request.tool_call.name,
                 request.location,
-                &request.arguments,
+                &request.arguments(),
             );
             if self.tx.send(Inner::ToBrowser(text)).is_err() {
                 state.approvals.remove(&approval_id);
