@@ -1,4 +1,6 @@
-//! YAML 1.2 → a tree of spanned nodes. Every call into `saphyr-parser` lives here.
+//! YAML 1.2 → a tree of spanned nodes. Every call into `saphyr-parser` lives here. The usual
+//! manifest is scanned by [`fast`], which yields saphyr's own events for the subset of YAML that
+//! manifests are written in, several times faster, and hands anything else to saphyr.
 //!
 //! We build our own tree from the parser's events instead of deserialising with serde, because
 //! every check downstream needs the exact span of every node, including deep inside JSON Schemas,
@@ -10,6 +12,8 @@ use saphyr_parser::{Event, Parser, ScalarStyle, ScanError};
 
 use crate::diagnostic::Diagnostic;
 use crate::source::{FileId, Span};
+
+mod fast;
 
 /// Limits that stop abuse while accepting every realistic manifest (10,000 tools included).
 #[derive(Clone, Copy, Debug)]
@@ -195,7 +199,7 @@ pub fn parse(
     limits: Limits,
     errors: &mut Vec<Diagnostic>,
 ) -> Option<Node> {
-    parse_at(file, text, 0, limits, errors)
+    parse_at(file, text, 0, limits, errors, YamlParser::Fast)
 }
 
 /// Parses `text[start..end]` on its own, with spans in `text`'s bytes, for one part of a
@@ -211,7 +215,7 @@ pub fn parse_part(
 ) -> Option<Node> {
     let mut errors = Vec::new();
     let part = text.get(start..end)?;
-    let mut node = parse_at(file, part, start, limits, &mut errors)?;
+    let mut node = parse_at(file, part, start, limits, &mut errors, YamlParser::Fast)?;
     if !errors.is_empty() {
         return None;
     }
@@ -283,6 +287,7 @@ fn parse_at(
     base: usize,
     limits: Limits,
     errors: &mut Vec<Diagnostic>,
+    parser: YamlParser,
 ) -> Option<Node> {
     if text.len() > limits.max_file_bytes {
         errors.push(
@@ -299,21 +304,19 @@ fn parse_at(
         );
         return None;
     }
+    let reported = errors.len();
     report_unprintable(file, text, base, errors);
+    if errors.len() == reported && parser == YamlParser::Fast {
+        // The fast scanner's events are the full parser's; where it gives up, what it built is
+        // dropped and the full parser starts again from the first byte.
+        let mut sink = Builder::new(file, base, limits, errors);
+        if fast::scan(text, &mut sink).is_ok() {
+            return sink.root.take();
+        }
+        errors.truncate(reported);
+    }
     let offsets = Offsets::new(text, base);
-    let mut builder = Builder {
-        file,
-        offsets: &offsets,
-        limits,
-        stack: Vec::new(),
-        items: Vec::new(),
-        entries: Vec::new(),
-        anchors: Vec::new(),
-        nodes: 0,
-        errors,
-        root: None,
-        documents: 0,
-    };
+    let mut builder = Builder::new(file, 0, limits, errors);
     let mut parser = Parser::new_from_str(text);
     loop {
         match parser.next_event() {
@@ -334,6 +337,23 @@ fn parse_at(
         }
     }
     builder.root.take()
+}
+
+/// Which scanner turns the text into events: the fast one for the usual manifest (falling back
+/// to `saphyr-parser` for anything else), or `saphyr-parser` alone, which the tests compare it
+/// with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum YamlParser {
+    Fast,
+    #[cfg(test)]
+    Full,
+}
+
+impl<'t> fast::Sink<'t> for Builder<'_> {
+    fn event(&mut self, event: Event<'t>, start: usize, end: usize) -> bool {
+        let (start, end) = (self.base + start, self.base + end);
+        !matches!(Builder::event(self, event, start, end), Flow::Stop)
+    }
 }
 
 /// How many unprintable characters are reported one by one before the rest are summed up.
@@ -513,7 +533,8 @@ enum Flow {
 
 struct Builder<'a> {
     file: FileId,
-    offsets: &'a Offsets,
+    /// Added to the fast scanner's offsets, which count from the start of the text parsed.
+    base: usize,
     limits: Limits,
     stack: Vec<Frame>,
     /// The items and entries of every open collection, innermost last: a collection is moved
@@ -528,13 +549,28 @@ struct Builder<'a> {
     documents: usize,
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
+    fn new(file: FileId, base: usize, limits: Limits, errors: &'a mut Vec<Diagnostic>) -> Self {
+        Builder {
+            file,
+            base,
+            limits,
+            stack: Vec::new(),
+            items: Vec::new(),
+            entries: Vec::new(),
+            anchors: Vec::new(),
+            nodes: 0,
+            errors,
+            root: None,
+            documents: 0,
+        }
+    }
+
     fn span(&self, start: usize, end: usize) -> Span {
         Span::new(self.file, start, end)
     }
 
     fn event(&mut self, event: Event<'_>, start: usize, end: usize) -> Flow {
-        let _ = self.offsets;
         match event {
             Event::StreamStart | Event::Nothing | Event::DocumentEnd => Flow::Continue,
             Event::StreamEnd => Flow::Done,

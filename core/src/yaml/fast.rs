@@ -1,0 +1,885 @@
+//! A fast scanner for the part of YAML that manifests are written in: block mappings and
+//! sequences indented with spaces, one-line plain and quoted scalars, and flow collections that
+//! open and close on one line. It produces the very events, spans included, that
+//! `saphyr-parser` produces for the same text, about ten times faster, and gives up on anything
+//! else: multi-line scalars, anchors, aliases, tags, block scalars (`|`, `>`), directives,
+//! several documents, tabs, and every error. Giving up costs only the work done so far: the
+//! caller then parses the text with `saphyr-parser`, which reports what is wrong exactly as
+//! before. The tests hold the two to the same tree, span for span, on the bundled manifests
+//! and on hundreds of thousands of generated and mutated documents.
+//!
+//! Where saphyr's spans are surprising, this follows them (see `parse_node` and `skip_ws_to_eol`
+//! in saphyr's parser and scanner): a collection's end is where the next token starts; a block
+//! sequence that is a mapping value at the key's own column starts after its first `- `; a
+//! quoted scalar or a closing bracket ends after the spaces and comment that follow it.
+
+use std::borrow::Cow;
+
+use saphyr_parser::{Event, ScalarStyle};
+
+/// The scanner gave up: the text is outside the subset, or the sink stopped.
+#[derive(Debug)]
+pub(super) struct GiveUp;
+
+type Scan<T> = Result<T, GiveUp>;
+
+/// Receives each event with its byte span in the text; `false` stops the scan.
+pub(super) trait Sink<'t> {
+    fn event(&mut self, event: Event<'t>, start: usize, end: usize) -> bool;
+}
+
+/// Scans `text` into `sink`, ending with `StreamEnd`. `Err` when the text is outside the subset
+/// or the sink stopped: the events sent so far must then be discarded.
+pub(super) fn scan<'t>(text: &'t str, sink: &mut impl Sink<'t>) -> Scan<()> {
+    // Tabs and carriage returns change what indentation and line ends mean; a byte order mark
+    // and the Unicode line breaks that YAML 1.1 knew are left to the full parser.
+    if text.bytes().any(|b| b == b'\t' || b == b'\r')
+        || (!text.is_ascii() && text.contains(['\u{feff}', '\u{85}', '\u{2028}', '\u{2029}']))
+    {
+        return Err(GiveUp);
+    }
+    let mut scanner = Scanner {
+        text,
+        bytes: text.as_bytes(),
+        sink,
+        depth: 0,
+    };
+    scanner.document()
+}
+
+/// Deeper than this the scanner gives up rather than recurse further; the full parser and the
+/// tree's own limit then decide.
+const MAX_DEPTH: usize = 200;
+
+/// Simple keys longer than this are errors for the full parser (YAML's 1024 characters).
+const MAX_KEY_BYTES: usize = 1000;
+
+/// Where the next token starts, and its column; `at == len` at the end of the text.
+#[derive(Clone, Copy)]
+struct Next {
+    at: usize,
+    column: usize,
+}
+
+struct Scalar<'t> {
+    value: Cow<'t, str>,
+    style: ScalarStyle,
+    start: usize,
+    end: usize,
+}
+
+struct Scanner<'t, 's, S> {
+    text: &'t str,
+    bytes: &'t [u8],
+    sink: &'s mut S,
+    depth: usize,
+}
+
+impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
+    fn emit(&mut self, event: Event<'t>, start: usize, end: usize) -> Scan<()> {
+        if self.sink.event(event, start, end) {
+            Ok(())
+        } else {
+            Err(GiveUp)
+        }
+    }
+
+    fn byte(&self, at: usize) -> Option<u8> {
+        self.bytes.get(at).copied()
+    }
+
+    /// A space, a line break or the end of the text.
+    fn blank_or_end(&self, at: usize) -> bool {
+        matches!(self.byte(at), None | Some(b' ' | b'\n'))
+    }
+
+    fn skip_spaces(&self, mut at: usize) -> usize {
+        while self.byte(at) == Some(b' ') {
+            at += 1;
+        }
+        at
+    }
+
+    fn line_end(&self, at: usize) -> usize {
+        self.bytes[at..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(self.bytes.len(), |n| at + n)
+    }
+
+    /// saphyr's `skip_ws_to_eol`: spaces, then a comment if one follows a space.
+    fn skip_ws_to_eol(&self, at: usize) -> Scan<usize> {
+        let after = self.skip_spaces(at);
+        if self.byte(after) == Some(b'#') {
+            if after == at {
+                return Err(GiveUp); // a comment must follow whitespace
+            }
+            return Ok(self.line_end(after));
+        }
+        Ok(after)
+    }
+
+    /// From the end of a line's content (`at`), which must be followed only by spaces and a
+    /// comment, to the first token of a later line.
+    fn next_line(&self, at: usize) -> Scan<Next> {
+        let at = self.skip_ws_to_eol(at)?;
+        match self.byte(at) {
+            None => Ok(self.end()),
+            Some(b'\n') => Ok(self.next_token(at + 1)),
+            Some(_) => Err(GiveUp),
+        }
+    }
+
+    /// The first token at or after the start of the line at `line`.
+    fn next_token(&self, mut line: usize) -> Next {
+        loop {
+            let at = self.skip_spaces(line);
+            match self.byte(at) {
+                None => return self.end(),
+                Some(b'\n') => line = at + 1,
+                Some(b'#') => match self.bytes[at..].iter().position(|&b| b == b'\n') {
+                    Some(n) => line = at + n + 1,
+                    None => return self.end(),
+                },
+                Some(_) => {
+                    return Next {
+                        at,
+                        column: at - line,
+                    }
+                }
+            }
+        }
+    }
+
+    fn end(&self) -> Next {
+        Next {
+            at: self.bytes.len(),
+            column: 0,
+        }
+    }
+
+    fn at_end(&self, next: Next) -> bool {
+        next.at == self.bytes.len()
+    }
+
+    /// A block sequence entry: `-` followed by a space, a line break or the end.
+    fn is_entry(&self, at: usize) -> bool {
+        self.byte(at) == Some(b'-') && self.blank_or_end(at + 1)
+    }
+
+    fn document(&mut self) -> Scan<()> {
+        let first = self.next_token(0);
+        if self.at_end(first) || self.starts_document_marker(first) {
+            return Err(GiveUp);
+        }
+        self.emit(Event::StreamStart, 0, 0)?;
+        self.emit(Event::DocumentStart(false), 0, 0)?;
+        let after = self.block_node(first)?;
+        if !self.at_end(after) {
+            return Err(GiveUp); // content after the root: a second node or an error
+        }
+        let len = self.bytes.len();
+        self.emit(Event::DocumentEnd, len, len)?;
+        self.emit(Event::StreamEnd, len, len)
+    }
+
+    /// `---`, `...` or a directive at the start of a line.
+    fn starts_document_marker(&self, next: Next) -> bool {
+        let rest = &self.bytes[next.at..];
+        next.column == 0
+            && (rest.first() == Some(&b'%')
+                || ((rest.starts_with(b"---") || rest.starts_with(b"..."))
+                    && matches!(rest.get(3), None | Some(b' ' | b'\n'))))
+    }
+
+    fn descend(&mut self) -> Scan<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(GiveUp);
+        }
+        Ok(())
+    }
+
+    /// A block collection that starts a line of its own at `next`.
+    fn block_node(&mut self, next: Next) -> Scan<Next> {
+        if self.starts_document_marker(next) {
+            return Err(GiveUp);
+        }
+        self.descend()?;
+        let after = if self.is_entry(next.at) {
+            self.block_sequence(next, false)?
+        } else {
+            let key = self.key(next.at)?;
+            self.block_mapping(next.at, next.column, key)?
+        };
+        self.depth -= 1;
+        Ok(after)
+    }
+
+    /// A simple key at `at` and the position of its `:`; gives up if `at` does not start one.
+    fn key(&self, at: usize) -> Scan<(Scalar<'t>, usize)> {
+        let key = match self.byte(at) {
+            Some(b'"') => self.double_quoted(at)?,
+            Some(b'\'') => self.single_quoted(at)?,
+            _ => self.plain(at, false)?,
+        };
+        if key.end - key.start > MAX_KEY_BYTES {
+            return Err(GiveUp);
+        }
+        // A quoted key's span already takes the spaces after it.
+        let colon = self.skip_spaces(key.end);
+        if self.byte(colon) == Some(b':') && self.blank_or_end(colon + 1) {
+            Ok((key, colon))
+        } else {
+            Err(GiveUp)
+        }
+    }
+
+    /// A block mapping whose first key, already scanned, is at `start`, in column `indent`.
+    fn block_mapping(
+        &mut self,
+        start: usize,
+        indent: usize,
+        first: (Scalar<'t>, usize),
+    ) -> Scan<Next> {
+        self.emit(Event::MappingStart(0, None), start, start)?;
+        let (mut key, mut colon) = first;
+        loop {
+            self.emit_scalar(key)?;
+            let value = self.skip_spaces(colon + 1);
+            let next = match self.byte(value) {
+                None | Some(b'\n' | b'#') => {
+                    let next = self.next_line(colon + 1)?;
+                    if !self.at_end(next) && next.column > indent {
+                        self.block_node(next)?
+                    } else if !self.at_end(next) && next.column == indent && self.is_entry(next.at)
+                    {
+                        self.descend()?;
+                        let after = self.block_sequence(next, true)?;
+                        self.depth -= 1;
+                        after
+                    } else {
+                        self.emit(
+                            Event::Scalar(Cow::Borrowed(""), ScalarStyle::Plain, 0, None),
+                            colon,
+                            colon,
+                        )?;
+                        next
+                    }
+                }
+                Some(_) => {
+                    let end = self.inline_value(value)?;
+                    let next = self.next_line(end)?;
+                    // A more indented line would continue a plain scalar or be an error.
+                    if !self.at_end(next) && next.column > indent {
+                        return Err(GiveUp);
+                    }
+                    next
+                }
+            };
+            if self.at_end(next) || next.column < indent {
+                self.emit(Event::MappingEnd, next.at, next.at)?;
+                return Ok(next);
+            }
+            if next.column > indent || self.is_entry(next.at) || self.starts_document_marker(next) {
+                return Err(GiveUp);
+            }
+            (key, colon) = self.key(next.at)?;
+        }
+    }
+
+    /// A block sequence whose first `-` is at `first`; `indentless` when it is a mapping's value
+    /// written at the key's own column.
+    fn block_sequence(&mut self, first: Next, indentless: bool) -> Scan<Next> {
+        let indent = first.column;
+        let mut entry = first.at;
+        let mut started = false;
+        loop {
+            // saphyr marks an entry after its `-` and the spaces and comment that follow.
+            let mark = self.skip_ws_to_eol(entry + 1)?;
+            if !started {
+                let start = if indentless { mark } else { entry };
+                self.emit(Event::SequenceStart(0, None), start, start)?;
+                started = true;
+            }
+            let next = match self.byte(mark) {
+                None | Some(b'\n') => {
+                    let next = self.next_line(mark)?;
+                    if !self.at_end(next) && next.column > indent {
+                        self.block_node(next)?
+                    } else {
+                        self.emit(
+                            Event::Scalar(Cow::Borrowed(""), ScalarStyle::Plain, 0, None),
+                            mark,
+                            mark,
+                        )?;
+                        next
+                    }
+                }
+                Some(_) if self.is_entry(mark) => return Err(GiveUp), // `- - x`
+                Some(_) => {
+                    let column = mark - (entry - indent);
+                    match self.key(mark) {
+                        Ok(key) => {
+                            self.descend()?;
+                            let after = self.block_mapping(mark, column, key)?;
+                            self.depth -= 1;
+                            after
+                        }
+                        Err(GiveUp) => {
+                            let end = self.inline_value(mark)?;
+                            let next = self.next_line(end)?;
+                            if !self.at_end(next) && next.column > indent {
+                                return Err(GiveUp);
+                            }
+                            next
+                        }
+                    }
+                }
+            };
+            if self.at_end(next)
+                || next.column < indent
+                || (indentless && next.column == indent && !self.is_entry(next.at))
+            {
+                self.emit(Event::SequenceEnd, next.at, next.at)?;
+                return Ok(next);
+            }
+            if next.column > indent || !self.is_entry(next.at) {
+                return Err(GiveUp);
+            }
+            entry = next.at;
+        }
+    }
+
+    /// A value that ends on its line: a scalar or a flow collection. Returns where its span ends.
+    fn inline_value(&mut self, at: usize) -> Scan<usize> {
+        match self.byte(at) {
+            Some(b'[' | b'{') => self.flow_collection(at),
+            Some(b'"') => {
+                let scalar = self.double_quoted(at)?;
+                let end = scalar.end;
+                self.emit_scalar(scalar)?;
+                Ok(end)
+            }
+            Some(b'\'') => {
+                let scalar = self.single_quoted(at)?;
+                let end = scalar.end;
+                self.emit_scalar(scalar)?;
+                Ok(end)
+            }
+            _ => {
+                let scalar = self.plain(at, false)?;
+                let end = scalar.end;
+                self.emit_scalar(scalar)?;
+                Ok(end)
+            }
+        }
+    }
+
+    fn emit_scalar(&mut self, scalar: Scalar<'t>) -> Scan<()> {
+        self.emit(
+            Event::Scalar(scalar.value, scalar.style, 0, None),
+            scalar.start,
+            scalar.end,
+        )
+    }
+
+    /// A flow sequence or mapping at `at` that closes on the same line; returns the end of the
+    /// closing bracket's span (after the spaces and comment that follow it).
+    fn flow_collection(&mut self, at: usize) -> Scan<usize> {
+        self.descend()?;
+        let mapping = self.byte(at) == Some(b'{');
+        let (start, close) = if mapping {
+            (Event::MappingStart(0, None), b'}')
+        } else {
+            (Event::SequenceStart(0, None), b']')
+        };
+        let mut cursor = self.skip_ws_to_eol(at + 1)?;
+        self.emit(start, at, cursor)?;
+        // Only the first entry can be missing (`[]`); a trailing comma was given up on.
+        if self.byte(cursor) != Some(close) {
+            loop {
+                if mapping {
+                    let key = self.flow_scalar(cursor)?;
+                    let colon = self.skip_spaces(key.end);
+                    if self.byte(colon) != Some(b':') || self.byte(colon + 1) != Some(b' ') {
+                        return Err(GiveUp);
+                    }
+                    self.emit_scalar(key)?;
+                    let value = self.skip_spaces(colon + 1);
+                    cursor = match self.byte(value) {
+                        Some(b',' | b'}') => {
+                            self.emit(
+                                Event::Scalar(Cow::Borrowed(""), ScalarStyle::Plain, 0, None),
+                                colon,
+                                colon,
+                            )?;
+                            value
+                        }
+                        _ => self.flow_node(value)?,
+                    };
+                } else {
+                    cursor = self.flow_node(cursor)?;
+                }
+                cursor = self.skip_spaces(cursor);
+                match self.byte(cursor) {
+                    Some(b',') => {
+                        cursor = self.skip_ws_to_eol(cursor + 1)?;
+                        // A trailing comma, or a line break inside the collection.
+                        if matches!(self.byte(cursor), None | Some(b'\n' | b']' | b'}' | b',')) {
+                            return Err(GiveUp);
+                        }
+                    }
+                    Some(b) if b == close => break,
+                    _ => return Err(GiveUp),
+                }
+            }
+        }
+        let end = self.skip_ws_to_eol(cursor + 1)?;
+        self.emit(
+            if mapping {
+                Event::MappingEnd
+            } else {
+                Event::SequenceEnd
+            },
+            cursor,
+            end,
+        )?;
+        self.depth -= 1;
+        Ok(end)
+    }
+
+    /// A node inside a flow collection; returns where its span ends.
+    fn flow_node(&mut self, at: usize) -> Scan<usize> {
+        match self.byte(at) {
+            Some(b'[' | b'{') => self.flow_collection(at),
+            _ => {
+                let scalar = self.flow_scalar(at)?;
+                let end = scalar.end;
+                // `[a: b]` is a mapping inside the sequence.
+                if self.byte(self.skip_spaces(end)) == Some(b':') {
+                    return Err(GiveUp);
+                }
+                self.emit_scalar(scalar)?;
+                Ok(end)
+            }
+        }
+    }
+
+    fn flow_scalar(&self, at: usize) -> Scan<Scalar<'t>> {
+        match self.byte(at) {
+            Some(b'"') => self.double_quoted(at),
+            Some(b'\'') => self.single_quoted(at),
+            _ => self.plain(at, true),
+        }
+    }
+
+    /// A plain scalar on one line, in a flow collection or not. Gives up where the rules get
+    /// subtle (`:` or `#` inside a flow scalar, a scalar that starts with an indicator).
+    fn plain(&self, at: usize, flow: bool) -> Scan<Scalar<'t>> {
+        match self.byte(at) {
+            None
+            | Some(
+                b'\n' | b' ' | b'?' | b':' | b',' | b'[' | b']' | b'{' | b'}' | b'#' | b'&' | b'*'
+                | b'!' | b'|' | b'>' | b'\'' | b'"' | b'%' | b'@' | b'`',
+            ) => return Err(GiveUp),
+            Some(b'-') if self.blank_or_end(at + 1) => return Err(GiveUp),
+            Some(b'-')
+                if flow && matches!(self.byte(at + 1), Some(b',' | b'[' | b']' | b'{' | b'}')) =>
+            {
+                return Err(GiveUp)
+            }
+            _ => {}
+        }
+        let mut end = at;
+        let mut cursor = at;
+        while let Some(b) = self.byte(cursor) {
+            match b {
+                b'\n' => break,
+                b' ' => {
+                    if self.byte(cursor + 1) == Some(b'#') {
+                        break;
+                    }
+                }
+                b':' => {
+                    if self.blank_or_end(cursor + 1) {
+                        break;
+                    }
+                    if flow {
+                        return Err(GiveUp);
+                    }
+                    end = cursor + 1;
+                }
+                b',' | b'[' | b']' | b'{' | b'}' if flow => break,
+                b'#' if flow => return Err(GiveUp),
+                _ => end = cursor + 1,
+            }
+            cursor += 1;
+        }
+        let end = self.char_boundary(end);
+        Ok(Scalar {
+            value: Cow::Borrowed(&self.text[at..end]),
+            style: ScalarStyle::Plain,
+            start: at,
+            end,
+        })
+    }
+
+    /// `end` moved past the rest of a multi-byte character it may fall inside.
+    fn char_boundary(&self, mut end: usize) -> usize {
+        while !self.text.is_char_boundary(end) {
+            end += 1;
+        }
+        end
+    }
+
+    /// A double-quoted scalar closed on its line; its span takes the spaces and comment after.
+    fn double_quoted(&self, at: usize) -> Scan<Scalar<'t>> {
+        let mut cursor = at + 1;
+        let mut owned: Option<String> = None;
+        let mut run = cursor; // start of the text not yet copied into `owned`
+        loop {
+            match self.byte(cursor) {
+                None | Some(b'\n') => return Err(GiveUp),
+                Some(b'"') => break,
+                Some(b'\\') => {
+                    let value = owned.get_or_insert_with(String::new);
+                    value.push_str(&self.text[run..cursor]);
+                    let (ch, len) = self.escape(cursor + 1)?;
+                    value.push(ch);
+                    cursor += 1 + len;
+                    run = cursor;
+                }
+                Some(b) if b < b' ' || b == 0x7f => return Err(GiveUp),
+                Some(_) => cursor += 1,
+            }
+        }
+        let value = match owned {
+            Some(mut value) => {
+                value.push_str(&self.text[run..cursor]);
+                Cow::Owned(value)
+            }
+            None => Cow::Borrowed(&self.text[at + 1..cursor]),
+        };
+        Ok(Scalar {
+            value,
+            style: ScalarStyle::DoubleQuoted,
+            start: at,
+            end: self.skip_ws_to_eol(cursor + 1)?,
+        })
+    }
+
+    /// The character of the escape that starts at `at` (after the backslash), and its length.
+    fn escape(&self, at: usize) -> Scan<(char, usize)> {
+        let simple = |c: char| Ok((c, 1));
+        match self.byte(at).ok_or(GiveUp)? {
+            b'0' => simple('\0'),
+            b'a' => simple('\u{7}'),
+            b'b' => simple('\u{8}'),
+            b't' => simple('\t'),
+            b'n' => simple('\n'),
+            b'v' => simple('\u{b}'),
+            b'f' => simple('\u{c}'),
+            b'r' => simple('\r'),
+            b'e' => simple('\u{1b}'),
+            b' ' => simple(' '),
+            b'"' => simple('"'),
+            b'/' => simple('/'),
+            b'\\' => simple('\\'),
+            b'N' => simple('\u{85}'),
+            b'_' => simple('\u{a0}'),
+            b'L' => simple('\u{2028}'),
+            b'P' => simple('\u{2029}'),
+            b'x' => self.hex_escape(at, 2),
+            b'u' => self.hex_escape(at, 4),
+            b'U' => self.hex_escape(at, 8),
+            _ => Err(GiveUp),
+        }
+    }
+
+    fn hex_escape(&self, at: usize, digits: usize) -> Scan<(char, usize)> {
+        let hex = self.text.get(at + 1..at + 1 + digits).ok_or(GiveUp)?;
+        if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(GiveUp);
+        }
+        let code = u32::from_str_radix(hex, 16).map_err(|_| GiveUp)?;
+        Ok((char::from_u32(code).ok_or(GiveUp)?, 1 + digits))
+    }
+
+    /// A single-quoted scalar closed on its line; its span takes the spaces and comment after.
+    fn single_quoted(&self, at: usize) -> Scan<Scalar<'t>> {
+        let mut cursor = at + 1;
+        let mut doubled = false;
+        loop {
+            match self.byte(cursor) {
+                None | Some(b'\n') => return Err(GiveUp),
+                Some(b'\'') if self.byte(cursor + 1) == Some(b'\'') => {
+                    doubled = true;
+                    cursor += 2;
+                }
+                Some(b'\'') => break,
+                Some(b) if b < b' ' || b == 0x7f => return Err(GiveUp),
+                Some(_) => cursor += 1,
+            }
+        }
+        let inner = &self.text[at + 1..cursor];
+        let value = if doubled {
+            Cow::Owned(inner.replace("''", "'"))
+        } else {
+            Cow::Borrowed(inner)
+        };
+        Ok(Scalar {
+            value,
+            style: ScalarStyle::SingleQuoted,
+            start: at,
+            end: self.skip_ws_to_eol(cursor + 1)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The fast scanner against `saphyr-parser`: wherever the fast scanner finishes, the tree and
+    //! the diagnostics must be exactly what the full parser gives, spans included.
+
+    use super::*;
+    use crate::diagnostic::Diagnostic;
+    use crate::source::FileId;
+    use crate::yaml::{parse_at, Builder, Limits, YamlParser};
+
+    /// Whether the fast scanner finished `text`, after checking that its result is the full
+    /// parser's wherever it did.
+    fn compare(text: &str) -> bool {
+        let file = FileId(0);
+        let limits = Limits::default();
+        let mut full_errors = Vec::new();
+        let full = parse_at(file, text, 7, limits, &mut full_errors, YamlParser::Full);
+        let mut errors = Vec::new();
+        let result = parse_at(file, text, 7, limits, &mut errors, YamlParser::Fast);
+        assert_eq!(result, full, "the trees differ for {text:?}");
+        assert_eq!(errors, full_errors, "the diagnostics differ for {text:?}");
+        // Whether the fast scanner is what finished it.
+        let mut scratch: Vec<Diagnostic> = Vec::new();
+        crate::yaml::report_unprintable(file, text, 7, &mut scratch);
+        scratch.is_empty() && scan(text, &mut Builder::new(file, 7, limits, &mut scratch)).is_ok()
+    }
+
+    fn repository_manifests() -> Vec<(std::path::PathBuf, String)> {
+        fn walk(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                if path.is_dir() {
+                    if !matches!(name.as_ref(), "target" | "node_modules" | ".git") {
+                        walk(&path, found);
+                    }
+                } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+                    found.push(path);
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut found = Vec::new();
+        walk(&root, &mut found);
+        found.sort();
+        found
+            .into_iter()
+            .filter_map(|path| Some((path.clone(), std::fs::read_to_string(path).ok()?)))
+            .collect()
+    }
+
+    #[test]
+    fn the_usual_manifest_is_scanned_fast_and_as_saphyr_scans_it() {
+        for tools in [1, 7, 200] {
+            let text = crate::synthetic::manifest(tools);
+            assert!(
+                compare(&text),
+                "the fast scanner gave up on {tools} synthetic tools"
+            );
+        }
+        let written = "\
+# A manifest as people write it.
+version: 1
+tools:
+  - name: search   # trailing comment
+    description: Search the help centre, then return the best matches [by score].
+    location: server
+    parameters:
+      type: object
+      properties:
+        query: { type: string, description: 'It''s free text', minLength: 1 }
+        kinds: [ \"a\\\"b\", 'c' , d ]   # kinds
+        url:
+          default: https://example.com/a:b#top
+      required:
+      - query
+      -
+      - ünïcödé
+    empty: {}
+    none:
+
+  - name: open_page
+    location: client
+    tags: []
+";
+        assert!(
+            compare(written),
+            "the fast scanner gave up on a hand-written manifest"
+        );
+    }
+
+    #[test]
+    fn every_bundled_yaml_file_scans_as_saphyr_scans_it() {
+        let files = repository_manifests();
+        assert!(files.len() > 50, "found only {} YAML files", files.len());
+        let fast = files.iter().filter(|(_, text)| compare(text)).count();
+        // Most bundled files are in the subset; the rest are fixtures of what it leaves out.
+        assert!(
+            fast * 2 > files.len(),
+            "fast on only {fast} of {} files",
+            files.len()
+        );
+    }
+
+    /// A small deterministic generator (xorshift), so that a failure names its seed.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+
+        fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+            from[self.below(from.len())]
+        }
+    }
+
+    /// Pieces that YAML gives meaning to, and some that it does not.
+    const PIECES: &[&str] = &[
+        " ", "  ", "\n", "\n  ", "\n    ", "- ", "-", ": ", ":", "#", " # c", ",", ", ", "[", "]",
+        "{", "}", "\"", "'", "''", "\\", "\\\"", "\\u00e9", "\\x", "a", "key", "b c", "1", "-2",
+        "0.5", "true", "null", "~", "?", "&a", "*a", "!t", "|", ">", "%", "@", "`", "---", "...",
+        "é", "\t", "\r", "x:y", "\u{feff}", "\u{85}",
+    ];
+
+    fn generated(rng: &mut Rng) -> String {
+        let mut text = String::new();
+        for _ in 0..rng.below(40) {
+            text.push_str(rng.pick(PIECES));
+        }
+        text
+    }
+
+    fn mutated(rng: &mut Rng, base: &str) -> String {
+        let mut text = base.to_owned();
+        for _ in 0..1 + rng.below(3) {
+            let mut at = rng.below(text.len() + 1);
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            match rng.below(4) {
+                0 => text.insert_str(at, rng.pick(PIECES)),
+                1 => {
+                    let mut end = (at + 1 + rng.below(4)).min(text.len());
+                    while !text.is_char_boundary(end) {
+                        end += 1;
+                    }
+                    text.replace_range(at..end, "");
+                }
+                2 => {
+                    let mut end = (at + 1 + rng.below(4)).min(text.len());
+                    while !text.is_char_boundary(end) {
+                        end += 1;
+                    }
+                    text.replace_range(at..end, rng.pick(PIECES));
+                }
+                _ => {
+                    // A line's indentation changed.
+                    let line = text[..at].rfind('\n').map_or(0, |n| n + 1);
+                    if rng.below(2) == 0 {
+                        text.insert(line, ' ');
+                    } else if text[line..].starts_with(' ') {
+                        text.remove(line);
+                    }
+                }
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn generated_and_mutated_documents_scan_as_saphyr_scans_them() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut bases: Vec<String> = repository_manifests()
+            .into_iter()
+            .map(|(_, text)| text)
+            .filter(|text| text.len() < 2500)
+            .collect();
+        bases.push(crate::synthetic::manifest(3));
+        let mut fast = 0;
+        let rounds = 4_000;
+        for round in 0..rounds {
+            let text = if round % 4 == 0 {
+                generated(&mut rng)
+            } else {
+                let base = &bases[rng.below(bases.len())];
+                mutated(&mut rng, base)
+            };
+            if compare(&text) {
+                fast += 1;
+            }
+        }
+        eprintln!("fast {fast} of {rounds}");
+        // Most mutations stay within the subset; if none did, the comparison would prove nothing.
+        assert!(
+            fast > rounds / 10,
+            "the fast scanner finished only {fast} of {rounds}"
+        );
+    }
+
+    #[test]
+    fn a_mutated_catalog_of_a_thousand_tools_scans_as_saphyr_scans_it() {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let base = crate::synthetic::manifest(1000);
+        for _ in 0..6 {
+            compare(&mutated(&mut rng, &base));
+        }
+    }
+
+    #[test]
+    fn what_the_subset_leaves_out_goes_to_the_full_parser() {
+        for text in [
+            "a: |\n  block\n",
+            "a: &x 1\nb: *x\n",
+            "a: !!str 1\n",
+            "a: multi\n  line\n",
+            "a: \"two\n  lines\"\n",
+            "a: [1,\n  2]\n",
+            "--- \na: 1\n",
+            "a: 1\n---\nb: 2\n",
+            "? a\n: b\n",
+            "a:\tb\n",
+            "a: b\r\n",
+            "- - a\n",
+            "[a, b]\n",
+            "just a scalar\n",
+            "",
+            "# only a comment\n",
+            "a: b: c\n",
+            "a:\n  b\n",
+        ] {
+            assert!(!compare(text), "the fast scanner took {text:?}");
+        }
+    }
+}
