@@ -2,7 +2,7 @@
 
 use crate::definition::ToolDefinition;
 use crate::source::Span;
-use crate::yaml::Node;
+use crate::yaml::SpanTree;
 
 /// All tools of one compilation, in declaration order (files in the order given).
 #[derive(Debug, Default, Clone)]
@@ -51,10 +51,10 @@ pub struct Origin {
     pub name: Option<Span>,
     /// The span of the tool's `location` value; `None` when the manifest gives none.
     pub location: Option<Span>,
-    /// The manifest's `parameters` schema with its spans; `None` when it declares none.
-    pub parameters: Option<Node>,
-    /// The manifest's `returns` schema with its spans; `None` when absent or `null`.
-    pub returns: Option<Node>,
+    /// The spans of the manifest's `parameters` schema; `None` when it declares none.
+    pub parameters: Option<SpanTree>,
+    /// The spans of the manifest's `returns` schema; `None` when absent or `null`.
+    pub returns: Option<SpanTree>,
 }
 
 impl Ir {
@@ -102,7 +102,7 @@ impl IrTool {
             .parameters
             .as_ref()?
             .pointer(pointer)
-            .map(|(_, n)| n.span)
+            .map(|(_, span)| span)
     }
 
     /// The span of a node inside the `returns` schema, found by JSON pointer.
@@ -111,6 +111,6 @@ impl IrTool {
             .returns
             .as_ref()?
             .pointer(pointer)
-            .map(|(_, n)| n.span)
+            .map(|(_, span)| span)
     }
 }

@@ -14,6 +14,9 @@ use crate::diagnostic::Diagnostic;
 use crate::source::{FileId, Span};
 
 mod fast;
+mod spans;
+
+pub use spans::SpanTree;
 
 /// Limits that stop abuse while accepting every realistic manifest (10,000 tools included).
 #[derive(Clone, Copy, Debug)]

@@ -14,7 +14,7 @@ use crate::ir::{IrTool, Origin};
 use crate::schema_check;
 use crate::source::{FileId, SourceMap, Span};
 use crate::suggest::{closest, did_you_mean};
-use crate::yaml::{self, Limits, Node, Value};
+use crate::yaml::{self, Limits, Node, SpanTree, Value};
 
 mod annotations;
 mod duplicates;
@@ -522,8 +522,8 @@ fn load_tool(
             line,
             name: Some(name_span),
             location: location_span,
-            parameters: parameters_node,
-            returns: returns_node,
+            parameters: parameters_node.as_ref().map(SpanTree::new),
+            returns: returns_node.as_ref().map(SpanTree::new),
         },
     })
 }

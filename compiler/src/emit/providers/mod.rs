@@ -427,7 +427,7 @@ fn parameters_span(tool: &IrTool, pointer: &str, keyword: Option<&str>) -> Optio
     let keyword_span = keyword.and_then(|k| {
         let node = tool.origin.parameters.as_ref()?;
         let (key, value) = node.pointer(&format!("{pointer}/{}", strict::escape_pointer(k)))?;
-        Some(key.map_or(value.span, |key| key.span))
+        Some(key.unwrap_or(value))
     });
     keyword_span
         .or_else(|| tool.parameters_span(pointer))
@@ -440,7 +440,7 @@ fn returns_keyword_span(tool: &IrTool, pointer: &str, keyword: &str) -> Option<S
     let keyword_span = node.and_then(|node| {
         let (key, value) =
             node.pointer(&format!("{pointer}/{}", strict::escape_pointer(keyword)))?;
-        Some(key.map_or(value.span, |key| key.span))
+        Some(key.unwrap_or(value))
     });
     keyword_span.or_else(|| returns_span(tool, pointer))
 }
