@@ -116,6 +116,18 @@ fn bench_phases(c: &mut Criterion, folders: &FreshFolders) {
             .is_some()
         })
     });
+    // The yardstick of the speed guard: saphyr's event loop alone, no tree (what `yaml parse`
+    // cost before the fast scanner, less the tree).
+    group.bench_function("saphyr events alone", |b| {
+        b.iter(|| {
+            let mut parser = saphyr_parser::Parser::new_from_str(&text);
+            let mut events = 0usize;
+            while let Some(Ok(_)) = parser.next_event() {
+                events += 1;
+            }
+            events
+        })
+    });
     group.bench_function("check", |b| b.iter(|| check(&text).tools.len()));
     let ir = check(&text);
     for kind in Kind::ALL {

@@ -1,17 +1,20 @@
 //! A fast scanner for the part of YAML that manifests are written in: block mappings and
-//! sequences indented with spaces, one-line plain and quoted scalars, and flow collections that
-//! open and close on one line. It produces the very events, spans included, that
-//! `saphyr-parser` produces for the same text, about ten times faster, and gives up on anything
-//! else: multi-line scalars, anchors, aliases, tags, block scalars (`|`, `>`), directives,
-//! several documents, tabs, and every error. Giving up costs only the work done so far: the
-//! caller then parses the text with `saphyr-parser`, which reports what is wrong exactly as
-//! before. The tests hold the two to the same tree, span for span, on the bundled manifests
-//! and on hundreds of thousands of generated and mutated documents.
+//! sequences indented with spaces; plain scalars, also folded over more-indented lines; quoted
+//! scalars and flow collections on one line; literal and folded block scalars. It produces the
+//! very events, spans included, that `saphyr-parser` produces for the same text, several times
+//! faster (BENCHMARKS.md, issue 26), and gives up on anything else: anchors, aliases, tags,
+//! directives, several documents, complex keys, tabs, quoted scalars or flow collections over
+//! several lines, and every error. Giving up costs only the work done so far: the caller then
+//! parses the text with `saphyr-parser`, which reports what is wrong exactly as before. The
+//! tests hold the two to the same tree and diagnostics, span for span, on every bundled YAML
+//! file and on thousands of generated and mutated documents.
 //!
 //! Where saphyr's spans are surprising, this follows them (see `parse_node` and `skip_ws_to_eol`
 //! in saphyr's parser and scanner): a collection's end is where the next token starts; a block
 //! sequence that is a mapping value at the key's own column starts after its first `- `; a
-//! quoted scalar or a closing bracket ends after the spaces and comment that follow it.
+//! quoted scalar or a closing bracket ends after the spaces and comment that follow it; a block
+//! scalar starts at its first character of content and ends where the content of the line
+//! after it starts.
 
 use std::borrow::Cow;
 
@@ -268,8 +271,7 @@ impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
                     }
                 }
                 Some(_) => {
-                    let end = self.inline_value(value, indent)?;
-                    let next = self.next_line(end)?;
+                    let next = self.inline_value(value, indent)?;
                     // A more indented line would continue a plain scalar or be an error.
                     if !self.at_end(next) && next.column > indent {
                         return Err(GiveUp);
@@ -327,8 +329,7 @@ impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
                             after
                         }
                         Err(GiveUp) => {
-                            let end = self.inline_value(mark, indent)?;
-                            let next = self.next_line(end)?;
+                            let next = self.inline_value(mark, indent)?;
                             if !self.at_end(next) && next.column > indent {
                                 return Err(GiveUp);
                             }
@@ -352,30 +353,104 @@ impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
     }
 
     /// A value that starts on a key's or an entry's line: a quoted scalar or a flow collection
-    /// on that line, or a plain scalar that may go on over lines indented more than `indent`.
-    /// Returns where its span ends.
-    fn inline_value(&mut self, at: usize, indent: usize) -> Scan<usize> {
-        match self.byte(at) {
-            Some(b'[' | b'{') => self.flow_collection(at),
-            Some(b'"') => {
-                let scalar = self.double_quoted(at)?;
-                let end = scalar.end;
-                self.emit_scalar(scalar)?;
-                Ok(end)
+    /// on that line, a plain scalar that may go on over lines indented more than `indent`, or a
+    /// block scalar. Returns where the next token is.
+    fn inline_value(&mut self, at: usize, indent: usize) -> Scan<Next> {
+        let scalar = match self.byte(at) {
+            Some(b'[' | b'{') => {
+                let end = self.flow_collection(at)?;
+                return self.next_line(end);
             }
-            Some(b'\'') => {
-                let scalar = self.single_quoted(at)?;
-                let end = scalar.end;
+            Some(b'|' | b'>') => {
+                let scalar = self.block_scalar(at, indent)?;
+                // saphyr ends a block scalar where the line after it starts its content.
+                let line = self.text[..scalar.end].rfind('\n').map_or(0, |n| n + 1);
                 self.emit_scalar(scalar)?;
-                Ok(end)
+                return Ok(self.next_token(line));
             }
-            _ => {
-                let scalar = self.plain_lines(at, indent)?;
-                let end = scalar.end;
-                self.emit_scalar(scalar)?;
-                Ok(end)
-            }
+            Some(b'"') => self.double_quoted(at)?,
+            Some(b'\'') => self.single_quoted(at)?,
+            _ => self.plain_lines(at, indent)?,
+        };
+        let end = scalar.end;
+        self.emit_scalar(scalar)?;
+        self.next_line(end)
+    }
+
+    /// A literal (`|`) or folded (`>`) block scalar whose header is at `at`, in a block
+    /// collection indented at `indent`. Gives up on an indentation indicator, on empty lines
+    /// before the first line or with more spaces than the indentation, on more-indented lines
+    /// of a folded scalar, and on a last line without a line break.
+    fn block_scalar(&self, at: usize, indent: usize) -> Scan<Scalar<'t>> {
+        let literal = self.byte(at) == Some(b'|');
+        let mut cursor = at + 1;
+        let chomping = self.byte(cursor);
+        if matches!(chomping, Some(b'-' | b'+')) {
+            cursor += 1;
         }
+        if !self.blank_or_end(cursor) {
+            return Err(GiveUp);
+        }
+        let header_end = self.skip_ws_to_eol(cursor)?;
+        if self.byte(header_end) != Some(b'\n') {
+            return Err(GiveUp);
+        }
+        let mut line = header_end + 1;
+        let start = self.skip_spaces(line);
+        let content_indent = start - line;
+        if matches!(self.byte(start), None | Some(b'\n')) || content_indent <= indent {
+            return Err(GiveUp);
+        }
+        let mut text = String::new();
+        let mut empty_lines = 0;
+        let mut first = true;
+        let end = loop {
+            let content = self.skip_spaces(line);
+            let column = content - line;
+            match self.byte(content) {
+                None => break content,
+                Some(b'\n') if column > content_indent => return Err(GiveUp),
+                Some(b'\n') => {
+                    empty_lines += 1;
+                    line = content + 1;
+                }
+                Some(_) if column < content_indent => break content,
+                Some(_) if column > content_indent && !literal => return Err(GiveUp),
+                Some(_) => {
+                    let line_end = self.line_end(content);
+                    if line_end == self.bytes.len() {
+                        return Err(GiveUp);
+                    }
+                    if !first {
+                        if literal {
+                            text.push('\n');
+                        } else if empty_lines == 0 {
+                            text.push(' ');
+                        }
+                        (0..empty_lines).for_each(|_| text.push('\n'));
+                    }
+                    text.push_str(&self.text[line + content_indent..line_end]);
+                    first = false;
+                    empty_lines = 0;
+                    line = line_end + 1;
+                }
+            }
+        };
+        match chomping {
+            Some(b'-') => {}
+            Some(b'+') => (0..=empty_lines).for_each(|_| text.push('\n')),
+            _ => text.push('\n'),
+        }
+        Ok(Scalar {
+            value: Cow::Owned(text),
+            style: if literal {
+                ScalarStyle::Literal
+            } else {
+                ScalarStyle::Folded
+            },
+            start,
+            end,
+        })
     }
 
     fn emit_scalar(&mut self, scalar: Scalar<'t>) -> Scan<()> {
@@ -961,6 +1036,57 @@ tools:
     }
 
     #[test]
+    fn block_scalars_scan_as_saphyr_scans_them() {
+        // A block scalar in a mapping or a list, with every header, lines indented at random
+        // (mostly at the content's indentation), empty lines with and without spaces, comments,
+        // and whatever follows it.
+        let mut rng = Rng(0x1405_7b7e_f767_814f);
+        let rounds = 3000;
+        let mut fast = 0;
+        for _ in 0..rounds {
+            let mut text = String::from("version: 1\ntools:\n");
+            let in_list = rng.below(2) == 0;
+            text.push_str(if in_list {
+                "  - description: "
+            } else {
+                "  description: "
+            });
+            text.push_str(rng.pick(&["|", ">", "|-", ">-", "|+", ">+", "|2", "| # c", ">  "]));
+            text.push('\n');
+            let indent = if in_list { 6 } else { 4 };
+            for _ in 0..1 + rng.below(6) {
+                match rng.below(10) {
+                    0 => text.push_str(&" ".repeat(rng.below(8))),
+                    1 => text.push_str(&format!("{}more", " ".repeat(indent + 1 + rng.below(3)))),
+                    2 => text.push_str(&format!("{}# not a comment", " ".repeat(indent))),
+                    3 if rng.below(3) == 0 => {
+                        text.push_str(&format!("{}less", " ".repeat(rng.below(indent))))
+                    }
+                    _ => text.push_str(&format!("{}line {} ", " ".repeat(indent), rng.below(100))),
+                }
+                text.push('\n');
+            }
+            text.push_str(rng.pick(&[
+                "",
+                "    location: server\n",
+                "  - name: next\n",
+                "# a comment\n",
+                "      # deeper comment\n",
+                "x: 1\n",
+                "\n\n",
+                "  -",
+            ]));
+            if compare(&text) {
+                fast += 1;
+            }
+        }
+        assert!(
+            fast > rounds / 5,
+            "the fast scanner finished only {fast} of {rounds}"
+        );
+    }
+
+    #[test]
     fn a_mutated_catalog_of_a_thousand_tools_scans_as_saphyr_scans_it() {
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         let base = crate::synthetic::manifest(1000);
@@ -972,7 +1098,8 @@ tools:
     #[test]
     fn what_the_subset_leaves_out_goes_to_the_full_parser() {
         for text in [
-            "a: |\n  block\n",
+            "a: |2\n  block\n",
+            "a: |\n\n  after an empty line\n",
             "a: &x 1\nb: *x\n",
             "a: !!str 1\n",
             "a: multi\n  line: no\n",
