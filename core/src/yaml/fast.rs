@@ -874,9 +874,10 @@ tools:
         let files = repository_manifests();
         assert!(files.len() > 50, "found only {} YAML files", files.len());
         let fast = files.iter().filter(|(_, text)| compare(text)).count();
-        // Most bundled files are in the subset; the rest are fixtures of what it leaves out.
+        // Most bundled files are in the subset (147 of 153 when this was written); the rest
+        // are fixtures of errors and of what it leaves out.
         assert!(
-            fast * 2 > files.len(),
+            fast * 5 > files.len() * 4,
             "fast on only {fast} of {} files",
             files.len()
         );
