@@ -1,7 +1,7 @@
 //! Checks across tools and files: unique names, and names that stay unique once they become
 //! Rust and TypeScript identifiers.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ident::{pascal_case, snake_case};
@@ -11,8 +11,9 @@ use crate::ir::IrTool;
 /// distinct as Rust and TypeScript identifiers, and one description per toolset.
 pub fn check_tools(tools: &[IrTool], diags: &mut Diagnostics) {
     check_toolsets(tools, diags);
-    let mut by_name: HashMap<&str, &IrTool> = HashMap::new();
-    let mut by_ident: HashMap<(String, String), &IrTool> = HashMap::new();
+    // Two probes per tool of a catalog of thousands: a fast hash, sized once.
+    let mut by_name: HashMap<&str, &IrTool> = HashMap::with_capacity(tools.len());
+    let mut by_ident: HashMap<(&str, String), &IrTool> = HashMap::with_capacity(2 * tools.len());
     for tool in tools {
         let name = tool.def.name.as_str();
         if let Some(first) = by_name.get(name) {
@@ -35,8 +36,9 @@ pub fn check_tools(tools: &[IrTool], diags: &mut Diagnostics) {
             ("Rust method", snake_case(name)),
         ];
         for (kind, ident) in idents {
-            let key = (kind.to_owned(), ident.clone());
+            let key = (kind, ident);
             if let Some(first) = by_ident.get(&key) {
+                let ident = &key.1;
                 let mut d = Diagnostic::error(
                     crate::codes::IDENTIFIER_COLLISION,
                     format!(

@@ -235,27 +235,34 @@ pub fn parse_part(
 /// can only make a part fail to parse (an alias to an anchor in another part, a quoted string cut
 /// in two), which also sends the caller back to the whole text.
 pub fn split_sequence(text: &str, key: &str) -> Option<Vec<usize>> {
-    if text.contains(['\r', '\t']) {
+    let bytes = text.as_bytes();
+    if memchr::memchr2(b'\r', b'\t', bytes).is_some() {
         return None;
     }
     let mut starts = Vec::new();
     let mut indent: Option<usize> = None;
     let mut seen_key = false;
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        let at = offset;
-        offset += line.len();
-        let content = line.trim_end_matches('\n');
-        let trimmed = content.trim_start_matches(' ');
-        let column = content.len() - trimmed.len();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
+    let mut at = 0;
+    while at < bytes.len() {
+        let line_end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n);
+        let line = &bytes[at..line_end];
+        let line_start = at;
+        at = line_end + 1;
+        let column = line.iter().position(|&b| b != b' ').unwrap_or(line.len());
+        let trimmed = &line[column..];
+        if trimmed.is_empty() || trimmed[0] == b'#' {
             continue;
         }
-        if content.starts_with("---") || content.starts_with("...") || content.starts_with('%') {
+        // Most lines are inside an item: deeper than the list, nothing to look at.
+        if matches!(indent, Some(i) if column > i) {
+            continue;
+        }
+        if line.starts_with(b"---") || line.starts_with(b"...") || line[0] == b'%' {
             return None;
         }
         if !seen_key {
             if column == 0 {
+                let trimmed = &text[line_start..line_end];
                 let (k, rest) = trimmed.split_once(':')?;
                 if k == key {
                     let rest = rest.trim_start();
@@ -269,16 +276,15 @@ pub fn split_sequence(text: &str, key: &str) -> Option<Vec<usize>> {
             }
             continue;
         }
-        let is_item = trimmed == "-" || trimmed.starts_with("- ");
+        let is_item = trimmed == b"-" || trimmed.starts_with(b"- ");
         match indent {
             None if is_item => {
                 indent = Some(column);
-                starts.push(at);
+                starts.push(line_start);
             }
             None => return None,
-            Some(i) if column == i && is_item => starts.push(at),
-            Some(i) if column <= i => return None, // more of the root mapping after the list
-            Some(_) => {}
+            Some(i) if column == i && is_item => starts.push(line_start),
+            Some(_) => return None, // more of the root mapping after the list
         }
     }
     (!starts.is_empty()).then_some(starts)

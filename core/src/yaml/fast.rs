@@ -36,7 +36,7 @@ pub(super) trait Sink<'t> {
 pub(super) fn scan<'t>(text: &'t str, sink: &mut impl Sink<'t>) -> Scan<()> {
     // Tabs and carriage returns change what indentation and line ends mean; a byte order mark
     // and the Unicode line breaks that YAML 1.1 knew are left to the full parser.
-    if text.bytes().any(|b| b == b'\t' || b == b'\r')
+    if memchr::memchr2(b'\t', b'\r', text.as_bytes()).is_some()
         || (!text.is_ascii() && text.contains(['\u{feff}', '\u{85}', '\u{2028}', '\u{2029}']))
     {
         return Err(GiveUp);
@@ -104,10 +104,7 @@ impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
     }
 
     fn line_end(&self, at: usize) -> usize {
-        self.bytes[at..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(self.bytes.len(), |n| at + n)
+        memchr::memchr(b'\n', &self.bytes[at..]).map_or(self.bytes.len(), |n| at + n)
     }
 
     /// saphyr's `skip_ws_to_eol`: spaces, then a comment if one follows a space.
@@ -140,7 +137,7 @@ impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
             match self.byte(at) {
                 None => return self.end(),
                 Some(b'\n') => line = at + 1,
-                Some(b'#') => match self.bytes[at..].iter().position(|&b| b == b'\n') {
+                Some(b'#') => match memchr::memchr(b'\n', &self.bytes[at..]) {
                     Some(n) => line = at + n + 1,
                     None => return self.end(),
                 },

@@ -116,9 +116,11 @@ pub fn warnings(ir: &Ir, diags: &mut Diagnostics) {
 /// [`warnings`] with Gemini's schemas as `gemini` says.
 pub fn warnings_with(ir: &Ir, gemini: GeminiSchema, diags: &mut Diagnostics) {
     let threads = crate::parallel::cores();
+    // Several chunks per thread, taken as threads come free: the Rust plan's thread runs beside
+    // these, and one chunk per thread left a core idle while the other finished.
     let chunks: Vec<&[IrTool]> = ir
         .tools
-        .chunks(ir.tools.len().div_ceil(threads.max(1)).max(64))
+        .chunks(ir.tools.len().div_ceil(threads.max(1) * 8).max(64))
         .collect();
     let strict_providers = [Provider::OpenaiChat, Provider::OpenaiResponses];
     let found = crate::parallel::each_index(
