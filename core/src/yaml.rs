@@ -857,6 +857,36 @@ fn resolve_plain(text: &str) -> Value {
 mod tests {
     use super::*;
 
+    #[test]
+    fn split_sequence_finds_each_item_line_or_gives_up() {
+        let text = "# c\nversion: 1\ntools:\n  - name: a\n    x:\n      - deep\n\n  # c\n  - name: b\n  -\n    name: c\n";
+        let starts = split_sequence(text, "tools").expect("the usual shape");
+        let lines: Vec<&str> = starts
+            .iter()
+            .map(|&at| text[at..].lines().next().unwrap_or(""))
+            .collect();
+        assert_eq!(lines, ["  - name: a", "  - name: b", "  -"]);
+        // At the key's own column.
+        assert_eq!(
+            split_sequence("tools:\n- a\n- b\n", "tools"),
+            Some(vec![7, 11])
+        );
+        for (text, why) in [
+            ("tools:\n  - a\nafter: 1\n", "a root key after the list"),
+            ("tools:\n  - a\n - b\n", "an item at another column"),
+            ("tools:\n  - a\n\tb: 1\n", "a tab"),
+            ("tools:\r\n  - a\r\n", "carriage returns"),
+            ("tools:\n  - a\n---\n  - b\n", "a second document"),
+            ("%YAML 1.2\ntools:\n  - a\n", "a directive"),
+            ("tools: [a, b]\n", "a flow list"),
+            ("\"quoted\": 1\ntools:\n  - a\n", "a quoted root key"),
+            ("tools:\n  name: a\n", "a mapping, not a list"),
+            ("version: 1\n", "no list"),
+        ] {
+            assert_eq!(split_sequence(text, "tools"), None, "{why}");
+        }
+    }
+
     fn load(text: &str) -> (Option<Node>, Vec<Diagnostic>) {
         let mut errors = Vec::new();
         let node = parse(FileId(0), text, Limits::default(), &mut errors);
