@@ -43,10 +43,10 @@ impl SourceFile {
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> SourceFile {
         let text = text.into();
         // Sized first: a large manifest has hundreds of thousands of lines.
-        let lines = text.bytes().filter(|&b| b == b'\n').count();
+        let lines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
         let mut line_starts = Vec::with_capacity(lines + 1);
         line_starts.push(0);
-        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        line_starts.extend(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1));
         SourceFile {
             name: name.into(),
             text,
