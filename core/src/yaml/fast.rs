@@ -259,22 +259,11 @@ impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
                         self.depth -= 1;
                         after
                     } else {
-                        self.emit(
-                            Event::Scalar(Cow::Borrowed(""), ScalarStyle::Plain, 0, None),
-                            colon,
-                            colon,
-                        )?;
+                        self.emit_empty(colon)?;
                         next
                     }
                 }
-                Some(_) => {
-                    let next = self.inline_value(value, indent)?;
-                    // A more indented line would continue a plain scalar or be an error.
-                    if !self.at_end(next) && next.column > indent {
-                        return Err(GiveUp);
-                    }
-                    next
-                }
+                Some(_) => self.value_on_line(value, indent)?,
             };
             if self.at_end(next) || next.column < indent {
                 self.emit(Event::MappingEnd, next.at, next.at)?;
@@ -307,11 +296,7 @@ impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
                     if !self.at_end(next) && next.column > indent {
                         self.block_node(next)?
                     } else {
-                        self.emit(
-                            Event::Scalar(Cow::Borrowed(""), ScalarStyle::Plain, 0, None),
-                            mark,
-                            mark,
-                        )?;
+                        self.emit_empty(mark)?;
                         next
                     }
                 }
@@ -325,13 +310,7 @@ impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
                             self.depth -= 1;
                             after
                         }
-                        Err(GiveUp) => {
-                            let next = self.inline_value(mark, indent)?;
-                            if !self.at_end(next) && next.column > indent {
-                                return Err(GiveUp);
-                            }
-                            next
-                        }
+                        Err(GiveUp) => self.value_on_line(mark, indent)?,
                     }
                 }
             };
@@ -347,6 +326,25 @@ impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
             }
             entry = next.at;
         }
+    }
+
+    /// An empty value (saphyr's empty plain scalar) at `at`.
+    fn emit_empty(&mut self, at: usize) -> Scan<()> {
+        self.emit(
+            Event::Scalar(Cow::Borrowed(""), ScalarStyle::Plain, 0, None),
+            at,
+            at,
+        )
+    }
+
+    /// [`Self::inline_value`] in a block collection indented at `indent`, which the next token
+    /// must not be deeper than: a more indented line would go on with the value or be an error.
+    fn value_on_line(&mut self, at: usize, indent: usize) -> Scan<Next> {
+        let next = self.inline_value(at, indent)?;
+        if !self.at_end(next) && next.column > indent {
+            return Err(GiveUp);
+        }
+        Ok(next)
     }
 
     /// A value that starts on a key's or an entry's line: a quoted scalar or a flow collection
@@ -483,11 +481,7 @@ impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
                     let value = self.skip_spaces(colon + 1);
                     cursor = match self.byte(value) {
                         Some(b',' | b'}') => {
-                            self.emit(
-                                Event::Scalar(Cow::Borrowed(""), ScalarStyle::Plain, 0, None),
-                                colon,
-                                colon,
-                            )?;
+                            self.emit_empty(colon)?;
                             value
                         }
                         _ => self.flow_node(value)?,
