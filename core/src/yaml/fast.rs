@@ -1,10 +1,11 @@
 //! A fast scanner for the part of YAML that manifests are written in: block mappings and
 //! sequences indented with spaces; plain scalars, also folded over more-indented lines; quoted
-//! scalars and flow collections on one line; literal and folded block scalars. It produces the
-//! very events, spans included, that `saphyr-parser` produces for the same text, several times
-//! faster (BENCHMARKS.md, issue 26), and gives up on anything else: anchors, aliases, tags,
-//! directives, several documents, complex keys, tabs, quoted scalars or flow collections over
-//! several lines, and every error. Giving up costs only the work done so far: the caller then
+//! scalars on one line; flow collections, also over lines and JSON-style (`{"type":"object"}`);
+//! literal and folded block scalars. It produces the very events, spans included, that
+//! `saphyr-parser` produces for the same text, several times faster (BENCHMARKS.md, issue 26),
+//! and gives up on anything else: anchors, aliases, tags, directives, several documents,
+//! complex keys, tabs, quoted scalars over several lines, plain scalars over several lines
+//! inside a flow collection, and every error. Giving up costs only the work done so far: the caller then
 //! parses the text with `saphyr-parser`, which reports what is wrong exactly as before. The
 //! tests hold the two to the same tree and diagnostics, span for span, on every bundled YAML
 //! file and on thousands of generated and mutated documents.
@@ -353,7 +354,7 @@ impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
     fn inline_value(&mut self, at: usize, indent: usize) -> Scan<Next> {
         let scalar = match self.byte(at) {
             Some(b'[' | b'{') => {
-                let end = self.flow_collection(at)?;
+                let end = self.flow_collection(at, indent)?;
                 return self.next_line(end);
             }
             Some(b'|' | b'>') => {
@@ -456,9 +457,10 @@ impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
         )
     }
 
-    /// A flow sequence or mapping at `at` that closes on the same line; returns the end of the
-    /// closing bracket's span (after the spaces and comment that follow it).
-    fn flow_collection(&mut self, at: usize) -> Scan<usize> {
+    /// A flow sequence or mapping at `at`, in a block collection indented at `indent`; it may
+    /// go on over lines indented more than that. Returns the end of the closing bracket's span
+    /// (after the spaces and comment that follow it).
+    fn flow_collection(&mut self, at: usize, indent: usize) -> Scan<usize> {
         self.descend()?;
         let mapping = self.byte(at) == Some(b'{');
         let (start, close) = if mapping {
@@ -466,16 +468,21 @@ impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
         } else {
             (Event::SequenceStart(0, None), b']')
         };
-        let mut cursor = self.skip_ws_to_eol(at + 1)?;
-        self.emit(start, at, cursor)?;
+        self.emit(start, at, self.skip_ws_to_eol(at + 1)?)?;
+        let mut cursor = self.flow_gap(at + 1, indent)?;
         // Only the first entry can be missing (`[]`); a trailing comma was given up on.
         if self.byte(cursor) != Some(close) {
             loop {
                 if mapping {
                     let key = self.flow_scalar(cursor)?;
                     let colon = self.skip_spaces(key.end);
-                    if self.byte(colon) != Some(b':') || self.byte(colon + 1) != Some(b' ') {
-                        return Err(GiveUp);
+                    // JSON's `"key":value` needs no space after a quoted key; a plain one
+                    // would take the `:` into its text.
+                    let adjacent = key.style != ScalarStyle::Plain;
+                    match (self.byte(colon), self.byte(colon + 1)) {
+                        (Some(b':'), Some(b' ')) => {}
+                        (Some(b':'), Some(b)) if adjacent && !matches!(b, b'\n' | b'#') => {}
+                        _ => return Err(GiveUp),
                     }
                     self.emit_scalar(key)?;
                     let value = self.skip_spaces(colon + 1);
@@ -484,21 +491,27 @@ impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
                             self.emit_empty(colon)?;
                             value
                         }
-                        _ => self.flow_node(value)?,
+                        None | Some(b'\n' | b'#') => return Err(GiveUp), // a value on a later line
+                        _ => self.flow_node(value, indent)?,
                     };
                 } else {
-                    cursor = self.flow_node(cursor)?;
+                    cursor = self.flow_node(cursor, indent)?;
                 }
-                cursor = self.skip_spaces(cursor);
-                match self.byte(cursor) {
+                // Anything but `,` or the end here (after a plain scalar: text on the next line,
+                // which would go on with it) is left to saphyr.
+                let next = self.flow_gap(cursor, indent)?;
+                match self.byte(next) {
                     Some(b',') => {
-                        cursor = self.skip_ws_to_eol(cursor + 1)?;
-                        // A trailing comma, or a line break inside the collection.
-                        if matches!(self.byte(cursor), None | Some(b'\n' | b']' | b'}' | b',')) {
+                        cursor = self.flow_gap(next + 1, indent)?;
+                        // A trailing comma.
+                        if matches!(self.byte(cursor), Some(b']' | b'}' | b',')) {
                             return Err(GiveUp);
                         }
                     }
-                    Some(b) if b == close => break,
+                    Some(b) if b == close => {
+                        cursor = next;
+                        break;
+                    }
                     _ => return Err(GiveUp),
                 }
             }
@@ -517,10 +530,38 @@ impl<'t, S: Sink<'t>> Scanner<'t, '_, S> {
         Ok(end)
     }
 
+    /// From `at`, inside a flow collection, to its next token: over spaces, comments and line
+    /// breaks, each line after a break indented more than `indent` (saphyr: "invalid
+    /// indentation").
+    fn flow_gap(&self, mut at: usize, indent: usize) -> Scan<usize> {
+        loop {
+            let after = self.skip_spaces(at);
+            match self.byte(after) {
+                None => return Err(GiveUp), // never closed
+                Some(b'#') => {
+                    // A comment must follow whitespace.
+                    if after == at && at > 0 && self.bytes[at - 1] != b'\n' {
+                        return Err(GiveUp);
+                    }
+                    at = self.line_end(after);
+                }
+                Some(b'\n') => {
+                    let line = after + 1;
+                    let first = self.skip_spaces(line);
+                    if !matches!(self.byte(first), None | Some(b'\n')) && first - line <= indent {
+                        return Err(GiveUp);
+                    }
+                    at = line;
+                }
+                Some(_) => return Ok(after),
+            }
+        }
+    }
+
     /// A node inside a flow collection; returns where its span ends.
-    fn flow_node(&mut self, at: usize) -> Scan<usize> {
+    fn flow_node(&mut self, at: usize, indent: usize) -> Scan<usize> {
         match self.byte(at) {
-            Some(b'[' | b'{') => self.flow_collection(at),
+            Some(b'[' | b'{') => self.flow_collection(at, indent),
             _ => {
                 let scalar = self.flow_scalar(at)?;
                 let end = scalar.end;
@@ -1074,6 +1115,59 @@ tools:
     }
 
     #[test]
+    fn json_written_as_flow_scans_as_saphyr_scans_it() {
+        // Schemas pasted as JSON: on one line, or pretty-printed over lines indented at random
+        // (now and then not enough), with comments after some of the lines.
+        let mut rng = Rng::seeded(0x94d0_49bb_1331_11eb);
+        let base = crate::synthetic::manifest(4);
+        let root = crate::yaml::parse(FileId(0), &base, Limits::default(), &mut Vec::new())
+            .expect("the synthetic manifest parses");
+        let tools = root
+            .get("tools")
+            .and_then(|(_, t)| t.as_seq())
+            .unwrap_or_default();
+        assert_eq!(tools.len(), 4);
+        compare_many(&mut rng, 600, 3, |rng, _| {
+            let mut text = String::from("version: 1\ntools:\n");
+            for tool in tools {
+                let name = tool
+                    .get("name")
+                    .and_then(|(_, n)| n.as_str())
+                    .unwrap_or("x");
+                text.push_str(&format!(
+                    "  - name: {name}\n    location: server\n    parameters: "
+                ));
+                let json = tool
+                    .get("parameters")
+                    .map(|(_, p)| p.to_json())
+                    .unwrap_or_default();
+                if rng.below(3) == 0 {
+                    text.push_str(&json.to_string());
+                } else {
+                    let shift = if rng.below(6) == 0 {
+                        rng.below(5)
+                    } else {
+                        5 + rng.below(4)
+                    };
+                    let pretty = serde_json::to_string_pretty(&json).unwrap_or_default();
+                    for (i, line) in pretty.lines().enumerate() {
+                        if i > 0 {
+                            text.push('\n');
+                            text.push_str(&" ".repeat(shift));
+                        }
+                        text.push_str(line);
+                        if rng.below(15) == 0 {
+                            text.push_str(" # a note");
+                        }
+                    }
+                }
+                text.push('\n');
+            }
+            text
+        });
+    }
+
+    #[test]
     fn a_mutated_catalog_of_a_thousand_tools_scans_as_saphyr_scans_it() {
         let mut rng = Rng::seeded(0x2545_f491_4f6c_dd1d);
         let base = crate::synthetic::manifest(1000);
@@ -1092,7 +1186,9 @@ tools:
             "a: multi\n  line: no\n",
             "a: multi\n  # comment\n  line\n",
             "a: \"two\n  lines\"\n",
-            "a: [1,\n  2]\n",
+            "a: [1,\n2]\n",
+            "a: [b\n  c]\n",
+            "a: {b:\n  c}\n",
             "--- \na: 1\n",
             "a: 1\n---\nb: 2\n",
             "? a\n: b\n",
