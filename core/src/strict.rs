@@ -102,8 +102,22 @@ impl StrictIssue {
 
 /// Rewrites `schema` (a `parameters` schema, root an object) for strict mode, or says why not.
 pub fn to_strict(schema: &Value) -> Result<Value, Vec<StrictIssue>> {
+    strict(schema, true)
+}
+
+/// Why `schema` cannot be made strict, as [`to_strict`] would say, without building the strict
+/// schema: `toolc check` asks this of every tool and throws the schema away. Empty when it can.
+pub fn strict_issues(schema: &Value) -> Vec<StrictIssue> {
+    strict(schema, false).err().unwrap_or_default()
+}
+
+/// The one walk behind [`to_strict`] and [`strict_issues`]: with `build` false no output is
+/// built (the result is then `Value::Null`), and the issues are the same, as they depend only
+/// on the schema as written.
+fn strict(schema: &Value, build: bool) -> Result<Value, Vec<StrictIssue>> {
     let mut cx = Strict {
         root: schema,
+        build,
         issues: Vec::new(),
         properties: 0,
         enum_values: 0,
@@ -152,6 +166,8 @@ pub fn to_strict(schema: &Value) -> Result<Value, Vec<StrictIssue>> {
 
 struct Strict<'a> {
     root: &'a Value,
+    /// Whether to build the strict schema, or only to find the issues.
+    build: bool,
     issues: Vec<StrictIssue>,
     properties: usize,
     enum_values: usize,
@@ -177,8 +193,13 @@ impl Strict<'_> {
                 "type",
                 "is a boolean schema; strict mode needs a schema with a `type`",
             );
-            return schema.clone();
+            return if self.build {
+                schema.clone()
+            } else {
+                Value::Null
+            };
         };
+        let build = self.build;
         let mut out = Map::new();
         let mut notes: Vec<String> = Vec::new();
         let is_object = map.get("type").is_some_and(|t| type_includes(t, "object"))
@@ -191,39 +212,58 @@ impl Strict<'_> {
                 &format!("nests objects {depth} levels deep; strict mode allows {MAX_DEPTH}"),
             );
         }
+        // Where the walk goes below this schema: only a few keywords need it.
+        let here = |key: &str| format!("{pointer}/{}", escape_pointer(key));
+        // What the strict schema keeps as written.
+        let keep = |out: &mut Map<String, Value>, key: &String, value: &Value| {
+            if build {
+                out.insert(key.clone(), value.clone());
+            }
+        };
         for (key, value) in map {
-            let here = format!("{pointer}/{}", escape_pointer(key));
             match key.as_str() {
                 "properties" => {
                     let Some(props) = value.as_object() else {
-                        out.insert(key.clone(), value.clone());
+                        keep(&mut out, key, value);
                         continue;
                     };
                     self.properties += props.len();
+                    let here = here(key);
                     let mut converted = Map::new();
                     for (name, sub) in props {
                         let sub_ptr = format!("{here}/{}", escape_pointer(name));
-                        converted.insert(name.clone(), self.convert(sub, &sub_ptr, depth));
+                        let sub = self.convert(sub, &sub_ptr, depth);
+                        if build {
+                            converted.insert(name.clone(), sub);
+                        }
                     }
-                    out.insert(key.clone(), Value::Object(converted));
+                    if build {
+                        out.insert(key.clone(), Value::Object(converted));
+                    }
                 }
                 "$defs" | "definitions" => {
                     let Some(defs) = value.as_object() else {
-                        out.insert(key.clone(), value.clone());
+                        keep(&mut out, key, value);
                         continue;
                     };
+                    let here = here(key);
                     let mut converted = Map::new();
                     for (name, sub) in defs {
                         let sub_ptr = format!("{here}/{}", escape_pointer(name));
                         // A definition's depth depends on where it is used; count from the root.
-                        converted.insert(name.clone(), self.convert(sub, &sub_ptr, 0));
+                        let sub = self.convert(sub, &sub_ptr, 0);
+                        if build {
+                            converted.insert(name.clone(), sub);
+                        }
                     }
-                    out.insert(key.clone(), Value::Object(converted));
+                    if build {
+                        out.insert(key.clone(), Value::Object(converted));
+                    }
                 }
                 "required" => {} // rebuilt below: every property is required
                 "additionalProperties" => {
                     if value == &Value::Bool(false) {
-                        out.insert(key.clone(), value.clone());
+                        keep(&mut out, key, value);
                     } else {
                         self.issue(
                             pointer,
@@ -234,26 +274,30 @@ impl Strict<'_> {
                 }
                 "items" => {
                     if value.is_object() || value.is_boolean() {
-                        out.insert(key.clone(), self.convert(value, &here, depth));
+                        let items = self.convert(value, &here(key), depth);
+                        if build {
+                            out.insert(key.clone(), items);
+                        }
                     } else {
                         self.issue(pointer, key, "as a list (tuple) is not supported");
                     }
                 }
                 "anyOf" => {
                     let Some(branches) = value.as_array() else {
-                        out.insert(key.clone(), value.clone());
+                        keep(&mut out, key, value);
                         continue;
                     };
+                    let here = here(key);
                     let converted = branches
                         .iter()
                         .enumerate()
                         .map(|(i, b)| self.convert(b, &format!("{here}/{i}"), depth))
                         .collect();
-                    out.insert(key.clone(), Value::Array(converted));
+                    if build {
+                        out.insert(key.clone(), Value::Array(converted));
+                    }
                 }
-                "$ref" => {
-                    out.insert(key.clone(), value.clone());
-                }
+                "$ref" => keep(&mut out, key, value),
                 "default" => {
                     notes.push(format!("Default: {}.", compact(value)));
                 }
@@ -270,7 +314,7 @@ impl Strict<'_> {
                 "uniqueItems" => {}
                 "format" => {
                     if value.as_str().is_some_and(|f| STRICT_FORMATS.contains(&f)) {
-                        out.insert(key.clone(), value.clone());
+                        keep(&mut out, key, value);
                     } else {
                         notes.push(format!("Format: {}.", value.as_str().unwrap_or("?")));
                     }
@@ -279,21 +323,19 @@ impl Strict<'_> {
                     if value.as_str().is_some_and(has_lookaround) {
                         self.issue(pointer, key, "uses look-around, which strict mode rejects");
                     } else {
-                        out.insert(key.clone(), value.clone());
+                        keep(&mut out, key, value);
                     }
                 }
                 "enum" => {
                     self.enum_values += value.as_array().map_or(0, Vec::len);
-                    out.insert(key.clone(), value.clone());
+                    keep(&mut out, key, value);
                 }
-                k if KEPT.contains(&k) => {
-                    out.insert(key.clone(), value.clone());
-                }
+                k if KEPT.contains(&k) => keep(&mut out, key, value),
                 k if DROPPED.contains(&k) => {}
                 _ => self.issue(pointer, key, "is not supported in strict mode"),
             }
         }
-        if !notes.is_empty() {
+        if build && !notes.is_empty() {
             append_description(&mut out, &notes.join(" "));
         }
         // Keywords that already constrain the type, or were reported above.
@@ -323,10 +365,13 @@ impl Strict<'_> {
             && (map.contains_key("$ref") || map.contains_key("anyOf"));
         if is_object && !delegated {
             // `properties` without `type` is meant as an object; strict mode wants it said.
-            if !out.contains_key("type") {
+            if build && !out.contains_key("type") {
                 out.insert("type".into(), "object".into());
             }
             self.close_object(map, &mut out, pointer);
+        }
+        if !build {
+            return Value::Null;
         }
         if out.contains_key("$ref") && out.len() > 1 {
             // Strict mode takes no keywords beside `$ref`, but it takes them beside `anyOf`.
@@ -355,6 +400,9 @@ impl Strict<'_> {
                 "properties",
                 "is missing: an object without declared keys accepts any key, and strict mode needs every key declared",
             );
+        }
+        if !self.build {
+            return;
         }
         let required: crate::name_set::NameSet = original
             .get("required")
@@ -702,6 +750,81 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// Schemas made of every keyword the strict walk decides on, nested.
+    fn any_schema() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(json!({"type": "string"})),
+            Just(json!({"type": "string", "format": "date-time"})),
+            Just(json!({"type": "string", "format": "hostname", "minLength": 2})),
+            Just(json!({"type": "string", "pattern": "^(?=a)"})),
+            Just(json!({"type": "string", "pattern": "^a+$", "maxLength": 9})),
+            Just(json!({"type": ["integer", "null"], "default": 3})),
+            Just(json!({"enum": ["a", "b", null]})),
+            Just(json!({"const": 1})),
+            Just(json!({"not": {"type": "string"}})),
+            Just(json!({"type": "array", "items": [{"type": "string"}]})),
+            Just(json!({"type": "array", "uniqueItems": true, "items": true})),
+            Just(json!({"$ref": "#/$defs/Thing"})),
+            Just(json!({"$ref": "#/$defs/Thing", "description": "beside"})),
+            Just(json!({"examples": [1], "$comment": "c", "type": "number"})),
+            Just(json!({"type": "number", "multipleOf": 2})),
+            Just(json!({"type": "object"})),
+            Just(json!({"type": "object", "additionalProperties": true})),
+            Just(
+                json!({"minProperties": 1, "maxProperties": 2, "type": "object", "additionalProperties": false})
+            ),
+            Just(json!({})),
+            Just(json!(true)),
+            Just(json!(false)),
+        ];
+        leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                (prop::collection::vec(inner.clone(), 0..4), any::<u8>()).prop_map(|(props, bits)| {
+                    let properties: serde_json::Map<String, Value> = props
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, p)| (format!("p{i}"), p))
+                        .collect();
+                    let required: Vec<String> =
+                        (0..4).filter(|i| bits & (1 << i) != 0).map(|i| format!("p{i}")).collect();
+                    let mut schema = json!({"properties": properties, "required": required});
+                    if bits & 16 != 0 {
+                        schema["type"] = json!("object");
+                    }
+                    if bits & 32 != 0 {
+                        schema["additionalProperties"] = json!(false);
+                    }
+                    schema
+                }),
+                inner.clone().prop_map(|items| json!({"type": "array", "items": items})),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| json!({"anyOf": [a, b]})),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| json!({"oneOf": [a, b]})),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| json!({"allOf": [a, b]})),
+                inner.clone().prop_map(|d| json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/Thing"}}, "$defs": {"Thing": d}})),
+                inner.prop_map(|v| json!({"type": "object", "additionalProperties": v})),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// `toolc check` reports what `toolc build` would: the issues without the schema are
+        /// the issues with it, in order.
+        #[test]
+        fn issues_alone_are_the_conversions_issues(schema in any_schema(), rooted in proptest::prelude::any::<bool>()) {
+            let schema = if rooted {
+                json!({"type": "object", "properties": {"a": schema}, "additionalProperties": false})
+            } else {
+                schema
+            };
+            proptest::prop_assert_eq!(
+                strict_issues(&schema),
+                to_strict(&schema).err().unwrap_or_default()
+            );
+        }
+    }
 
     fn keywords(issues: &[StrictIssue]) -> Vec<(String, String)> {
         issues

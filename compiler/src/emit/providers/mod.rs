@@ -137,7 +137,8 @@ pub fn warnings_with(ir: &Ir, gemini: GeminiSchema, diags: &mut Diagnostics) {
                 for (provider, diags) in Provider::ALL.iter().zip(&mut per_provider) {
                     tool_warnings(tool, *provider, gemini, diags);
                 }
-                if let Err(issues) = strict::to_strict(&tool.def.parameters) {
+                let issues = strict::strict_issues(&tool.def.parameters);
+                if !issues.is_empty() {
                     if let Some(d) = strict_warning(tool, &issues, &strict_providers) {
                         strict_diags.push(d);
                     }
