@@ -337,7 +337,8 @@ impl<'a> Lowering<'a> {
         }
 
         for (key, value) in map {
-            let here = format!("{pointer}/{}", escape_pointer(key));
+            // Only the keywords that hold schemas go below this one.
+            let here = || format!("{pointer}/{}", escape_pointer(key));
             match key.as_str() {
                 "$ref" | "allOf" | "$defs" | "definitions" | "required" => {}
                 "type" => {
@@ -389,6 +390,7 @@ impl<'a> Lowering<'a> {
                         Some(Value::Object(m)) => m,
                         _ => Map::new(),
                     };
+                    let here = here();
                     for (name, sub) in props {
                         let sub_pointer = format!("{here}/{}", escape_pointer(name));
                         match self.lower(sub, &sub_pointer) {
@@ -404,7 +406,7 @@ impl<'a> Lowering<'a> {
                 }
                 "items" => {
                     if value.is_object() || value.is_boolean() {
-                        let lowered = self.lower(value, &here)?;
+                        let lowered = self.lower(value, &here())?;
                         out.insert("items".into(), Value::Object(lowered));
                     }
                 }
@@ -417,7 +419,7 @@ impl<'a> Lowering<'a> {
                             continue;
                         }
                         let Some(Value::Object(props)) = self
-                            .lower(branch, &format!("{here}/{i}"))
+                            .lower(branch, &format!("{}/{i}", here()))
                             .and_then(|mut m| m.shift_remove("properties"))
                         else {
                             continue;
@@ -447,7 +449,7 @@ impl<'a> Lowering<'a> {
                             nullable = true;
                             continue;
                         }
-                        if let Some(m) = self.lower(branch, &format!("{here}/{i}")) {
+                        if let Some(m) = self.lower(branch, &format!("{}/{i}", here())) {
                             lowered.push(m);
                         }
                     }
