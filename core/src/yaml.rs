@@ -1,6 +1,7 @@
 //! YAML 1.2 → a tree of spanned nodes. Every call into `saphyr-parser` lives here. The usual
-//! manifest is scanned by [`fast`], which yields saphyr's own events for the subset of YAML that
-//! manifests are written in, several times faster, and hands anything else to saphyr.
+//! manifest is read by a scanner of our own (`yaml/fast.rs`), which yields saphyr's own events
+//! for the subset of YAML that manifests are written in, several times faster, and hands
+//! anything else to saphyr.
 //!
 //! We build our own tree from the parser's events instead of deserialising with serde, because
 //! every check downstream needs the exact span of every node, including deep inside JSON Schemas,
