@@ -876,6 +876,84 @@ mod tests {
         strip_strict_nulls(&json!(true), &mut args);
     }
 
+    /// A schema whose definitions each use the next twice, `levels` deep: followed path by path
+    /// it is 2^levels schemas, read once each it is `levels`.
+    fn shared_definitions(levels: usize, make: impl Fn(Value) -> Value, leaf: Value) -> Value {
+        let mut defs = serde_json::Map::new();
+        for k in 0..levels {
+            defs.insert(
+                format!("D{k}"),
+                make(json!({ "$ref": format!("#/$defs/D{}", k + 1) })),
+            );
+        }
+        defs.insert(format!("D{levels}"), leaf);
+        json!({ "type": "object", "properties": { "x": { "$ref": "#/$defs/D0" } }, "$defs": defs })
+    }
+
+    /// Runs `work` on a thread of its own and fails if it has not finished within a minute: the
+    /// shapes below take microseconds when each definition is read once, and longer than the
+    /// age of the universe when they are followed path by path.
+    fn finishes<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+        let (done, answer) = std::sync::mpsc::channel();
+        std::thread::spawn(move || done.send(work()));
+        answer
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("still running after a minute: shared definitions are followed path by path")
+    }
+
+    #[test]
+    fn shared_definitions_are_read_once() {
+        let levels = 30; // under MAX_REF_HOPS, past which a chain counts as accepting null
+        let all_of = shared_definitions(levels, |r| json!({ "allOf": [r.clone(), r] }), json!({}));
+        let any_of = shared_definitions(
+            levels,
+            |r| json!({ "anyOf": [r.clone(), r] }),
+            json!({ "type": "string" }),
+        );
+        let union_of_objects = shared_definitions(
+            levels,
+            |r| json!({ "anyOf": [r.clone(), r] }),
+            json!({ "type": "object", "properties": { "y": { "type": "string" } } }),
+        );
+        let merged_objects = shared_definitions(
+            levels,
+            |r| json!({ "allOf": [r.clone(), r] }),
+            json!({ "type": "object", "properties": { "y": { "type": "string" } } }),
+        );
+        let answers = finishes(move || {
+            let null = |s: &Value| accepts_null(&s["$defs"]["D0"], s);
+            let answers = (null(&all_of), null(&any_of));
+            let mut args = json!({ "x": { "y": null, "z": null } });
+            strip_strict_nulls(&union_of_objects, &mut args);
+            let mut merged = json!({ "x": { "y": null } });
+            strip_strict_nulls(&merged_objects, &mut merged);
+            let mut list = json!({ "x": [null] });
+            strip_strict_nulls(&any_of, &mut list);
+            (answers, args, merged, list)
+        });
+        // `{}` accepts null; the string does not, whichever branch is taken.
+        assert_eq!(answers.0, (true, false));
+        // `z` is declared by no branch, so no branch fits and nothing is stripped.
+        assert_eq!(answers.1, json!({ "x": { "y": null, "z": null } }));
+        assert_eq!(answers.2, json!({ "x": {} }));
+        assert_eq!(answers.3, json!({ "x": [null] }));
+    }
+
+    #[test]
+    fn unions_that_lead_back_to_themselves_end() {
+        let looped = json!({ "$ref": "#/$defs/A", "$defs": {
+            "A": { "anyOf": [{ "$ref": "#/$defs/A" }, { "$ref": "#/$defs/B" }] },
+            "B": { "allOf": [{ "$ref": "#/$defs/A" }] } } });
+        for mut args in [json!([1, null]), json!({ "a": null })] {
+            let before = args.clone();
+            strip_strict_nulls(&looped, &mut args);
+            assert_eq!(args, before);
+        }
+        // A cycle says nothing about null, so it counts as accepting it (the runtime keeps the
+        // null for validation to judge).
+        assert!(accepts_null(&looped, &looped));
+    }
+
     #[test]
     fn accepts_null_follows_the_keywords() {
         let root = json!({ "$defs": { "N": { "type": "null" } } });

@@ -2,59 +2,89 @@
 //! [`strip_strict_nulls`], which turns the nulls that strict mode makes the model send for
 //! omitted optional arguments back into absent keys before an executor sees them.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{Map, Value};
 
 use super::type_includes;
 use crate::schema_util::{deref, resolve_ref, MAX_REF_HOPS};
 
 /// Whether `null` is a valid instance of `schema` (with `$ref`s resolved against `root`).
-/// Conservative for `not`/`if`, which it ignores.
+/// Conservative for `not`/`if`, which it ignores, and for a `$ref` chain longer than
+/// [`MAX_REF_HOPS`] or one that leads back into itself: both count as accepting `null`.
+///
+/// Each `$ref` target is judged once and remembered, so the work is linear in the schema's size
+/// even where definitions share definitions (`A: {allOf: [{$ref: B}, {$ref: B}]}` and so on, which
+/// followed path by path doubles at every level).
 pub fn accepts_null(schema: &Value, root: &Value) -> bool {
-    accepts_null_at(schema, root, 0)
+    NullJudge {
+        root,
+        judged: HashMap::new(),
+    }
+    .accepts(schema, 0)
 }
 
-fn accepts_null_at(schema: &Value, root: &Value, hops: usize) -> bool {
-    let map = match schema {
-        Value::Bool(b) => return *b,
-        Value::Object(map) => map,
-        _ => return true,
-    };
-    if let Some(t) = map.get("type") {
-        if !type_includes(t, "null") {
-            return false;
-        }
-    }
-    if let Some(Value::Array(values)) = map.get("enum") {
-        if !values.contains(&Value::Null) {
-            return false;
-        }
-    }
-    if let Some(c) = map.get("const") {
-        if !c.is_null() {
-            return false;
-        }
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(Value::Array(branches)) = map.get(key) {
-            if !branches.iter().any(|b| accepts_null_at(b, root, hops)) {
+struct NullJudge<'a> {
+    root: &'a Value,
+    /// Per `$ref` target (by address): `None` while it is being judged, then its answer.
+    judged: HashMap<*const Value, Option<bool>>,
+}
+
+impl<'a> NullJudge<'a> {
+    fn accepts(&mut self, schema: &'a Value, hops: usize) -> bool {
+        let map = match schema {
+            Value::Bool(b) => return *b,
+            Value::Object(map) => map,
+            _ => return true,
+        };
+        if let Some(t) = map.get("type") {
+            if !type_includes(t, "null") {
                 return false;
             }
         }
-    }
-    if let Some(Value::Array(branches)) = map.get("allOf") {
-        if !branches.iter().all(|b| accepts_null_at(b, root, hops)) {
-            return false;
+        if let Some(Value::Array(values)) = map.get("enum") {
+            if !values.contains(&Value::Null) {
+                return false;
+            }
         }
-    }
-    if let Some(r) = map.get("$ref").and_then(Value::as_str) {
-        if hops >= MAX_REF_HOPS {
-            return true;
+        if let Some(c) = map.get("const") {
+            if !c.is_null() {
+                return false;
+            }
         }
-        if let Some(target) = resolve_ref(root, r) {
-            return accepts_null_at(target, root, hops + 1);
+        for key in ["anyOf", "oneOf"] {
+            if let Some(Value::Array(branches)) = map.get(key) {
+                if !branches.iter().any(|b| self.accepts(b, hops)) {
+                    return false;
+                }
+            }
         }
+        if let Some(Value::Array(branches)) = map.get("allOf") {
+            if !branches.iter().all(|b| self.accepts(b, hops)) {
+                return false;
+            }
+        }
+        if let Some(r) = map.get("$ref").and_then(Value::as_str) {
+            if hops >= MAX_REF_HOPS {
+                return true;
+            }
+            if let Some(target) = resolve_ref(self.root, r) {
+                let key: *const Value = target;
+                return match self.judged.get(&key) {
+                    Some(Some(answer)) => *answer,
+                    // Back into a target still being judged: a cycle, which says nothing.
+                    Some(None) => true,
+                    None => {
+                        self.judged.insert(key, None);
+                        let answer = self.accepts(target, hops + 1);
+                        self.judged.insert(key, Some(answer));
+                        answer
+                    }
+                };
+            }
+        }
+        true
     }
-    true
 }
 
 /// Removes the `null`s that strict mode made the model send for optional arguments it omitted:
@@ -108,29 +138,42 @@ fn strip(schema: &Value, root: &Value, value: &mut Value, depth: usize) {
 
 /// The properties an object schema declares (with those of its `allOf` members).
 struct ObjectShape<'a> {
-    properties: Vec<(&'a str, &'a Value)>,
-    required: Vec<&'a str>,
+    /// Each name with the first schema declared for it.
+    properties: HashMap<&'a str, &'a Value>,
+    required: HashSet<&'a str>,
     additional: Option<&'a Value>,
+    /// The schemas already collected (by address): an `allOf` that several paths reach, or
+    /// one that reaches itself, is read once.
+    collected: HashSet<*const Value>,
 }
 
 impl<'a> ObjectShape<'a> {
-    fn property(&self, name: &str) -> Option<&'a Value> {
-        self.properties
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, s)| *s)
+    fn of(schema: &'a Value, root: &'a Value) -> ObjectShape<'a> {
+        let mut shape = ObjectShape {
+            properties: HashMap::new(),
+            required: HashSet::new(),
+            additional: None,
+            collected: HashSet::new(),
+        };
+        shape.collect(schema, root, 0);
+        shape
     }
 
-    fn collect(&mut self, schema: &'a Value, root: &'a Value, hops: usize) {
+    fn property(&self, name: &str) -> Option<&'a Value> {
+        self.properties.get(name).copied()
+    }
+
+    fn collect(&mut self, schema: &'a Value, root: &'a Value, depth: usize) {
         let schema = deref(root, schema);
+        if !self.collected.insert(schema) {
+            return;
+        }
         let Some(map) = schema.as_object() else {
             return;
         };
         if let Some(props) = map.get("properties").and_then(Value::as_object) {
             for (name, sub) in props {
-                if self.property(name).is_none() {
-                    self.properties.push((name.as_str(), sub));
-                }
+                self.properties.entry(name.as_str()).or_insert(sub);
             }
         }
         if let Some(required) = map.get("required").and_then(Value::as_array) {
@@ -140,10 +183,10 @@ impl<'a> ObjectShape<'a> {
         if let Some(ap) = map.get("additionalProperties").filter(|v| v.is_object()) {
             self.additional.get_or_insert(ap);
         }
-        if hops < MAX_REF_HOPS {
+        if depth < MAX_REF_HOPS {
             if let Some(Value::Array(members)) = map.get("allOf") {
                 for m in members {
-                    self.collect(m, root, hops + 1);
+                    self.collect(m, root, depth + 1);
                 }
             }
         }
@@ -155,12 +198,7 @@ fn object_shape<'a>(
     root: &'a Value,
     value: &Map<String, Value>,
 ) -> Option<ObjectShape<'a>> {
-    let mut shape = ObjectShape {
-        properties: Vec::new(),
-        required: Vec::new(),
-        additional: None,
-    };
-    shape.collect(schema, root, 0);
+    let shape = ObjectShape::of(schema, root);
     if !shape.properties.is_empty() || shape.additional.is_some() {
         return Some(shape);
     }
@@ -172,12 +210,7 @@ fn object_shape<'a>(
         .or_else(|| map.get("oneOf"))
         .and_then(Value::as_array)?;
     branches.iter().find_map(|branch| {
-        let mut shape = ObjectShape {
-            properties: Vec::new(),
-            required: Vec::new(),
-            additional: None,
-        };
-        shape.collect(branch, root, 0);
+        let shape = ObjectShape::of(branch, root);
         let fits = !shape.properties.is_empty()
             && value.keys().all(|k| shape.property(k).is_some())
             && shape.required.iter().all(|r| value.contains_key(*r));
@@ -190,7 +223,21 @@ struct ArrayShape<'a> {
     items: Option<&'a Value>,
 }
 
+/// The items an array schema declares; for a union, those of its first alternative that
+/// declares any (each alternative read once, however many paths reach it).
 fn array_shape<'a>(schema: &'a Value, root: &'a Value) -> Option<ArrayShape<'a>> {
+    array_shape_in(schema, root, &mut HashSet::new(), 0)
+}
+
+fn array_shape_in<'a>(
+    schema: &'a Value,
+    root: &'a Value,
+    tried: &mut HashSet<*const Value>,
+    depth: usize,
+) -> Option<ArrayShape<'a>> {
+    if depth > MAX_REF_HOPS || !tried.insert(schema) {
+        return None;
+    }
     let map = schema.as_object()?;
     let prefix: Vec<&Value> = map
         .get("prefixItems")
@@ -205,9 +252,7 @@ fn array_shape<'a>(schema: &'a Value, root: &'a Value) -> Option<ArrayShape<'a>>
         .get("anyOf")
         .or_else(|| map.get("oneOf"))
         .and_then(Value::as_array)?;
-    branches.iter().find_map(|b| {
-        let b = deref(root, b);
-        let shape = array_shape(b, root)?;
-        Some(shape)
-    })
+    branches
+        .iter()
+        .find_map(|b| array_shape_in(deref(root, b), root, tried, depth + 1))
 }

@@ -32,6 +32,12 @@ pub const UNROLL: usize = 2;
 /// handful of levels.
 const MAX_DEPTH: usize = 64;
 
+/// How many schemas one lowered field may hold once its `$ref`s are inlined. Inlining copies a
+/// definition into every place that uses it, so definitions that each use the next twice double
+/// at every level: twenty of them make a million copies. A real tool's lowered parameters hold a
+/// few hundred.
+pub const MAX_INLINED: usize = 10_000;
+
 /// Keywords Gemini's `Schema` takes with the same meaning as JSON Schema.
 const KEPT: &[&str] = &[
     "description",
@@ -113,14 +119,9 @@ fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
     let d = &tool.def;
     let schema = object_root(&d.parameters);
     let schema: &Value = &schema;
-    let mut cx = Lowering {
-        root: schema,
-        field: Field::Parameters,
-        stack: Vec::new(),
-        depth: 0,
-        issues: Vec::new(),
-    };
-    let lowered = cx.lower(schema, "");
+    let mut cx = Lowering::new(schema, Field::Parameters);
+    let lowered = cx.lower_field(schema, "parameters");
+    let over_budget = cx.over_budget();
     let mut out = named(tool);
     let declared = schema
         .get("properties")
@@ -130,6 +131,8 @@ fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
         Some(params) if has_properties(&params) => {
             out.insert("parameters".into(), Value::Object(params));
         }
+        // Said by `lower_field`.
+        _ if over_budget => {}
         // No arguments: Gemini rejects an OBJECT without properties, so `parameters` is omitted.
         _ if toolc_core::schema_util::gemini_parameters_json_schema(schema).is_none() => {}
         _ if !declared => cx.issue(Issue {
@@ -147,14 +150,8 @@ fn declaration(tool: &IrTool, diags: &mut Diagnostics) -> Value {
         diags.push(issue.diagnostic(tool, Field::Parameters));
     }
     if let Some(returns) = &d.returns {
-        let mut cx = Lowering {
-            root: returns,
-            field: Field::Returns,
-            stack: Vec::new(),
-            depth: 0,
-            issues: Vec::new(),
-        };
-        if let Some(response) = cx.lower(returns, "") {
+        let mut cx = Lowering::new(returns, Field::Returns);
+        if let Some(response) = cx.lower_field(returns, "`response`") {
             out.insert("response".into(), Value::Object(response));
         }
         for issue in cx.issues {
@@ -232,17 +229,60 @@ struct Lowering<'a> {
     /// The `$ref`s being inlined, outermost first.
     stack: Vec<String>,
     depth: usize,
+    /// How many schemas [`Lowering::lower`] has been asked for (see [`MAX_INLINED`]).
+    lowered: usize,
     issues: Vec<Issue>,
+    /// (code, pointer, keyword) of each issue, which is reported once.
+    reported: std::collections::HashSet<(&'static str, String, String)>,
 }
 
 impl<'a> Lowering<'a> {
+    fn new(root: &'a Value, field: Field) -> Lowering<'a> {
+        Lowering {
+            root,
+            field,
+            stack: Vec::new(),
+            depth: 0,
+            lowered: 0,
+            issues: Vec::new(),
+            reported: std::collections::HashSet::new(),
+        }
+    }
+
     fn issue(&mut self, issue: Issue) {
-        let seen = self.issues.iter().any(|i| {
-            i.code == issue.code && i.pointer == issue.pointer && i.keyword == issue.keyword
-        });
-        if !seen {
+        let key = (issue.code, issue.pointer.clone(), issue.keyword.clone());
+        if self.reported.insert(key) {
             self.issues.push(issue);
         }
+    }
+
+    /// Whether inlining went past [`MAX_INLINED`]: what was lowered is then a fragment, and the
+    /// whole field is left out instead.
+    fn over_budget(&self) -> bool {
+        self.lowered > MAX_INLINED
+    }
+
+    /// Lowers the whole field; `None` when it cannot be declared. Past [`MAX_INLINED`], the one
+    /// issue said is that (what was said of the parts lowered before it is moot).
+    fn lower_field(
+        &mut self,
+        schema: &'a Value,
+        declared_without: &str,
+    ) -> Option<Map<String, Value>> {
+        let lowered = self.lower(schema, "");
+        if !self.over_budget() {
+            return lowered;
+        }
+        self.issues.clear();
+        self.reported.clear();
+        self.issue(Issue {
+            code: codes::GEMINI_UNSUPPORTED,
+            pointer: String::new(),
+            keyword: "$ref".into(),
+            what: format!("uses its definitions in so many places that inlining them, as Gemini has no references, makes more than {MAX_INLINED} schemas"),
+            fallback: format!("the tool is declared without {declared_without}; `--gemini-schema json-schema` declares the schema with its `$ref`s"),
+        });
+        None
     }
 
     fn unsupported(
@@ -264,6 +304,10 @@ impl<'a> Lowering<'a> {
     /// The Gemini schema for `schema`, or `None` when it cannot be declared at all (its parent
     /// then leaves it out).
     fn lower(&mut self, schema: &'a Value, pointer: &str) -> Option<Map<String, Value>> {
+        self.lowered += 1;
+        if self.over_budget() {
+            return None;
+        }
         if self.depth >= MAX_DEPTH {
             self.unsupported(
                 pointer,
@@ -803,6 +847,50 @@ mod tests {
             })
             .collect();
         (out, issues)
+    }
+
+    /// Parameters whose definitions each hold the next twice, `levels` deep (and a `D{levels}`
+    /// string at the bottom): inlined, 2^levels copies.
+    fn shared_definitions(levels: usize) -> Value {
+        let mut defs = Map::new();
+        for k in 0..levels {
+            let next = json!({ "$ref": format!("#/$defs/D{}", k + 1) });
+            defs.insert(
+                format!("D{k}"),
+                json!({ "type": "object", "properties": { "a": next, "b": next },
+                        "required": ["a", "b"], "additionalProperties": false }),
+            );
+        }
+        defs.insert(format!("D{levels}"), json!({ "type": "string" }));
+        json!({ "type": "object", "properties": { "x": { "$ref": "#/$defs/D0" } },
+                "required": ["x"], "additionalProperties": false, "$defs": defs })
+    }
+
+    #[test]
+    fn definitions_shared_past_the_budget_leave_the_parameters_out_with_one_warning() {
+        // 2^40 copies were it inlined; the lowering stops at the budget.
+        let (out, issues) = lower(shared_definitions(40));
+        assert!(out.get("parameters").is_none(), "{out}");
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        let (code, keyword, message) = &issues[0];
+        assert_eq!(
+            (code.as_str(), keyword.as_str()),
+            (codes::GEMINI_UNSUPPORTED, "$ref")
+        );
+        assert!(
+            message.contains(&format!("more than {MAX_INLINED} schemas")),
+            "{message}"
+        );
+
+        // Within the budget, every copy is inlined and nothing is said.
+        let (out, issues) = lower(shared_definitions(8));
+        assert!(issues.is_empty(), "{issues:?}");
+        let mut leaf = &out["parameters"]["properties"]["x"];
+        for _ in 0..8 {
+            assert_eq!(leaf["properties"]["a"], leaf["properties"]["b"]);
+            leaf = &leaf["properties"]["b"];
+        }
+        assert_eq!(leaf, &json!({ "type": "STRING" }));
     }
 
     #[test]
