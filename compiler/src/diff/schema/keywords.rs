@@ -318,10 +318,13 @@ pub(super) fn closedness(o: &Map<String, Value>, n: &Map<String, Value>) -> Opti
 
 /// Keywords toolc does not compare by meaning (`not`, `allOf`, `if`, `patternProperties`, ...):
 /// any difference is reported, as breaking, since toolc cannot tell which way it goes.
+/// The same text can mean something else when it holds a `$ref` whose definition changed:
+/// `changed_definition` names the first such definition of a value.
 pub(super) fn unjudged<'k>(
     o: &'k Map<String, Value>,
     n: &'k Map<String, Value>,
     found: &mut Vec<Found<'k>>,
+    mut changed_definition: impl FnMut(&Value) -> Option<String>,
 ) {
     let mut keys: Vec<&String> = o.keys().collect();
     keys.extend(n.keys().filter(|k| !o.contains_key(*k)));
@@ -329,16 +332,50 @@ pub(super) fn unjudged<'k>(
         if UNDERSTOOD.contains(&key.as_str()) {
             continue;
         }
-        if o.get(key).map(canonical) != n.get(key).map(canonical) {
-            found.push(Found::new(
-                SCHEMA_CHANGED,
-                Effect::Narrows,
-                format!(
-                    "`{key}` changed, which toolc does not compare by meaning: it may accept less"
-                ),
-                Some(key),
-            ));
+        let message = match (o.get(key), n.get(key)) {
+            (Some(old), Some(new)) if canonical(old) == canonical(new) => {
+                match changed_definition(old) {
+                    Some(reference) => format!(
+                        "`{key}` refers to `{reference}`, which changed, and toolc does not compare `{key}` by meaning: it may accept less"
+                    ),
+                    None => continue,
+                }
+            }
+            _ => format!(
+                "`{key}` changed, which toolc does not compare by meaning: it may accept less"
+            ),
+        };
+        found.push(Found::new(
+            SCHEMA_CHANGED,
+            Effect::Narrows,
+            message,
+            Some(key),
+        ));
+    }
+}
+
+/// Whether `value` holds a `$ref` anywhere.
+pub(super) fn has_ref(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map.iter().any(|(k, v)| k == "$ref" || has_ref(v)),
+        Value::Array(items) => items.iter().any(has_ref),
+        _ => false,
+    }
+}
+
+/// The `$ref`s in `value`, in document order.
+pub(super) fn refs_in<'v>(value: &'v Value, out: &mut Vec<&'v str>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                match (k.as_str(), v) {
+                    ("$ref", Value::String(r)) => out.push(r),
+                    _ => refs_in(v, out),
+                }
+            }
         }
+        Value::Array(items) => items.iter().for_each(|v| refs_in(v, out)),
+        _ => {}
     }
 }
 

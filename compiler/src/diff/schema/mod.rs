@@ -14,7 +14,7 @@ use super::codes::*;
 use super::{label, Change, Impact};
 use crate::ir::IrTool;
 use crate::Span;
-use toolc_core::schema_util::{escape_segment, local_pointer, MAX_REF_HOPS};
+use toolc_core::schema_util::{escape_segment, local_pointer, resolve_ref, MAX_REF_HOPS};
 
 mod keywords;
 
@@ -306,7 +306,10 @@ impl<'a, 'v> Walk<'a, 'v> {
         if let Some(f) = closedness(o, n) {
             found.push(f);
         }
-        unjudged(o, n, &mut found);
+        let (old_root, new_root) = (self.old_root, self.new_root);
+        unjudged(o, n, &mut found, |value| {
+            changed_definition(value, old_root, new_root)
+        });
         for f in found {
             self.push(path, &via, &old, &new, f);
         }
@@ -633,13 +636,27 @@ impl<'a, 'v> Walk<'a, 'v> {
         let canon_n: Vec<String> = ln.iter().map(canonical).collect();
         let mut unmatched_new: Vec<usize> = (0..ln.len()).collect();
         let mut unmatched_old = Vec::new();
+        // The same text holding a `$ref` can still mean something else: such pairs are compared.
+        let mut same_with_refs = Vec::new();
         for (i, c) in canon_o.iter().enumerate() {
             match unmatched_new.iter().position(|&j| canon_n[j] == *c) {
                 Some(at) => {
-                    unmatched_new.remove(at);
+                    let j = unmatched_new.remove(at);
+                    if has_ref(&lo[i]) {
+                        same_with_refs.push((i, j));
+                    }
                 }
                 None => unmatched_old.push(i),
             }
+        }
+        for (i, j) in same_with_refs {
+            self.descend(
+                path,
+                Step::Alternative(j),
+                via,
+                old.child(&lo[i], &[key, &i.to_string()]),
+                new.child(&ln[j], &[key, &j.to_string()]),
+            );
         }
         if unmatched_old.len() == unmatched_new.len() {
             for (&i, &j) in unmatched_old.iter().zip(&unmatched_new) {
@@ -823,6 +840,34 @@ fn place(side: Side, path: &[Step]) -> String {
         Side::Parameters => format!("parameter `{text}`"),
         Side::Returns => format!("result field `{text}`"),
     }
+}
+
+/// The first definition that `value`'s `$ref`s lead to, directly or through other definitions,
+/// whose text differs between the two roots (or that only one of them has). Each reference is
+/// followed once.
+fn changed_definition(value: &Value, old_root: &Value, new_root: &Value) -> Option<String> {
+    let mut pending = Vec::new();
+    refs_in(value, &mut pending);
+    pending.reverse();
+    let mut followed = HashSet::new();
+    while let Some(reference) = pending.pop() {
+        if !followed.insert(reference) {
+            continue;
+        }
+        match (
+            resolve_ref(old_root, reference),
+            resolve_ref(new_root, reference),
+        ) {
+            (Some(o), Some(n)) if canonical(o) == canonical(n) => {
+                let at = pending.len();
+                refs_in(o, &mut pending);
+                pending[at..].reverse();
+            }
+            (None, None) => {}
+            _ => return Some(reference.to_owned()),
+        }
+    }
+    None
 }
 
 /// Follows same-document `$ref`s from `place`; returns where they lead and the last reference
