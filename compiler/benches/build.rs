@@ -20,7 +20,7 @@ fn build(text: &str, out: &Path) -> usize {
     let mut session = Session::new();
     session.add_manifest("bench.tools.yaml", text.as_bytes());
     let ir = session.check().expect("synthetic manifests are valid");
-    let (report, _) = emit::emit_into(
+    let report = emit::emit_into(
         &ir,
         &Kind::ALL,
         &emit::Config::default(),

@@ -54,15 +54,20 @@ pub fn each_index<S, R: Send>(
     let mut results: Vec<(usize, R)> = if threads == 1 {
         run()
     } else {
+        // The caller's thread is one of the workers: one thread fewer to start, and its
+        // allocator heap, which lives on after the call, takes a share of the work's memory
+        // (a finished thread's heap is only reclaimed later).
         std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads).map(|_| scope.spawn(run)).collect();
-            handles
-                .into_iter()
-                .flat_map(|h| {
-                    h.join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-                .collect()
+            let handles: Vec<_> = (1..threads).map(|_| scope.spawn(run)).collect();
+            let mut results = run();
+            for handle in handles {
+                results.extend(
+                    handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                );
+            }
+            results
         })
     };
     results.sort_by_key(|(i, _)| *i);

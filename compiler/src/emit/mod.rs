@@ -8,6 +8,8 @@ pub mod typescript;
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::ir::Ir;
+use std::collections::BTreeSet;
+
 use crate::output::{self, OutputWriter, Outputs, WriteReport};
 
 /// What `toolc build --emit` can produce.
@@ -186,7 +188,8 @@ pub fn emit_each<E>(
 
 /// `toolc build`: runs the emitters for `kinds` and writes their files under `dir`, each
 /// emitter's files as soon as it finishes (while the others still run), all put in place at
-/// once at the end ([`OutputWriter`]). Returns what was written and the outputs themselves.
+/// once at the end ([`OutputWriter`]). Returns what was written, left unchanged and removed; each
+/// emitter's text is freed once written (use [`emit_each`] to keep the texts).
 ///
 /// The build owns what it wrote: the folder's record ([`output::RECORD`]) lists the files of
 /// the last build, and a file listed there that an emitter of `kinds` no longer writes (the
@@ -197,28 +200,30 @@ pub fn emit_into(
     config: &Config,
     dir: &std::path::Path,
     diags: &mut Diagnostics,
-) -> std::io::Result<(WriteReport, Outputs)> {
+) -> std::io::Result<WriteReport> {
     let problems = config.check();
     if !problems.is_empty() {
         for problem in problems {
             diags.push(problem);
         }
-        return Ok((WriteReport::default(), Outputs::new()));
+        return Ok(WriteReport::default());
     }
     let previous = output::read_record(dir);
     let mut writer = OutputWriter::begin(dir)?;
-    let mut outputs = Outputs::new();
+    // Only the paths are kept: each emitter's text is freed as soon as it is written, so the
+    // largest files (tools.rs, the provider files) are not all held at once.
+    let mut paths: BTreeSet<String> = BTreeSet::new();
     emit_each(ir, kinds, config, diags, |files| {
         writer.add(&files)?;
-        outputs.extend(files);
+        paths.extend(files.into_keys());
         Ok::<(), std::io::Error>(())
     })?;
     let emitted_now = |path: &str| Kind::of_output(path).is_some_and(|k| kinds.contains(&k));
     let (stale, kept): (Vec<String>, Vec<String>) = previous
         .into_iter()
-        .filter(|path| !outputs.contains_key(path))
+        .filter(|path| !paths.contains(path))
         .partition(|path| emitted_now(path));
-    let mut record: Vec<&str> = outputs.keys().map(String::as_str).collect();
+    let mut record: Vec<&str> = paths.iter().map(String::as_str).collect();
     record.extend(kept.iter().map(String::as_str));
     let mut record_file = Outputs::new();
     record_file.insert(output::RECORD.to_owned(), output::record_text(record));
@@ -227,7 +232,7 @@ pub fn emit_into(
     report.written.retain(|p| !p.ends_with(output::RECORD));
     report.unchanged.retain(|p| !p.ends_with(output::RECORD));
     report.removed = output::remove_outputs(dir, &stale);
-    Ok((report, outputs))
+    Ok(report)
 }
 
 /// The warnings that `toolc build` would report for `ir` (a tool that loses strict mode, a
