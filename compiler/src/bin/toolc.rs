@@ -139,9 +139,11 @@ fn main() -> ExitCode {
 }
 
 /// A run lasts a tenth of a second and its heap is a few tens of MiB, spread thinly over
-/// mimalloc's arena. Backed by 2 MiB transparent huge pages (mimalloc asks for them), that
-/// doubled the peak RSS of a 1,000-tool build (95 MiB instead of 48) and gained no time: the
-/// kernel zeroes every huge page whole. Where the kernel cannot turn them off, nothing changes.
+/// mimalloc's arena. Backed by 2 MiB transparent huge pages, that doubled the peak RSS of a
+/// 1,000-tool build (90 MiB instead of 48) and gained no time: the kernel zeroes every huge page
+/// whole. mimalloc is built not to ask for them (its `no_thp` feature); this also keeps them off
+/// where the kernel hands them out unasked (`transparent_hugepage=always`). Where it cannot,
+/// nothing changes.
 fn without_huge_pages() {
     #[cfg(target_os = "linux")]
     let _ = rustix::thread::disable_transparent_huge_pages(true);

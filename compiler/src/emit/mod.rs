@@ -134,7 +134,8 @@ pub fn emit(ir: &Ir, kinds: &[Kind], config: &Config, diags: &mut Diagnostics) -
 }
 
 /// Like [`emit`], but hands each emitter's outputs to `each` on the calling thread as soon as
-/// that emitter finishes, so that they can be written while the others still run. Warnings are
+/// they are made (an emitter's all at once when it finishes; the provider files one by one), so
+/// that they can be written and freed while the others still run. Warnings are
 /// merged in the order of `kinds`. The first error of `each` is returned once every emitter has
 /// finished; `each` is not called again after it.
 pub fn emit_each<E>(
@@ -161,17 +162,24 @@ pub fn emit_each<E>(
             .map(|(index, &kind)| {
                 let sender = sender.clone();
                 scope.spawn(move || {
-                    let (outputs, diags) = emit_one(ir, kind, config);
                     // The receiver outlives every sender: it is dropped after the scope.
-                    let _ = sender.send((index, outputs, diags));
+                    let send = |files: Outputs| {
+                        let _ = sender.send(Emitted::Files(files));
+                    };
+                    let diags = emit_one(ir, kind, config, &send);
+                    let _ = sender.send(Emitted::Finished(index, diags));
                 })
             })
             .collect();
         drop(sender);
-        for (index, outputs, diags) in receiver {
-            kind_diags[index] = Some(diags);
-            if result.is_ok() {
-                result = each(outputs);
+        for emitted in receiver {
+            match emitted {
+                Emitted::Files(files) => {
+                    if result.is_ok() {
+                        result = each(files);
+                    }
+                }
+                Emitted::Finished(index, diags) => kind_diags[index] = Some(diags),
             }
         }
         for handle in handles {
@@ -261,12 +269,26 @@ pub fn output_warnings_with(ir: &Ir, config: &Config, diags: &mut Diagnostics) {
     }
 }
 
-fn emit_one(ir: &Ir, kind: Kind, config: &Config) -> (Outputs, Diagnostics) {
+/// What an emitter's thread sends to the thread that writes.
+enum Emitted {
+    /// Files made, to be written.
+    Files(Outputs),
+    /// The emitter at this index of `kinds` is done, with these warnings.
+    Finished(usize, Diagnostics),
+}
+
+/// Runs one emitter, handing its files to `send` (the provider files one by one as each is
+/// made, so that each is written and freed while the next is made); returns its warnings.
+fn emit_one(ir: &Ir, kind: Kind, config: &Config, send: &(dyn Fn(Outputs) + Sync)) -> Diagnostics {
     let mut outputs = Outputs::new();
     let mut diags = Diagnostics::default();
     match kind {
         Kind::Schemas => schemas::emit_with(ir, config.schema_layout, &mut outputs),
-        Kind::Providers => providers::emit_with(ir, config.gemini_schema, &mut diags, &mut outputs),
+        Kind::Providers => {
+            providers::emit_each_file(ir, config.gemini_schema, &mut diags, &|path, text| {
+                send(Outputs::from([(path, text)]))
+            })
+        }
         Kind::Rust => {
             let options = config.rust_options("ToolServer", None);
             let code = rust::generate_with_warnings(ir, &options, &mut diags);
@@ -276,7 +298,10 @@ fn emit_one(ir: &Ir, kind: Kind, config: &Config) -> (Outputs, Diagnostics) {
             outputs.insert("tools.ts".into(), typescript::generate(ir));
         }
     }
-    (outputs, diags)
+    if !outputs.is_empty() {
+        send(outputs);
+    }
+    diags
 }
 
 pub use toolc_core::to_json_text;

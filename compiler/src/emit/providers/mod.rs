@@ -80,6 +80,27 @@ pub fn emit(ir: &Ir, diags: &mut Diagnostics, outputs: &mut Outputs) {
 
 /// Every provider file into `outputs`, Gemini's schemas as `gemini` says.
 pub fn emit_with(ir: &Ir, gemini: GeminiSchema, diags: &mut Diagnostics, outputs: &mut Outputs) {
+    let made = std::sync::Mutex::new(Vec::new());
+    emit_each_file(ir, gemini, diags, &|path, text| {
+        made.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((path, text));
+    });
+    outputs.extend(
+        made.into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+}
+
+/// [`emit_with`], handing each file (path, text) to `done` as soon as it is made, on the thread
+/// that made it, in no fixed order: `toolc build` writes a file and frees its text while the
+/// others are still being made. The warnings are pushed in provider order.
+pub fn emit_each_file(
+    ir: &Ir,
+    gemini: GeminiSchema,
+    diags: &mut Diagnostics,
+    done: &(dyn Fn(String, String) + Sync),
+) {
     let threads = crate::parallel::cores();
     let shared = shared_renders(ir, threads);
     let made = crate::parallel::each_index(
@@ -90,11 +111,11 @@ pub fn emit_with(ir: &Ir, gemini: GeminiSchema, diags: &mut Diagnostics, outputs
             let provider = Provider::ALL[i];
             let mut provider_diags = Diagnostics::default();
             let text = file(ir, provider, &shared, gemini, &mut provider_diags);
-            (provider, text, provider_diags)
+            done(format!("providers/{}.json", provider.name()), text);
+            provider_diags
         },
     );
-    for (_, (provider, text, provider_diags)) in made {
-        outputs.insert(format!("providers/{}.json", provider.name()), text);
+    for (_, provider_diags) in made {
         diags.extend(provider_diags);
     }
     warn_strict(
