@@ -164,25 +164,31 @@ impl OutputWriter {
 
     /// Writes `outputs` (paths relative to the output folder) to their staging places.
     pub fn add(&mut self, outputs: &Outputs) -> io::Result<()> {
+        for (relative, content) in outputs {
+            self.add_pieces(relative, &[content])?;
+        }
+        Ok(())
+    }
+
+    /// Writes one file (its path relative to the output folder) whose content is `pieces`
+    /// concatenated, without concatenating them: a large generated file is written as it was
+    /// made, in parts.
+    pub fn add_pieces(&mut self, relative: &str, pieces: &[impl AsRef<str>]) -> io::Result<()> {
+        // One thread: creating files contends on the file system's allocation locks, and on
+        // this machine several writer threads measured no faster, only busier.
         match &mut self.mode {
-            // One thread: creating files contends on the file system's allocation locks, and
-            // on this machine several writer threads measured no faster, only busier.
             Mode::Fresh { staging } => {
-                for (relative, content) in outputs {
-                    let path = staging.join(relative);
-                    if let Some(folder) = path.parent() {
-                        self.folders.ensure(folder)?;
-                    }
-                    std::fs::write(&path, content)?;
+                let path = staging.join(relative);
+                if let Some(folder) = path.parent() {
+                    self.folders.ensure(folder)?;
                 }
+                write_pieces(&path, pieces)?;
             }
             Mode::InPlace { staged } => {
-                for (relative, content) in outputs {
-                    let target = self.dir.join(relative);
-                    if same_content(&target, content) {
-                        self.unchanged.push(target);
-                        continue;
-                    }
+                let target = self.dir.join(relative);
+                if same_content(&target, pieces) {
+                    self.unchanged.push(target);
+                } else {
                     if let Some(parent) = target.parent() {
                         self.folders.ensure(parent)?;
                     }
@@ -191,12 +197,12 @@ impl OutputWriter {
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_default();
                     let temp = target.with_file_name(format!(".{file_name}.toolc-tmp"));
-                    std::fs::write(&temp, content)?;
+                    write_pieces(&temp, pieces)?;
                     staged.push((temp, target));
                 }
             }
         }
-        self.added.extend(outputs.keys().cloned());
+        self.added.push(relative.to_owned());
         Ok(())
     }
 
@@ -303,9 +309,33 @@ fn sweep_abandoned(parent: &Path, name: &str) {
 const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Whether the file at `path` holds exactly `content`; the length is compared before reading.
-fn same_content(path: &Path, content: &str) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.len() == content.len() as u64)
-        && std::fs::read(path).is_ok_and(|old| old == content.as_bytes())
+/// Whether the file at `path` holds exactly `pieces` concatenated.
+fn same_content(path: &Path, pieces: &[impl AsRef<str>]) -> bool {
+    let len: usize = pieces.iter().map(|p| p.as_ref().len()).sum();
+    if !std::fs::metadata(path).is_ok_and(|m| m.len() == len as u64) {
+        return false;
+    }
+    let Ok(old) = std::fs::read(path) else {
+        return false;
+    };
+    let mut rest = old.as_slice();
+    for piece in pieces {
+        let piece = piece.as_ref().as_bytes();
+        match rest.strip_prefix(piece) {
+            Some(after) => rest = after,
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+fn write_pieces(path: &Path, pieces: &[impl AsRef<str>]) -> io::Result<()> {
+    use std::io::Write as _;
+    let mut file = std::fs::File::create(path)?;
+    for piece in pieces {
+        file.write_all(piece.as_ref().as_bytes())?;
+    }
+    Ok(())
 }
 
 /// Folders already created in this write, so that each is created once, not once per file.
@@ -522,6 +552,45 @@ mod tests {
             })
             .count();
         assert_eq!(leftovers, 0, "no staging folder is left");
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    fn a_file_added_in_pieces_is_their_concatenation_and_unchanged_only_if_it_all_is() {
+        let base = scratch("pieces");
+        let dir = base.join("out");
+        let pieces = ["// head\n", "", "fn a() {}\n", "fn b() {}\n"];
+        for _ in 0..2 {
+            let mut writer = OutputWriter::begin(&dir).unwrap();
+            writer.add_pieces("tools.rs", &pieces).unwrap();
+            writer.commit().unwrap();
+        }
+        let whole = pieces.concat();
+        assert_eq!(
+            std::fs::read_to_string(dir.join("tools.rs")).unwrap(),
+            whole
+        );
+        // The same text cut elsewhere is unchanged; any other text, even of the same length or
+        // a prefix of the file, is written.
+        let cases: [(&[&str], bool); 4] = [
+            (&["// head\nfn a", "() {}\nfn b() {}\n"], true),
+            (&["// head\nfn a() {}\nfn c() {}\n"], false),
+            (&["// head\n", "fn a() {}\n"], false),
+            (&["// head\n", "fn a() {}\n", "fn b() {}\n", "\n"], false),
+        ];
+        for (other, unchanged) in cases {
+            let mut writer = OutputWriter::begin(&dir).unwrap();
+            writer.add_pieces("tools.rs", other).unwrap();
+            let report = writer.commit().unwrap();
+            assert_eq!(report.unchanged.len() == 1, unchanged, "{other:?}");
+            assert_eq!(
+                std::fs::read_to_string(dir.join("tools.rs")).unwrap(),
+                other.concat()
+            );
+            let mut writer = OutputWriter::begin(&dir).unwrap();
+            writer.add_pieces("tools.rs", &pieces).unwrap();
+            writer.commit().unwrap();
+        }
         let _ = std::fs::remove_dir_all(&base);
     }
 

@@ -145,6 +145,29 @@ pub fn emit_each<E>(
     diags: &mut Diagnostics,
     mut each: impl FnMut(Outputs) -> Result<(), E>,
 ) -> Result<(), E> {
+    emit_made(ir, kinds, config, diags, |made| match made {
+        Made::Files(files) => each(files),
+        Made::Pieces(path, pieces) => each(Outputs::from([(path, pieces.concat())])),
+    })
+}
+
+/// Files an emitter made.
+enum Made {
+    /// Whole files.
+    Files(Outputs),
+    /// One file (its path) as pieces, written one after the other: `tools.rs` is printed in
+    /// parts, and copying them into one string doubled its memory.
+    Pieces(String, Vec<String>),
+}
+
+/// [`emit_each`], with files as the emitters made them.
+fn emit_made<E>(
+    ir: &Ir,
+    kinds: &[Kind],
+    config: &Config,
+    diags: &mut Diagnostics,
+    mut each: impl FnMut(Made) -> Result<(), E>,
+) -> Result<(), E> {
     let problems = config.check();
     if !problems.is_empty() {
         for problem in problems {
@@ -163,8 +186,8 @@ pub fn emit_each<E>(
                 let sender = sender.clone();
                 scope.spawn(move || {
                     // The receiver outlives every sender: it is dropped after the scope.
-                    let send = |files: Outputs| {
-                        let _ = sender.send(Emitted::Files(files));
+                    let send = |made: Made| {
+                        let _ = sender.send(Emitted::Made(made));
                     };
                     let diags = emit_one(ir, kind, config, &send);
                     let _ = sender.send(Emitted::Finished(index, diags));
@@ -174,9 +197,9 @@ pub fn emit_each<E>(
         drop(sender);
         for emitted in receiver {
             match emitted {
-                Emitted::Files(files) => {
+                Emitted::Made(made) => {
                     if result.is_ok() {
-                        result = each(files);
+                        result = each(made);
                     }
                 }
                 Emitted::Finished(index, diags) => kind_diags[index] = Some(diags),
@@ -221,9 +244,17 @@ pub fn emit_into(
     // Only the paths are kept: each emitter's text is freed as soon as it is written, so the
     // largest files (tools.rs, the provider files) are not all held at once.
     let mut paths: BTreeSet<String> = BTreeSet::new();
-    emit_each(ir, kinds, config, diags, |files| {
-        writer.add(&files)?;
-        paths.extend(files.into_keys());
+    emit_made(ir, kinds, config, diags, |made| {
+        match made {
+            Made::Files(files) => {
+                writer.add(&files)?;
+                paths.extend(files.into_keys());
+            }
+            Made::Pieces(path, pieces) => {
+                writer.add_pieces(&path, &pieces)?;
+                paths.insert(path);
+            }
+        }
         Ok::<(), std::io::Error>(())
     })?;
     let emitted_now = |path: &str| Kind::of_output(path).is_some_and(|k| kinds.contains(&k));
@@ -272,34 +303,35 @@ pub fn output_warnings_with(ir: &Ir, config: &Config, diags: &mut Diagnostics) {
 /// What an emitter's thread sends to the thread that writes.
 enum Emitted {
     /// Files made, to be written.
-    Files(Outputs),
+    Made(Made),
     /// The emitter at this index of `kinds` is done, with these warnings.
     Finished(usize, Diagnostics),
 }
 
 /// Runs one emitter, handing its files to `send` (the provider files one by one as each is
-/// made, so that each is written and freed while the next is made); returns its warnings.
-fn emit_one(ir: &Ir, kind: Kind, config: &Config, send: &(dyn Fn(Outputs) + Sync)) -> Diagnostics {
+/// made, so that each is written and freed while the next is made; `tools.rs` in pieces);
+/// returns its warnings.
+fn emit_one(ir: &Ir, kind: Kind, config: &Config, send: &(dyn Fn(Made) + Sync)) -> Diagnostics {
     let mut outputs = Outputs::new();
     let mut diags = Diagnostics::default();
     match kind {
         Kind::Schemas => schemas::emit_with(ir, config.schema_layout, &mut outputs),
         Kind::Providers => {
             providers::emit_each_file(ir, config.gemini_schema, &mut diags, &|path, text| {
-                send(Outputs::from([(path, text)]))
+                send(Made::Files(Outputs::from([(path, text)])))
             })
         }
         Kind::Rust => {
             let options = config.rust_options("ToolServer", None);
-            let code = rust::generate_with_warnings(ir, &options, &mut diags);
-            outputs.insert("tools.rs".into(), code);
+            let pieces = rust::generate_in_pieces(ir, &options, &mut diags);
+            send(Made::Pieces("tools.rs".into(), pieces));
         }
         Kind::TypeScript => {
             outputs.insert("tools.ts".into(), typescript::generate(ir));
         }
     }
     if !outputs.is_empty() {
-        send(outputs);
+        send(Made::Files(outputs));
     }
     diags
 }
