@@ -606,12 +606,10 @@ mod tests {
     }
 
     proptest::proptest! {
-        // A fixed seed: one random seed ran this test for 15 minutes and the case was not
-        // kept. Suspected: nested `anyOf`s of a definition that refers to itself, which
-        // `accepts_null` follows branch by branch. Open in issue 26's closing note.
+        // Random seeds: before `accepts_null` judged each definition once, 2 seeds in 30 ran
+        // for minutes (a definition made of `allOf`s of itself doubles at every level).
         #![proptest_config(proptest::prelude::ProptestConfig {
             cases: 2000,
-            rng_seed: proptest::test_runner::RngSeed::Fixed(0x51a7_e5ee_d000_0026),
             ..proptest::prelude::ProptestConfig::default()
         })]
         /// `toolc check` reports what `toolc build` would: the issues without the schema are
