@@ -55,6 +55,10 @@ pub const PROVIDER_NAME: &str = "toolc::provider-name";
 /// Error: a schema that is, through `$ref`s and `anyOf`/`oneOf`/`allOf` members, only itself
 /// (`A: {$ref: A}`): it has no type, and Rust and TypeScript reject the alias
 pub const REF_CYCLE: &str = "toolc::ref-cycle";
+/// Error: a schema whose `$ref`s, written out in full, make more than
+/// [`crate::schema_util::MAX_WRITTEN_OUT`] schemas (definitions that each use the next in several
+/// places): a validator may apply all of them to one value
+pub const SCHEMA_TOO_LARGE: &str = "toolc::schema-too-large";
 /// Error: `mode` or `scheduling` on a client tool
 pub const SERVER_ONLY_FIELD: &str = "toolc::server-only-field";
 /// Error: `scheduling` on a tool that is not `mode: async` (only a background result is

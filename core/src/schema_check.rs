@@ -9,7 +9,8 @@ use serde_json::Value as Json;
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::schema_util::{
-    escape_segment, local_pointer, resolve_ref, SUBSCHEMA, SUBSCHEMA_LIST, SUBSCHEMA_MAP,
+    escape_segment, local_pointer, resolve_ref, written_out_size, SUBSCHEMA, SUBSCHEMA_LIST,
+    SUBSCHEMA_MAP,
 };
 use crate::source::{SourceMap, Span};
 use crate::suggest::{closest, did_you_mean};
@@ -106,6 +107,9 @@ pub fn check_schema(
     walker.walk(node, "");
     if walker.reported.is_empty() && has_refs(&json) {
         walker.check_ref_cycles(node);
+        if walker.reported.is_empty() {
+            walker.check_written_out_size(node);
+        }
     }
     let reported = std::mem::take(&mut walker.reported);
 
@@ -632,6 +636,27 @@ impl Walker<'_> {
         refs
     }
 
+    /// A schema whose shared definitions multiply: see [`written_out_size`].
+    fn check_written_out_size(&mut self, node: &Node) {
+        let limit = crate::schema_util::MAX_WRITTEN_OUT;
+        if written_out_size(self.root, limit) <= limit {
+            return;
+        }
+        let (span, _) = span_at(node, "");
+        self.error(
+            String::new(),
+            Diagnostic::error(
+                crate::codes::SCHEMA_TOO_LARGE,
+                format!(
+                    "`{}` of {} uses its definitions so often that, written out in full, it is more than {limit} schemas; a validator may apply every one of them to one value, so one hostile argument could take minutes to check",
+                    self.field, self.what
+                ),
+            )
+            .at(span, "this schema")
+            .help("a definition used in several places that itself uses another in several places multiplies them; use each definition from fewer places, or merge definitions that are always used together"),
+        );
+    }
+
     fn report_cycle(&mut self, node: &Node, keyword_at: &str, cycle: &[String]) {
         let name = |pointer: &str| {
             if pointer.is_empty() {
@@ -873,6 +898,31 @@ mod tests {
         ];
         for schema in &recursions {
             assert!(codes_for(schema).is_empty(), "{schema}");
+        }
+    }
+
+    #[test]
+    fn definitions_that_multiply_past_the_limit_are_an_error() {
+        let shared = |levels: usize, make: &dyn Fn(Json) -> Json| {
+            let mut defs = serde_json::Map::new();
+            for k in 0..levels {
+                defs.insert(
+                    format!("D{k}"),
+                    make(json!({ "$ref": format!("#/$defs/D{}", k + 1) })),
+                );
+            }
+            defs.insert(format!("D{levels}"), json!({ "type": "string" }));
+            json!({ "type": "object", "properties": { "x": { "$ref": "#/$defs/D0" } }, "$defs": defs })
+        };
+        let any_of = |r: Json| json!({ "anyOf": [r.clone(), r] });
+        let props = |r: Json| json!({ "type": "object", "properties": { "a": r.clone(), "b": r } });
+        for make in [&any_of as &dyn Fn(Json) -> Json, &props] {
+            assert_eq!(
+                codes_for(&shared(40, make)),
+                [crate::codes::SCHEMA_TOO_LARGE]
+            );
+            // 2^12 copies: large, and allowed.
+            assert!(codes_for(&shared(12, make)).is_empty());
         }
     }
 

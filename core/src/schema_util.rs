@@ -129,6 +129,116 @@ pub fn deref<'a>(root: &'a Value, mut schema: &'a Value) -> &'a Value {
     schema
 }
 
+/// How many schemas a validator may apply to one value when there are more than this in the
+/// schema written out in full (see [`written_out_size`]): a schema as large as any real tool's
+/// is far below it, and a validator that follows each of them (jsonschema tries every branch of
+/// an `anyOf` that fails) takes a second or more.
+pub const MAX_WRITTEN_OUT: usize = 100_000;
+
+/// How deep [`written_out_size`] follows nested schemas and `$ref`s before it calls the schema
+/// too large: a chain of definitions can be as long as the manifest, far deeper than a thread's
+/// stack allows recursion, and no real schema nests this deep.
+const MAX_WRITTEN_OUT_DEPTH: usize = 512;
+
+/// How many schemas `root` holds once written out in full: every `$ref` replaced by a copy of
+/// what it refers to (a definition that refers back into itself is copied once), unused
+/// definitions not counted. Counts up to `limit`; anything larger is `limit + 1`.
+///
+/// Definitions that each use the next twice (`A: {anyOf: [{$ref: B}, {$ref: B}]}`, and so on)
+/// double at every level: twenty of them write out as a million schemas, all of which a
+/// validator may apply to one hostile value. Each definition is counted once and remembered, so
+/// this takes time linear in the schema's text whatever the answer.
+pub fn written_out_size(root: &Value, limit: usize) -> usize {
+    let mut counter = WrittenOut {
+        root,
+        limit,
+        counted: std::collections::HashMap::new(),
+    };
+    counter.size(root, 0)
+}
+
+/// `Err` with a reason when `schema` is more than [`MAX_WRITTEN_OUT`] schemas written out in
+/// full: what the runtime says of a remote catalog's or MCP server's schema it refuses to
+/// validate against.
+pub fn check_written_out_size(schema: &Value) -> Result<(), String> {
+    if written_out_size(schema, MAX_WRITTEN_OUT) <= MAX_WRITTEN_OUT {
+        return Ok(());
+    }
+    Err(format!(
+        "written out in full it is more than {MAX_WRITTEN_OUT} schemas (definitions that use each other in several places multiply), and a validator may apply every one of them to one value"
+    ))
+}
+
+struct WrittenOut<'a> {
+    root: &'a Value,
+    limit: usize,
+    /// Per `$ref` target (by address): `None` while it is being counted, then its size.
+    counted: std::collections::HashMap<*const Value, Option<usize>>,
+}
+
+impl<'a> WrittenOut<'a> {
+    fn size(&mut self, schema: &'a Value, depth: usize) -> usize {
+        let too_large = self.limit.saturating_add(1);
+        if depth > MAX_WRITTEN_OUT_DEPTH {
+            return too_large;
+        }
+        let Value::Object(map) = schema else {
+            return 1;
+        };
+        let mut total: usize = 1;
+        for (key, value) in map {
+            let key = key.as_str();
+            let add = if key == "$ref" {
+                let target = value.as_str().and_then(|r| resolve_ref(self.root, r));
+                match target {
+                    Some(target) => self.definition(target, depth),
+                    None => 0,
+                }
+            } else if SUBSCHEMA_MAP.contains(&key) && key != "$defs" && key != "definitions" {
+                let mut sum: usize = 0;
+                for sub in value.as_object().into_iter().flat_map(|m| m.values()) {
+                    sum = sum.saturating_add(self.size(sub, depth + 1));
+                }
+                sum
+            } else if SUBSCHEMA_LIST.contains(&key) || SUBSCHEMA.contains(&key) {
+                match value {
+                    Value::Array(items) => {
+                        let mut sum: usize = 0;
+                        for sub in items {
+                            sum = sum.saturating_add(self.size(sub, depth + 1));
+                        }
+                        sum
+                    }
+                    sub => self.size(sub, depth + 1),
+                }
+            } else {
+                0
+            };
+            total = total.saturating_add(add);
+            if total > self.limit {
+                return too_large;
+            }
+        }
+        total
+    }
+
+    /// The size of a `$ref` target, counted once.
+    fn definition(&mut self, target: &'a Value, depth: usize) -> usize {
+        let key: *const Value = target;
+        match self.counted.get(&key) {
+            Some(Some(size)) => *size,
+            // Back into a definition being counted: a recursion, written out once.
+            Some(None) => 0,
+            None => {
+                self.counted.insert(key, None);
+                let size = self.size(target, depth + 1);
+                self.counted.insert(key, Some(size));
+                size
+            }
+        }
+    }
+}
+
 /// `#/$defs/Name` or `#/definitions/Name` → (`$defs` or `definitions`, `Name` unescaped), for
 /// references to a named definition; `None` for deeper or other pointers.
 pub fn named_definition(reference: &str) -> Option<(&'static str, String)> {
@@ -224,6 +334,57 @@ pub fn mcp_lowered_input_schema(parameters: &serde_json::Value) -> Option<serde_
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn shared(levels: usize, make: impl Fn(Value) -> Value) -> Value {
+        let mut defs = serde_json::Map::new();
+        for k in 0..levels {
+            defs.insert(
+                format!("D{k}"),
+                make(serde_json::json!({ "$ref": format!("#/$defs/D{}", k + 1) })),
+            );
+        }
+        defs.insert(
+            format!("D{levels}"),
+            serde_json::json!({ "type": "string" }),
+        );
+        serde_json::json!({ "type": "object", "properties": { "x": { "$ref": "#/$defs/D0" } }, "$defs": defs })
+    }
+
+    #[test]
+    fn written_out_size_counts_every_copy_and_stops_at_the_limit() {
+        use serde_json::json;
+        // root + properties/x (its `$ref`) + the string it leads to.
+        let one = json!({ "type": "object", "properties": { "x": { "$ref": "#/$defs/S" } },
+                          "$defs": { "S": { "type": "string" }, "Unused": { "type": "string" } } });
+        assert_eq!(written_out_size(&one, 100), 3);
+        // Each level: the definition and its two `$ref` members, each holding the next level.
+        let any_of = |r: Value| json!({ "anyOf": [r.clone(), r] });
+        let expected = |levels: u32| 2 + (3 * (2usize.pow(levels) - 1)) + 2usize.pow(levels);
+        for levels in 1..=8 {
+            assert_eq!(
+                written_out_size(&shared(levels as usize, any_of), 1_000_000),
+                expected(levels),
+                "{levels} levels"
+            );
+        }
+        // 2^200 copies: counted in linear time, and capped.
+        assert_eq!(written_out_size(&shared(200, any_of), 1000), 1001);
+        let props =
+            |r: Value| json!({ "type": "object", "properties": { "a": r.clone(), "b": r } });
+        assert_eq!(
+            written_out_size(&shared(200, props), MAX_WRITTEN_OUT),
+            MAX_WRITTEN_OUT + 1
+        );
+        // A recursion is written out once; a chain longer than the depth bound is too large.
+        let tree = json!({ "$ref": "#/$defs/T", "$defs": { "T": { "type": "object", "properties": {
+            "children": { "type": "array", "items": { "$ref": "#/$defs/T" } } } } } });
+        assert_eq!(written_out_size(&tree, 100), 4);
+        let chain = shared(
+            2000,
+            |r| json!({ "type": "object", "properties": { "next": r } }),
+        );
+        assert_eq!(written_out_size(&chain, usize::MAX - 1), usize::MAX);
+    }
     use serde_json::json;
 
     #[test]

@@ -259,6 +259,7 @@ impl RegistryBuilder {
 }
 
 fn compile(schema: &Value) -> Result<Validator, String> {
+    toolc_core::schema_util::check_written_out_size(schema)?;
     jsonschema::draft202012::new(schema).map_err(|e| e.to_string())
 }
 

@@ -513,6 +513,18 @@ async fn malformed_envelopes_are_errors_not_panics() {
     assert_eq!(e.raw(), Some("{\"succ"));
 }
 
+/// Parameters whose definitions each use the next twice, `levels` deep: 2^levels schemas for a
+/// validator to try on an argument that fails (`x: 5`).
+fn multiplying_definitions(levels: usize) -> Value {
+    let mut defs = serde_json::Map::new();
+    for k in 0..levels {
+        let next = json!({ "$ref": format!("#/$defs/D{}", k + 1) });
+        defs.insert(format!("D{k}"), json!({ "anyOf": [next.clone(), next] }));
+    }
+    defs.insert(format!("D{levels}"), json!({ "type": "string" }));
+    json!({ "type": "object", "properties": { "x": { "$ref": "#/$defs/D0" } }, "$defs": defs })
+}
+
 #[tokio::test]
 async fn unusable_catalog_entries_are_skipped_with_a_reason() {
     let server = Server::start(|_, _| {
@@ -525,6 +537,7 @@ async fn unusable_catalog_entries_are_skipped_with_a_reason() {
             {"name": "auth_not_bool", "requires_auth": "yes"},
             weather(),
             {"name": "no_params"},
+            {"name": "multiplying", "parameters": multiplying_definitions(40)},
         ]))
     })
     .await;
@@ -541,9 +554,12 @@ async fn unusable_catalog_entries_are_skipped_with_a_reason() {
             "array_root",
             "bad_schema",
             "auth_not_bool",
-            "get_weather"
+            "get_weather",
+            "multiplying"
         ]
     );
+    let (_, reason) = &catalog.skipped()[6];
+    assert!(reason.contains("more than 100000 schemas"), "{reason}");
     // A tool without parameters takes an empty object, and nothing else.
     client.execute("no_params", &json!({}), None).await.unwrap();
     let e = client

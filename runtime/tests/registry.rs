@@ -131,6 +131,30 @@ fn schemas_that_cannot_compile_are_reported_with_the_tool() {
     );
 }
 
+#[test]
+fn schemas_that_multiply_when_written_out_are_refused() {
+    // Each definition uses the next twice: 2^40 schemas for a validator to try on `x: 5`.
+    let mut defs = serde_json::Map::new();
+    for k in 0..40 {
+        let next = json!({ "$ref": format!("#/$defs/D{}", k + 1) });
+        defs.insert(format!("D{k}"), json!({ "anyOf": [next.clone(), next] }));
+    }
+    defs.insert("D40".into(), json!({ "type": "string" }));
+    let mut d = def("search", Location::Server);
+    d.parameters = json!({ "type": "object", "properties": { "x": { "$ref": "#/$defs/D0" } },
+                           "$defs": defs });
+    let err = Registry::builder()
+        .definition(d)
+        .executor("search", search())
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&err.problems()[0], Problem::InvalidSchema { tool, problem }
+            if tool == "search" && problem.contains("more than 100000 schemas")),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn a_valid_call_returns_json_text() {
     let r = registry_with("search", search(), None);

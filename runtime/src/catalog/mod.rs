@@ -651,6 +651,9 @@ fn read_tool(entry: &Value) -> Result<CatalogTool, (String, String)> {
         }
         Some(_) => return fail("`parameters` is not a JSON Schema object"),
     };
+    if let Err(reason) = toolc_core::schema_util::check_written_out_size(&parameters) {
+        return Err((name, format!("`parameters` is refused: {reason}")));
+    }
     let validator = match jsonschema::draft202012::new(&parameters) {
         Ok(v) => v,
         Err(e) => return Err((name, format!("`parameters` is not a valid schema: {e}"))),

@@ -558,11 +558,15 @@ fn definition(tool: &Tool) -> Result<(ToolDefinition, Arc<jsonschema::Validator>
         return Err("the name is not a toolc tool name (letters, digits, `_`, `-`)".into());
     }
     let parameters = Value::Object((*tool.input_schema).clone());
+    toolc_core::schema_util::check_written_out_size(&parameters)
+        .map_err(|reason| format!("its inputSchema is refused: {reason}"))?;
     let validator = jsonschema::validator_for(&parameters)
         .map_err(|e| format!("its inputSchema does not compile: {e}"))?;
     let returns = match &tool.output_schema {
         Some(schema) => {
             let schema = Value::Object((**schema).clone());
+            toolc_core::schema_util::check_written_out_size(&schema)
+                .map_err(|reason| format!("its outputSchema is refused: {reason}"))?;
             jsonschema::validator_for(&schema)
                 .map_err(|e| format!("its outputSchema does not compile: {e}"))?;
             Some(schema)
@@ -599,4 +603,39 @@ fn definition(tool: &Tool) -> Result<(ToolDefinition, Arc<jsonschema::Validator>
 
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// An `inputSchema` whose definitions each use the next twice, `levels` deep.
+    fn multiplying(levels: usize) -> serde_json::Map<String, Value> {
+        let mut defs = serde_json::Map::new();
+        for k in 0..levels {
+            let next = json!({ "$ref": format!("#/$defs/D{}", k + 1) });
+            defs.insert(format!("D{k}"), json!({ "anyOf": [next.clone(), next] }));
+        }
+        defs.insert(format!("D{levels}"), json!({ "type": "string" }));
+        let schema = json!({ "type": "object", "properties": { "x": { "$ref": "#/$defs/D0" } },
+                             "$defs": defs });
+        schema.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_server_tool_whose_schema_multiplies_is_refused_with_the_reason() {
+        let hostile = Tool::new("hostile", "d", multiplying(40));
+        let why = definition(&hostile).err().unwrap_or_default();
+        assert!(
+            why.contains("inputSchema is refused") && why.contains("more than 100000"),
+            "{why}"
+        );
+        let mut output = Tool::new("output", "d", multiplying(0));
+        output.output_schema = Some(Arc::new(multiplying(40)));
+        let why = definition(&output).err().unwrap_or_default();
+        assert!(why.contains("outputSchema is refused"), "{why}");
+        // Twelve levels (4,096 copies) are a large schema, not a hostile one.
+        assert!(definition(&Tool::new("large", "d", multiplying(12))).is_ok());
+    }
 }
