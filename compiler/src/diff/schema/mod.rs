@@ -649,7 +649,17 @@ impl<'a, 'v> Walk<'a, 'v> {
                 None => unmatched_old.push(i),
             }
         }
-        for (i, j) in same_with_refs {
+        let paired = unmatched_old.len() == unmatched_new.len();
+        let in_order = unmatched_old
+            .iter()
+            .copied()
+            .zip(unmatched_new.iter().copied());
+        let compared: Vec<(usize, usize)> = if paired {
+            same_with_refs.into_iter().chain(in_order).collect()
+        } else {
+            same_with_refs
+        };
+        for (i, j) in compared {
             self.descend(
                 path,
                 Step::Alternative(j),
@@ -658,16 +668,7 @@ impl<'a, 'v> Walk<'a, 'v> {
                 new.child(&ln[j], &[key, &j.to_string()]),
             );
         }
-        if unmatched_old.len() == unmatched_new.len() {
-            for (&i, &j) in unmatched_old.iter().zip(&unmatched_new) {
-                self.descend(
-                    path,
-                    Step::Alternative(j),
-                    via,
-                    old.child(&lo[i], &[key, &i.to_string()]),
-                    new.child(&ln[j], &[key, &j.to_string()]),
-                );
-            }
+        if paired {
             return;
         }
         for &i in &unmatched_old {
