@@ -135,11 +135,6 @@ pub fn deref<'a>(root: &'a Value, mut schema: &'a Value) -> &'a Value {
 /// an `anyOf` that fails) takes a second or more.
 pub const MAX_WRITTEN_OUT: usize = 100_000;
 
-/// How deep [`written_out_size`] follows nested schemas and `$ref`s before it calls the schema
-/// too large: a chain of definitions can be as long as the manifest, far deeper than a thread's
-/// stack allows recursion, and no real schema nests this deep.
-const MAX_WRITTEN_OUT_DEPTH: usize = 512;
-
 /// How many schemas `root` holds once written out in full: every `$ref` replaced by a copy of
 /// what it refers to (a definition that refers back into itself is copied once), unused
 /// definitions not counted. Counts up to `limit`; anything larger is `limit + 1`.
@@ -147,14 +142,90 @@ const MAX_WRITTEN_OUT_DEPTH: usize = 512;
 /// Definitions that each use the next twice (`A: {anyOf: [{$ref: B}, {$ref: B}]}`, and so on)
 /// double at every level: twenty of them write out as a million schemas, all of which a
 /// validator may apply to one hostile value. Each definition is counted once and remembered, so
-/// this takes time linear in the schema's text whatever the answer.
+/// this takes time linear in the schema's text whatever the answer, and it walks with a stack
+/// of its own: a chain of definitions can be as long as the manifest, far deeper than a
+/// thread's stack allows recursion.
 pub fn written_out_size(root: &Value, limit: usize) -> usize {
-    let mut counter = WrittenOut {
-        root,
-        limit,
-        counted: std::collections::HashMap::new(),
-    };
-    counter.size(root, 0)
+    let too_large = limit.saturating_add(1);
+    // Per `$ref` target (by address): `None` while it is being counted, then its size.
+    let mut counted: std::collections::HashMap<*const Value, Option<usize>> =
+        std::collections::HashMap::new();
+    let mut stack = vec![Counting::of(root, root, None)];
+    while let Some(top) = stack.last_mut() {
+        if top.total > limit {
+            return too_large;
+        }
+        if let Some(&(part, is_target)) = top.parts.get(top.next) {
+            top.next += 1;
+            if !is_target {
+                stack.push(Counting::of(part, root, None));
+                continue;
+            }
+            let key: *const Value = part;
+            match counted.get(&key) {
+                Some(Some(size)) => top.total = top.total.saturating_add(*size),
+                // Back into a definition being counted: a recursion, written out once.
+                Some(None) => {}
+                None => {
+                    counted.insert(key, None);
+                    stack.push(Counting::of(part, root, Some(key)));
+                }
+            }
+            continue;
+        }
+        let Some(done) = stack.pop() else { break };
+        if let Some(key) = done.target {
+            counted.insert(key, Some(done.total));
+        }
+        match stack.last_mut() {
+            Some(parent) => parent.total = parent.total.saturating_add(done.total),
+            None => return done.total.min(too_large),
+        }
+    }
+    too_large
+}
+
+/// One schema being counted by [`written_out_size`].
+struct Counting<'a> {
+    /// Its subschemas, and the target of its `$ref` (`true`), in order.
+    parts: Vec<(&'a Value, bool)>,
+    next: usize,
+    /// Itself and what of its parts is counted so far.
+    total: usize,
+    /// The `$ref` target it is, whose size is remembered when done.
+    target: Option<*const Value>,
+}
+
+impl<'a> Counting<'a> {
+    fn of(schema: &'a Value, root: &'a Value, target: Option<*const Value>) -> Counting<'a> {
+        let mut parts = Vec::new();
+        if let Value::Object(map) = schema {
+            for (key, value) in map {
+                let key = key.as_str();
+                if key == "$ref" {
+                    if let Some(to) = value.as_str().and_then(|r| resolve_ref(root, r)) {
+                        parts.push((to, true));
+                    }
+                } else if key == "$defs" || key == "definitions" {
+                    // Counted where they are used.
+                } else if SUBSCHEMA_MAP.contains(&key) {
+                    let subs = value.as_object().into_iter().flat_map(|m| m.values());
+                    parts.extend(subs.map(|v| (v, false)));
+                } else if SUBSCHEMA_LIST.contains(&key) || SUBSCHEMA.contains(&key) {
+                    match value {
+                        Value::Array(items) => parts.extend(items.iter().map(|v| (v, false))),
+                        sub => parts.push((sub, false)),
+                    }
+                }
+            }
+        }
+        Counting {
+            parts,
+            next: 0,
+            total: 1,
+            target,
+        }
+    }
 }
 
 /// `Err` with a reason when `schema` is more than [`MAX_WRITTEN_OUT`] schemas written out in
@@ -167,76 +238,6 @@ pub fn check_written_out_size(schema: &Value) -> Result<(), String> {
     Err(format!(
         "written out in full it is more than {MAX_WRITTEN_OUT} schemas (definitions that use each other in several places multiply), and a validator may apply every one of them to one value"
     ))
-}
-
-struct WrittenOut<'a> {
-    root: &'a Value,
-    limit: usize,
-    /// Per `$ref` target (by address): `None` while it is being counted, then its size.
-    counted: std::collections::HashMap<*const Value, Option<usize>>,
-}
-
-impl<'a> WrittenOut<'a> {
-    fn size(&mut self, schema: &'a Value, depth: usize) -> usize {
-        let too_large = self.limit.saturating_add(1);
-        if depth > MAX_WRITTEN_OUT_DEPTH {
-            return too_large;
-        }
-        let Value::Object(map) = schema else {
-            return 1;
-        };
-        let mut total: usize = 1;
-        for (key, value) in map {
-            let key = key.as_str();
-            let add = if key == "$ref" {
-                let target = value.as_str().and_then(|r| resolve_ref(self.root, r));
-                match target {
-                    Some(target) => self.definition(target, depth),
-                    None => 0,
-                }
-            } else if SUBSCHEMA_MAP.contains(&key) && key != "$defs" && key != "definitions" {
-                let mut sum: usize = 0;
-                for sub in value.as_object().into_iter().flat_map(|m| m.values()) {
-                    sum = sum.saturating_add(self.size(sub, depth + 1));
-                }
-                sum
-            } else if SUBSCHEMA_LIST.contains(&key) || SUBSCHEMA.contains(&key) {
-                match value {
-                    Value::Array(items) => {
-                        let mut sum: usize = 0;
-                        for sub in items {
-                            sum = sum.saturating_add(self.size(sub, depth + 1));
-                        }
-                        sum
-                    }
-                    sub => self.size(sub, depth + 1),
-                }
-            } else {
-                0
-            };
-            total = total.saturating_add(add);
-            if total > self.limit {
-                return too_large;
-            }
-        }
-        total
-    }
-
-    /// The size of a `$ref` target, counted once.
-    fn definition(&mut self, target: &'a Value, depth: usize) -> usize {
-        let key: *const Value = target;
-        match self.counted.get(&key) {
-            Some(Some(size)) => *size,
-            // Back into a definition being counted: a recursion, written out once.
-            Some(None) => 0,
-            None => {
-                self.counted.insert(key, None);
-                let size = self.size(target, depth + 1);
-                self.counted.insert(key, Some(size));
-                size
-            }
-        }
-    }
 }
 
 /// `#/$defs/Name` or `#/definitions/Name` → (`$defs` or `definitions`, `Name` unescaped), for
@@ -375,15 +376,16 @@ mod tests {
             written_out_size(&shared(200, props), MAX_WRITTEN_OUT),
             MAX_WRITTEN_OUT + 1
         );
-        // A recursion is written out once; a chain longer than the depth bound is too large.
+        // A recursion is written out once; a chain of 50,000 definitions is counted without
+        // recursing once per link: the root, `x`, two schemas per link and the string.
         let tree = json!({ "$ref": "#/$defs/T", "$defs": { "T": { "type": "object", "properties": {
             "children": { "type": "array", "items": { "$ref": "#/$defs/T" } } } } } });
         assert_eq!(written_out_size(&tree, 100), 4);
         let chain = shared(
-            2000,
+            50_000,
             |r| json!({ "type": "object", "properties": { "next": r } }),
         );
-        assert_eq!(written_out_size(&chain, usize::MAX - 1), usize::MAX);
+        assert_eq!(written_out_size(&chain, usize::MAX - 1), 2 + 2 * 50_000 + 1);
     }
     use serde_json::json;
 
