@@ -79,6 +79,7 @@ fn every_error_kind_has_its_golden_diagnostic() {
                         | "invalid-default"
                         | "untyped-rust"
                         | "duplicate-window-unused"
+                        | "ambiguous-recursion"
                 ),
             "{name} must fail"
         );

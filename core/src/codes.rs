@@ -59,6 +59,10 @@ pub const REF_CYCLE: &str = "toolc::ref-cycle";
 /// [`crate::schema_util::MAX_WRITTEN_OUT`] schemas (definitions that each use the next in several
 /// places): a validator may apply all of them to one value
 pub const SCHEMA_TOO_LARGE: &str = "toolc::schema-too-large";
+/// Warning: a definition that reaches itself by two paths into the same part of a value (two
+/// alternatives that both recurse into `child`): validation may take time exponential in the
+/// argument's depth
+pub const AMBIGUOUS_RECURSION: &str = "toolc::ambiguous-recursion";
 /// Error: `mode` or `scheduling` on a client tool
 pub const SERVER_ONLY_FIELD: &str = "toolc::server-only-field";
 /// Error: `scheduling` on a tool that is not `mode: async` (only a background result is

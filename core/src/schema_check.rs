@@ -640,6 +640,7 @@ impl Walker<'_> {
     fn check_written_out_size(&mut self, node: &Node) {
         let limit = crate::schema_util::MAX_WRITTEN_OUT;
         if written_out_size(self.root, limit) <= limit {
+            self.check_ambiguous_recursion(node);
             return;
         }
         let (span, _) = span_at(node, "");
@@ -654,6 +655,33 @@ impl Walker<'_> {
             )
             .at(span, "this schema")
             .help("a definition used in several places that itself uses another in several places multiplies them; use each definition from fewer places, or merge definitions that are always used together"),
+        );
+    }
+
+    /// A definition that reaches itself twice along one path into a value: see
+    /// [`crate::schema_util::ambiguous_recursion`]. A warning: jsonschema often stops early
+    /// (at a failing discriminator it happens to check first), but nothing guarantees it.
+    fn check_ambiguous_recursion(&mut self, node: &Node) {
+        let limit = crate::schema_util::MAX_WRITTEN_OUT;
+        let Some(found) = crate::schema_util::ambiguous_recursion(self.root, limit) else {
+            return;
+        };
+        let (span, _) = span_at(node, "");
+        let along = if found.steps.is_empty() {
+            "without stepping into the value".to_owned()
+        } else {
+            format!("both along `{}`", found.steps)
+        };
+        self.diags.push(
+            Diagnostic::warning(
+                crate::codes::AMBIGUOUS_RECURSION,
+                format!(
+                    "in `{}` of {}, `{}` reaches itself by two paths, {along}: a validator may follow both at every level, so checking one deeply nested argument can take time that doubles with its depth",
+                    self.field, self.what, found.definition
+                ),
+            )
+            .at(span, "this schema")
+            .help("move what the alternatives share (the property that recurses) out of the `anyOf`/`oneOf`, beside it, so that it is checked once; or have each path step into a different property"),
         );
     }
 

@@ -240,6 +240,300 @@ pub fn check_written_out_size(schema: &Value) -> Result<(), String> {
     ))
 }
 
+/// A definition that reaches itself along two paths stepping into the same place of a value,
+/// which [`ambiguous_recursion`] finds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AmbiguousRecursion {
+    /// The `$ref` that names the definition.
+    pub definition: String,
+    /// The steps into the value along the shorter of the two paths (`child`, `items[*]`), or
+    /// empty when one path does not step into the value at all.
+    pub steps: String,
+}
+
+/// One step from a value into a part of it, along which a subschema applies.
+#[derive(Clone, Copy, Debug)]
+enum Step<'a> {
+    /// The member of this name (`properties`), or any member (`patternProperties`: `None`).
+    Member(Option<&'a str>),
+    /// The members that the object schema beside it does not name in `properties`
+    /// (`additionalProperties`, `unevaluatedProperties`).
+    Rest(&'a serde_json::Map<String, Value>),
+    /// The item at this index (`prefixItems`), or any item (`items`, `contains`: `None`).
+    Item(Option<usize>),
+    /// A member's name (`propertyNames`).
+    Key,
+}
+
+impl PartialEq for Step<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Step::Member(a), Step::Member(b)) => a == b,
+            (Step::Rest(a), Step::Rest(b)) => std::ptr::eq(*a, *b),
+            (Step::Item(a), Step::Item(b)) => a == b,
+            (Step::Key, Step::Key) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Step<'_> {}
+
+impl std::hash::Hash for Step<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Step::Member(name) => name.hash(state),
+            Step::Rest(map) => std::ptr::hash(*map, state),
+            Step::Item(index) => index.hash(state),
+            Step::Key => {}
+        }
+    }
+}
+
+impl Step<'_> {
+    /// Whether some value has a part that both steps reach.
+    fn meets(self, other: Self) -> bool {
+        let named = |map: &serde_json::Map<String, Value>, name: &str| {
+            map.get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| p.contains_key(name))
+        };
+        match (self, other) {
+            (Step::Member(a), Step::Member(b)) => a.is_none() || b.is_none() || a == b,
+            (Step::Rest(map), Step::Member(Some(name)))
+            | (Step::Member(Some(name)), Step::Rest(map)) => !named(map, name),
+            (Step::Rest(_) | Step::Member(None), Step::Rest(_) | Step::Member(None)) => true,
+            (Step::Item(a), Step::Item(b)) => a.is_none() || b.is_none() || a == b,
+            (Step::Key, Step::Key) => true,
+            _ => false,
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Step::Member(Some(name)) => format!(".{name}"),
+            Step::Member(None) | Step::Rest(_) => ".*".into(),
+            Step::Item(Some(i)) => format!("[{i}]"),
+            Step::Item(None) => "[*]".into(),
+            Step::Key => ".<name>".into(),
+        }
+    }
+}
+
+/// Whether two paths back to a definition can be taken by the same value: one's steps meet the
+/// first steps of the other. Then a validator that follows both (jsonschema tries every branch
+/// of a failing `anyOf`) doubles its work at every level of a value nested along them.
+fn paths_meet(a: &[Step<'_>], b: &[Step<'_>]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x.meets(*y))
+}
+
+/// Finds a definition that reaches itself along two paths whose steps into the value can
+/// coincide: `Node: {anyOf: [{properties: {child: {$ref: Node}}}, {properties: {child: {$ref:
+/// Node}}}]}`. Validating `{"child": {"child": ...}}` against it may take time that doubles with
+/// the value's depth, whatever the schema's written-out size. A binary tree (`left` and
+/// `right`), a list, or a JSON value (items and members) are not ambiguous.
+///
+/// Walks the schema written out in full, with recursion cut where a definition reaches
+/// itself, on a stack of its own; gives up (`None`) past `limit` schemas, where
+/// [`written_out_size`] speaks.
+pub fn ambiguous_recursion(root: &Value, limit: usize) -> Option<AmbiguousRecursion> {
+    struct Frame<'a> {
+        parts: Vec<(&'a Value, Option<Step<'a>>, Option<&'a str>)>,
+        next: usize,
+        /// Whether entering this schema stepped into the value.
+        stepped: bool,
+        /// For a `$ref` target: its address, its reference, how many steps were taken when
+        /// it was entered, and the steps of each path back to it.
+        target: Option<(*const Value, &'a str, usize, Vec<Vec<Step<'a>>>)>,
+    }
+    fn frame<'a>(
+        root: &'a Value,
+        schema: &'a Value,
+        stepped: bool,
+        target: Option<(*const Value, &'a str, usize, Vec<Vec<Step<'a>>>)>,
+    ) -> Frame<'a> {
+        let mut parts = Vec::new();
+        if let Value::Object(map) = schema {
+            for (key, value) in map {
+                let key = key.as_str();
+                match key {
+                    "$ref" => {
+                        if let Some(reference) = value.as_str() {
+                            if let Some(to) = resolve_ref(root, reference) {
+                                parts.push((to, None, Some(reference)));
+                            }
+                        }
+                    }
+                    "properties" => {
+                        parts.extend(value.as_object().into_iter().flatten().map(|(name, sub)| {
+                            (sub, Some(Step::Member(Some(name.as_str()))), None)
+                        }))
+                    }
+                    "additionalProperties" | "unevaluatedProperties" => {
+                        parts.push((value, Some(Step::Rest(map)), None))
+                    }
+                    "patternProperties" => parts.extend(
+                        value
+                            .as_object()
+                            .into_iter()
+                            .flat_map(|m| m.values())
+                            .map(|sub| (sub, Some(Step::Member(None)), None)),
+                    ),
+                    "propertyNames" => parts.push((value, Some(Step::Key), None)),
+                    "items" | "contains" | "unevaluatedItems" => match value {
+                        Value::Array(items) => parts.extend(
+                            items
+                                .iter()
+                                .enumerate()
+                                .map(|(i, sub)| (sub, Some(Step::Item(Some(i))), None)),
+                        ),
+                        sub => parts.push((sub, Some(Step::Item(None)), None)),
+                    },
+                    "prefixItems" => parts.extend(
+                        value
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .enumerate()
+                            .map(|(i, sub)| (sub, Some(Step::Item(Some(i))), None)),
+                    ),
+                    "$defs" | "definitions" => {}
+                    _ if SUBSCHEMA_LIST.contains(&key) || SUBSCHEMA.contains(&key) => match value {
+                        Value::Array(items) => {
+                            parts.extend(items.iter().map(|sub| (sub, None, None)))
+                        }
+                        sub => parts.push((sub, None, None)),
+                    },
+                    _ if SUBSCHEMA_MAP.contains(&key) => parts.extend(
+                        value
+                            .as_object()
+                            .into_iter()
+                            .flat_map(|m| m.values())
+                            .map(|sub| (sub, None, None)),
+                    ),
+                    _ => {}
+                }
+            }
+        }
+        Frame {
+            parts,
+            next: 0,
+            stepped,
+            target,
+        }
+    }
+    let mut steps: Vec<Step<'_>> = Vec::new();
+    // The frames of the definitions being walked, innermost last, by address.
+    let mut open: std::collections::HashMap<*const Value, Vec<usize>> =
+        std::collections::HashMap::new();
+    let mut stack = vec![frame(root, root, false, None)];
+    let mut walked = 1usize;
+    while let Some(top) = stack.last_mut() {
+        if let Some(&(part, step, reference)) = top.parts.get(top.next) {
+            top.next += 1;
+            walked += 1;
+            if walked > limit {
+                return None;
+            }
+            if let Some(reference) = reference {
+                let key: *const Value = part;
+                if let Some(&at) = open.get(&key).and_then(|frames| frames.last()) {
+                    if let Some((_, _, entered, back)) = &mut stack[at].target {
+                        back.push(steps[*entered..].to_vec());
+                    }
+                } else {
+                    open.entry(key).or_default().push(stack.len());
+                    let entered = steps.len();
+                    stack.push(frame(
+                        root,
+                        part,
+                        false,
+                        Some((key, reference, entered, Vec::new())),
+                    ));
+                }
+                continue;
+            }
+            if let Some(step) = step {
+                steps.push(step);
+            }
+            stack.push(frame(root, part, step.is_some(), None));
+            continue;
+        }
+        let Some(done) = stack.pop() else { break };
+        if done.stepped {
+            steps.pop();
+        }
+        let Some((key, reference, _, back)) = done.target else {
+            continue;
+        };
+        if let Some(frames) = open.get_mut(&key) {
+            frames.pop();
+        }
+        if let Some(path) = first_meeting(&back) {
+            return Some(AmbiguousRecursion {
+                definition: reference.to_owned(),
+                steps: path
+                    .iter()
+                    .map(|s| s.describe())
+                    .collect::<String>()
+                    .trim_start_matches('.')
+                    .to_owned(),
+            });
+        }
+    }
+    None
+}
+
+/// Of two paths back to a definition that meet, the shorter; paths are compared only with
+/// those whose first step can meet theirs.
+fn first_meeting<'p, 'a>(paths: &'p [Vec<Step<'a>>]) -> Option<&'p [Step<'a>]> {
+    let mut by_first: std::collections::HashMap<Step<'a>, Vec<&'p [Step<'a>]>> =
+        std::collections::HashMap::new();
+    let mut open_first: Vec<&'p [Step<'a>]> = Vec::new();
+    for path in paths {
+        match path.first() {
+            Some(step @ (Step::Member(Some(_)) | Step::Item(Some(_)))) => {
+                by_first.entry(*step).or_default().push(path)
+            }
+            _ => open_first.push(path),
+        }
+    }
+    // The shorter of the two, and of two as long the one that names more parts: what the
+    // message shows.
+    let named = |p: &[Step<'_>]| {
+        p.iter()
+            .filter(|s| matches!(s, Step::Member(Some(_)) | Step::Item(Some(_))))
+            .count()
+    };
+    let shorter = |a: &'p [Step<'a>], b: &'p [Step<'a>]| {
+        if (a.len(), usize::MAX - named(a)) <= (b.len(), usize::MAX - named(b)) {
+            a
+        } else {
+            b
+        }
+    };
+
+    for (i, a) in open_first.iter().enumerate() {
+        let others = open_first[i + 1..]
+            .iter()
+            .chain(by_first.values().flatten());
+        for b in others {
+            if paths_meet(a, b) {
+                return Some(shorter(a, b));
+            }
+        }
+    }
+    for group in by_first.values() {
+        for (i, a) in group.iter().enumerate() {
+            if let Some(b) = group[i + 1..].iter().find(|b| paths_meet(a, b)) {
+                return Some(shorter(a, b));
+            }
+        }
+    }
+    None
+}
+
 /// `#/$defs/Name` or `#/definitions/Name` → (`$defs` or `definitions`, `Name` unescaped), for
 /// references to a named definition; `None` for deeper or other pointers.
 pub fn named_definition(reference: &str) -> Option<(&'static str, String)> {
@@ -349,6 +643,60 @@ mod tests {
             serde_json::json!({ "type": "string" }),
         );
         serde_json::json!({ "type": "object", "properties": { "x": { "$ref": "#/$defs/D0" } }, "$defs": defs })
+    }
+
+    #[test]
+    fn recursions_along_paths_that_meet_are_ambiguous() {
+        use serde_json::json;
+        let node = |def: Value| json!({ "$ref": "#/$defs/N", "$defs": { "N": def } });
+        let at = |def: Value| {
+            ambiguous_recursion(&node(def), MAX_WRITTEN_OUT).map(|a| (a.definition, a.steps))
+        };
+        let child = json!({ "$ref": "#/$defs/N" });
+        // Two alternatives that both step into `child`, `items`, or once and twice into `next`.
+        let twice = json!({ "anyOf": [
+            { "type": "object", "properties": { "child": child } },
+            { "type": "object", "properties": { "child": child }, "required": ["child"] } ] });
+        assert_eq!(at(twice), Some(("#/$defs/N".into(), "child".into())));
+        let lists = json!({ "oneOf": [{ "items": child }, { "items": child, "minItems": 2 }] });
+        assert_eq!(at(lists), Some(("#/$defs/N".into(), "[*]".into())));
+        let strides = json!({ "properties": { "next": { "anyOf": [child,
+            { "properties": { "next": child } }] } } });
+        assert_eq!(at(strides), Some(("#/$defs/N".into(), "next".into())));
+        // `additionalProperties` skips what `properties` beside it names, not what another
+        // alternative names.
+        let beside = json!({ "properties": { "a": child }, "additionalProperties": child });
+        assert_eq!(at(beside), None);
+        let across = json!({ "anyOf": [{ "properties": { "a": child } },
+                                       { "additionalProperties": child }] });
+        assert_eq!(at(across), Some(("#/$defs/N".into(), "a".into())));
+        // Paths into different parts of a value are not.
+        for fine in [
+            json!({ "properties": { "left": child, "right": child } }),
+            json!({ "anyOf": [{ "type": "null" }, { "properties": { "next": child } }] }),
+            json!({ "anyOf": [{ "type": "string" }, { "type": "array", "items": child },
+                              { "type": "object", "additionalProperties": child }] }),
+            json!({ "anyOf": [{ "properties": { "and": { "items": child } } },
+                              { "properties": { "or": { "items": child } } }] }),
+            json!({ "prefixItems": [child, { "type": "string" }, child] }),
+            json!({ "type": "string" }),
+        ] {
+            assert_eq!(at(fine.clone()), None, "{fine}");
+        }
+        // Through another definition, and a chain of 50,000 without recursing once per link.
+        let through = json!({ "$ref": "#/$defs/A", "$defs": {
+            "A": { "anyOf": [{ "properties": { "x": { "$ref": "#/$defs/B" } } },
+                             { "properties": { "x": { "$ref": "#/$defs/B" } } }] },
+            "B": { "properties": { "y": { "$ref": "#/$defs/A" } } } } });
+        assert_eq!(
+            ambiguous_recursion(&through, MAX_WRITTEN_OUT).map(|a| a.steps),
+            Some("x.y".into())
+        );
+        let chain = shared(
+            50_000,
+            |r| json!({ "type": "object", "properties": { "next": r } }),
+        );
+        assert_eq!(ambiguous_recursion(&chain, MAX_WRITTEN_OUT), None);
     }
 
     #[test]
