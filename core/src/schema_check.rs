@@ -9,7 +9,7 @@ use serde_json::Value as Json;
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::schema_util::{
-    escape_segment, local_pointer, resolve_ref, written_out_size, SUBSCHEMA, SUBSCHEMA_LIST,
+    escape_segment, local_pointer, resolve_ref, written_out, SUBSCHEMA, SUBSCHEMA_LIST,
     SUBSCHEMA_MAP,
 };
 use crate::source::{SourceMap, Span};
@@ -636,11 +636,14 @@ impl Walker<'_> {
         refs
     }
 
-    /// A schema whose shared definitions multiply: see [`written_out_size`].
+    /// A schema whose shared definitions multiply: see [`crate::schema_util::written_out_size`].
     fn check_written_out_size(&mut self, node: &Node) {
         let limit = crate::schema_util::MAX_WRITTEN_OUT;
-        if written_out_size(self.root, limit) <= limit {
-            self.check_ambiguous_recursion(node);
+        let (size, recursive) = written_out(self.root, limit);
+        if size <= limit {
+            if recursive {
+                self.check_ambiguous_recursion(node);
+            }
             return;
         }
         let (span, _) = span_at(node, "");

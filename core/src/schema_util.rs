@@ -146,6 +146,13 @@ pub const MAX_WRITTEN_OUT: usize = 100_000;
 /// of its own: a chain of definitions can be as long as the manifest, far deeper than a
 /// thread's stack allows recursion.
 pub fn written_out_size(root: &Value, limit: usize) -> usize {
+    written_out(root, limit).0
+}
+
+/// [`written_out_size`], and whether some definition refers back into itself (without which
+/// there is no recursion for [`ambiguous_recursion`] to look at).
+pub fn written_out(root: &Value, limit: usize) -> (usize, bool) {
+    let mut recursive = false;
     let too_large = limit.saturating_add(1);
     // Per `$ref` target (by address): `None` while it is being counted, then its size.
     let mut counted: std::collections::HashMap<*const Value, Option<usize>> =
@@ -153,7 +160,7 @@ pub fn written_out_size(root: &Value, limit: usize) -> usize {
     let mut stack = vec![Counting::of(root, root, None)];
     while let Some(top) = stack.last_mut() {
         if top.total > limit {
-            return too_large;
+            return (too_large, recursive);
         }
         if let Some(&(part, is_target)) = top.parts.get(top.next) {
             top.next += 1;
@@ -165,7 +172,7 @@ pub fn written_out_size(root: &Value, limit: usize) -> usize {
             match counted.get(&key) {
                 Some(Some(size)) => top.total = top.total.saturating_add(*size),
                 // Back into a definition being counted: a recursion, written out once.
-                Some(None) => {}
+                Some(None) => recursive = true,
                 None => {
                     counted.insert(key, None);
                     stack.push(Counting::of(part, root, Some(key)));
@@ -179,10 +186,10 @@ pub fn written_out_size(root: &Value, limit: usize) -> usize {
         }
         match stack.last_mut() {
             Some(parent) => parent.total = parent.total.saturating_add(done.total),
-            None => return done.total.min(too_large),
+            None => return (done.total.min(too_large), recursive),
         }
     }
-    too_large
+    (too_large, recursive)
 }
 
 /// One schema being counted by [`written_out_size`].
