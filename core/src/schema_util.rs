@@ -192,6 +192,80 @@ pub fn written_out(root: &Value, limit: usize) -> (usize, bool) {
     (too_large, recursive)
 }
 
+/// A part of a schema: a subschema with the step into the value it applies to (`None`: the
+/// same place), or the target of the schema's `$ref` with the reference.
+type Part<'a> = (&'a Value, Option<Step<'a>>, Option<&'a str>);
+
+/// The parts of `schema` that [`written_out_size`] counts and [`ambiguous_recursion`] walks,
+/// in order: every subschema except `$defs` (counted where they are used), and the target of
+/// its `$ref`.
+fn parts_of<'a>(schema: &'a Value, root: &'a Value) -> Vec<Part<'a>> {
+    let mut parts = Vec::new();
+    if let Value::Object(map) = schema {
+        for (key, value) in map {
+            let key = key.as_str();
+            match key {
+                "$ref" => {
+                    if let Some(reference) = value.as_str() {
+                        if let Some(to) = resolve_ref(root, reference) {
+                            parts.push((to, None, Some(reference)));
+                        }
+                    }
+                }
+                "properties" => {
+                    parts.extend(
+                        value.as_object().into_iter().flatten().map(|(name, sub)| {
+                            (sub, Some(Step::Member(Some(name.as_str()))), None)
+                        }),
+                    )
+                }
+                "additionalProperties" | "unevaluatedProperties" => {
+                    parts.push((value, Some(Step::Rest(map)), None))
+                }
+                "patternProperties" => parts.extend(
+                    value
+                        .as_object()
+                        .into_iter()
+                        .flat_map(|m| m.values())
+                        .map(|sub| (sub, Some(Step::Member(None)), None)),
+                ),
+                "propertyNames" => parts.push((value, Some(Step::Key), None)),
+                "items" | "contains" | "unevaluatedItems" => match value {
+                    Value::Array(items) => parts.extend(
+                        items
+                            .iter()
+                            .enumerate()
+                            .map(|(i, sub)| (sub, Some(Step::Item(Some(i))), None)),
+                    ),
+                    sub => parts.push((sub, Some(Step::Item(None)), None)),
+                },
+                "prefixItems" => parts.extend(
+                    value
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .enumerate()
+                        .map(|(i, sub)| (sub, Some(Step::Item(Some(i))), None)),
+                ),
+                "$defs" | "definitions" => {}
+                _ if SUBSCHEMA_LIST.contains(&key) || SUBSCHEMA.contains(&key) => match value {
+                    Value::Array(items) => parts.extend(items.iter().map(|sub| (sub, None, None))),
+                    sub => parts.push((sub, None, None)),
+                },
+                _ if SUBSCHEMA_MAP.contains(&key) => parts.extend(
+                    value
+                        .as_object()
+                        .into_iter()
+                        .flat_map(|m| m.values())
+                        .map(|sub| (sub, None, None)),
+                ),
+                _ => {}
+            }
+        }
+    }
+    parts
+}
+
 /// One schema being counted by [`written_out_size`].
 struct Counting<'a> {
     /// Its subschemas, and the target of its `$ref` (`true`), in order.
@@ -205,27 +279,10 @@ struct Counting<'a> {
 
 impl<'a> Counting<'a> {
     fn of(schema: &'a Value, root: &'a Value, target: Option<*const Value>) -> Counting<'a> {
-        let mut parts = Vec::new();
-        if let Value::Object(map) = schema {
-            for (key, value) in map {
-                let key = key.as_str();
-                if key == "$ref" {
-                    if let Some(to) = value.as_str().and_then(|r| resolve_ref(root, r)) {
-                        parts.push((to, true));
-                    }
-                } else if key == "$defs" || key == "definitions" {
-                    // Counted where they are used.
-                } else if SUBSCHEMA_MAP.contains(&key) {
-                    let subs = value.as_object().into_iter().flat_map(|m| m.values());
-                    parts.extend(subs.map(|v| (v, false)));
-                } else if SUBSCHEMA_LIST.contains(&key) || SUBSCHEMA.contains(&key) {
-                    match value {
-                        Value::Array(items) => parts.extend(items.iter().map(|v| (v, false))),
-                        sub => parts.push((sub, false)),
-                    }
-                }
-            }
-        }
+        let parts = parts_of(schema, root)
+            .into_iter()
+            .map(|(part, _, reference)| (part, reference.is_some()))
+            .collect();
         Counting {
             parts,
             next: 0,
@@ -346,7 +403,7 @@ fn paths_meet(a: &[Step<'_>], b: &[Step<'_>]) -> bool {
 /// [`written_out_size`] speaks.
 pub fn ambiguous_recursion(root: &Value, limit: usize) -> Option<AmbiguousRecursion> {
     struct Frame<'a> {
-        parts: Vec<(&'a Value, Option<Step<'a>>, Option<&'a str>)>,
+        parts: Vec<Part<'a>>,
         next: usize,
         /// Whether entering this schema stepped into the value.
         stepped: bool,
@@ -360,69 +417,7 @@ pub fn ambiguous_recursion(root: &Value, limit: usize) -> Option<AmbiguousRecurs
         stepped: bool,
         target: Option<(*const Value, &'a str, usize, Vec<Vec<Step<'a>>>)>,
     ) -> Frame<'a> {
-        let mut parts = Vec::new();
-        if let Value::Object(map) = schema {
-            for (key, value) in map {
-                let key = key.as_str();
-                match key {
-                    "$ref" => {
-                        if let Some(reference) = value.as_str() {
-                            if let Some(to) = resolve_ref(root, reference) {
-                                parts.push((to, None, Some(reference)));
-                            }
-                        }
-                    }
-                    "properties" => {
-                        parts.extend(value.as_object().into_iter().flatten().map(|(name, sub)| {
-                            (sub, Some(Step::Member(Some(name.as_str()))), None)
-                        }))
-                    }
-                    "additionalProperties" | "unevaluatedProperties" => {
-                        parts.push((value, Some(Step::Rest(map)), None))
-                    }
-                    "patternProperties" => parts.extend(
-                        value
-                            .as_object()
-                            .into_iter()
-                            .flat_map(|m| m.values())
-                            .map(|sub| (sub, Some(Step::Member(None)), None)),
-                    ),
-                    "propertyNames" => parts.push((value, Some(Step::Key), None)),
-                    "items" | "contains" | "unevaluatedItems" => match value {
-                        Value::Array(items) => parts.extend(
-                            items
-                                .iter()
-                                .enumerate()
-                                .map(|(i, sub)| (sub, Some(Step::Item(Some(i))), None)),
-                        ),
-                        sub => parts.push((sub, Some(Step::Item(None)), None)),
-                    },
-                    "prefixItems" => parts.extend(
-                        value
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .enumerate()
-                            .map(|(i, sub)| (sub, Some(Step::Item(Some(i))), None)),
-                    ),
-                    "$defs" | "definitions" => {}
-                    _ if SUBSCHEMA_LIST.contains(&key) || SUBSCHEMA.contains(&key) => match value {
-                        Value::Array(items) => {
-                            parts.extend(items.iter().map(|sub| (sub, None, None)))
-                        }
-                        sub => parts.push((sub, None, None)),
-                    },
-                    _ if SUBSCHEMA_MAP.contains(&key) => parts.extend(
-                        value
-                            .as_object()
-                            .into_iter()
-                            .flat_map(|m| m.values())
-                            .map(|sub| (sub, None, None)),
-                    ),
-                    _ => {}
-                }
-            }
-        }
+        let parts = parts_of(schema, root);
         Frame {
             parts,
             next: 0,
