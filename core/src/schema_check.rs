@@ -9,7 +9,7 @@ use serde_json::Value as Json;
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::schema_util::{
-    escape_segment, local_pointer, resolve_ref, written_out, SUBSCHEMA, SUBSCHEMA_LIST,
+    escape_segment, has_refs, local_pointer, resolve_ref, written_out, SUBSCHEMA, SUBSCHEMA_LIST,
     SUBSCHEMA_MAP,
 };
 use crate::source::{SourceMap, Span};
@@ -741,15 +741,6 @@ fn constrains_its_parent(pointer: &str) -> bool {
         }
         (Some(index), Some("allOf" | "anyOf" | "oneOf")) => index.parse::<usize>().is_ok(),
         (Some(_), Some("dependentSchemas")) => true,
-        _ => false,
-    }
-}
-
-/// Whether the schema holds a `$ref` anywhere, i.e. whether cycles are possible at all.
-fn has_refs(value: &Json) -> bool {
-    match value {
-        Json::Object(map) => map.iter().any(|(k, v)| k == "$ref" || has_refs(v)),
-        Json::Array(items) => items.iter().any(has_refs),
         _ => false,
     }
 }

@@ -114,6 +114,15 @@ pub fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
     }
 }
 
+/// Whether the schema holds a `$ref` anywhere, i.e. whether following references can matter.
+pub fn has_refs(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map.iter().any(|(k, v)| k == "$ref" || has_refs(v)),
+        Value::Array(items) => items.iter().any(has_refs),
+        _ => false,
+    }
+}
+
 /// Follows `$ref`s from `schema` until one without (or one that leads nowhere, or
 /// [`MAX_REF_HOPS`] of them).
 pub fn deref<'a>(root: &'a Value, mut schema: &'a Value) -> &'a Value {

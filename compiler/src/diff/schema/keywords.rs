@@ -354,15 +354,6 @@ pub(super) fn unjudged<'k>(
     }
 }
 
-/// Whether `value` holds a `$ref` anywhere.
-pub(super) fn has_ref(value: &Value) -> bool {
-    match value {
-        Value::Object(map) => map.iter().any(|(k, v)| k == "$ref" || has_ref(v)),
-        Value::Array(items) => items.iter().any(has_ref),
-        _ => false,
-    }
-}
-
 /// The `$ref`s in `value`, in document order.
 pub(super) fn refs_in<'v>(value: &'v Value, out: &mut Vec<&'v str>) {
     match value {

@@ -14,7 +14,7 @@ use super::codes::*;
 use super::{label, Change, Impact};
 use crate::ir::IrTool;
 use crate::Span;
-use toolc_core::schema_util::{escape_segment, local_pointer, resolve_ref, MAX_REF_HOPS};
+use toolc_core::schema_util::{escape_segment, has_refs, local_pointer, resolve_ref, MAX_REF_HOPS};
 
 mod keywords;
 
@@ -642,7 +642,7 @@ impl<'a, 'v> Walk<'a, 'v> {
             match unmatched_new.iter().position(|&j| canon_n[j] == *c) {
                 Some(at) => {
                     let j = unmatched_new.remove(at);
-                    if has_ref(&lo[i]) {
+                    if has_refs(&lo[i]) {
                         same_with_refs.push((i, j));
                     }
                 }
