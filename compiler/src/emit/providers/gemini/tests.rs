@@ -2,7 +2,8 @@ use super::*;
 use crate::definition::{Location, ToolDefinition};
 use crate::ir::Ir;
 
-fn lower(parameters: Value) -> (Value, Vec<(String, String, String)>) {
+/// The declaration of one tool with these schemas, and the warnings it gave.
+fn declared(parameters: Value, returns: Option<Value>) -> (Value, Diagnostics) {
     let ir = Ir::from_definitions([ToolDefinition {
         title: None,
         annotations: Default::default(),
@@ -11,13 +12,18 @@ fn lower(parameters: Value) -> (Value, Vec<(String, String, String)>) {
         description: "d".into(),
         location: Location::Server,
         parameters,
-        returns: None,
+        returns,
         timeout: None,
         wait_for_response: true,
         filler: Vec::new(),
     }]);
     let mut diags = Diagnostics::default();
     let out = declaration(&ir.tools[0], &mut diags);
+    (out, diags)
+}
+
+fn lower(parameters: Value) -> (Value, Vec<(String, String, String)>) {
+    let (out, diags) = declared(parameters, None);
     let issues = diags
         .iter()
         .map(|d| {
@@ -126,21 +132,7 @@ fn allof_is_merged() {
 
 /// The `response` of a tool with these `returns`, and the warnings' messages.
 fn response(returns: Value) -> (Option<Value>, Vec<String>) {
-    let ir = Ir::from_definitions([ToolDefinition {
-        title: None,
-        annotations: Default::default(),
-        policy: Default::default(),
-        name: "t".into(),
-        description: "d".into(),
-        location: Location::Server,
-        parameters: ToolDefinition::empty_parameters(),
-        returns: Some(returns),
-        timeout: None,
-        wait_for_response: true,
-        filler: Vec::new(),
-    }]);
-    let mut diags = Diagnostics::default();
-    let out = declaration(&ir.tools[0], &mut diags);
+    let (out, diags) = declared(ToolDefinition::empty_parameters(), Some(returns));
     let messages = diags.iter().map(|d| d.message.clone()).collect();
     (out.get("response").cloned(), messages)
 }
