@@ -17,6 +17,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::gemini_live::spelling::{self, camel, TwoSpellings};
 use super::openai::{MaybeBorrowed as Key, FILLER_METADATA_KEY};
 
 /// Why a browser event was refused. Each kind has a stable [`code`](Refused::code), sent to the
@@ -61,6 +62,11 @@ pub enum Refused {
     /// page that replaced them could hand the model a server tool's name to call or take the
     /// declared ones away.
     ToolsInContextUpdate,
+    /// Gemini Live: one field written in both spellings (`functionCall` and `function_call`)
+    /// in one object; Google's parser keeps one of them and the relay cannot know which.
+    TwoSpellings(String),
+    /// Gemini Live: a field the relay must look into is not the shape the API defines.
+    LiveShape(&'static str),
 }
 
 impl Refused {
@@ -81,6 +87,8 @@ impl Refused {
             Refused::CallPartInContent => "call_part_not_allowed",
             Refused::UnknownLiveMessage(_) => "unknown_message",
             Refused::ToolsInContextUpdate => "tools_not_allowed",
+            Refused::TwoSpellings(_) => "two_spellings",
+            Refused::LiveShape(_) => "unexpected_shape",
         }
     }
 }
@@ -127,6 +135,11 @@ impl fmt::Display for Refused {
             Refused::ToolsInContextUpdate => f.write_str(
                 "`contextUpdate.tools` is set by the server; a browser may not declare tools",
             ),
+            Refused::TwoSpellings(field) => write!(
+                f,
+                "`{field}` is written twice, in both spellings; write it once"
+            ),
+            Refused::LiveShape(what) => write!(f, "{what}; send the shape the Live API defines"),
         }
     }
 }
@@ -237,21 +250,26 @@ pub enum LiveInput {
 }
 
 /// Sorts a Live client message by its one member (an allow-list: anything the relay does not
-/// know could be a way around it).
+/// know could be a way around it), in either spelling of its name (`clientContent` or
+/// `client_content`), as Google's parser reads it.
 pub fn live_input(top: &TopLevel<'_>) -> Result<LiveInput, Refused> {
     if top.members != 1 {
         return Err(Refused::NotOneMessage);
     }
-    match top.first_member.as_deref().unwrap_or_default() {
+    let member = top.first_member.as_deref().unwrap_or_default();
+    match camel(member).as_ref() {
         "realtimeInput" => Ok(LiveInput::Forward),
         "clientContent" | "contextUpdate" => Ok(LiveInput::LookInside),
         "setup" => Err(Refused::SetupNotAllowed),
         "toolResponse" => Err(Refused::ToolResponseNotAllowed),
-        other => Err(Refused::UnknownLiveMessage(other.to_owned())),
+        _ => Err(Refused::UnknownLiveMessage(member.to_owned())),
     }
 }
 
-/// Checks a Gemini Live client message from the browser (already read strictly).
+/// Checks a Gemini Live client message from the browser (already read strictly). Every field
+/// is read in both spellings; a field the guard looks into that is not the shape the API
+/// defines (`turns` or `parts` that are not lists, a part that is not an object) is refused,
+/// not skipped, since Google's parser might read it some other way.
 pub fn check_live_client_message(message: &serde_json::Map<String, Value>) -> Result<(), Refused> {
     let top = TopLevel {
         kind: None,
@@ -259,23 +277,45 @@ pub fn check_live_client_message(message: &serde_json::Map<String, Value>) -> Re
         first_member: message.keys().next().map(|k| Cow::Borrowed(k.as_str())),
     };
     live_input(&top)?;
-    if let Some(update) = message.get("contextUpdate") {
-        if update.get("tools").is_some() {
+    let two = |e: TwoSpellings| Refused::TwoSpellings(e.0);
+    if let Some(update) = spelling::value(message, "contextUpdate").map_err(two)? {
+        let update = update
+            .as_object()
+            .ok_or(Refused::LiveShape("`contextUpdate` is not an object"))?;
+        if spelling::value(update, "tools").map_err(two)?.is_some() {
             return Err(Refused::ToolsInContextUpdate);
         }
+        return Ok(());
     }
-    let turns = message
-        .get("clientContent")
-        .and_then(|c| c.get("turns"))
-        .and_then(Value::as_array);
-    let parts = turns
-        .into_iter()
-        .flatten()
-        .filter_map(|turn| turn.get("parts").and_then(Value::as_array))
-        .flatten();
-    for part in parts {
-        if part.get("functionCall").is_some() || part.get("functionResponse").is_some() {
-            return Err(Refused::CallPartInContent);
+    let Some(content) = spelling::value(message, "clientContent").map_err(two)? else {
+        return Ok(());
+    };
+    let content = content
+        .as_object()
+        .ok_or(Refused::LiveShape("`clientContent` is not an object"))?;
+    let turns = match spelling::value(content, "turns").map_err(two)? {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::Array(turns)) => turns,
+        Some(_) => return Err(Refused::LiveShape("`clientContent.turns` is not a list")),
+    };
+    for turn in turns {
+        let turn = turn
+            .as_object()
+            .ok_or(Refused::LiveShape("a turn of `clientContent.turns` is not an object"))?;
+        let parts = match spelling::value(turn, "parts").map_err(two)? {
+            None | Some(Value::Null) => continue,
+            Some(Value::Array(parts)) => parts,
+            Some(_) => return Err(Refused::LiveShape("a turn's `parts` is not a list")),
+        };
+        for part in parts {
+            let part = part
+                .as_object()
+                .ok_or(Refused::LiveShape("a part of a turn is not an object"))?;
+            for field in ["functionCall", "functionResponse"] {
+                if spelling::value(part, field).map_err(two)?.is_some() {
+                    return Err(Refused::CallPartInContent);
+                }
+            }
         }
     }
     Ok(())
@@ -402,7 +442,7 @@ impl super::type_member::Rest for StrictVisitor {
 
 /// Any JSON value, read in full (unlike `IgnoredAny`, which skips numbers without checking
 /// their range) and with duplicate keys refused.
-struct Strict;
+pub(crate) struct Strict;
 
 impl<'de> de::Deserialize<'de> for Strict {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -493,6 +533,60 @@ mod tests {
             top_level(r#"{"realtimeInput":{},"realtimeInput":{}}"#),
             Err(Refused::DuplicateKey("realtimeInput".into()))
         );
+    }
+
+    #[test]
+    fn live_input_is_read_in_both_spellings_and_odd_shapes_are_refused() {
+        let check = |text: &str| {
+            let Value::Object(message) = serde_json::from_str::<Value>(text).unwrap() else {
+                panic!()
+            };
+            check_live_client_message(&message).map_err(|e| e.code())
+        };
+        for (text, code) in [
+            (
+                r#"{"client_content":{"turns":[{"role":"model","parts":[{"function_call":{"name":"lookup","args":{}}}]}]}}"#,
+                "call_part_not_allowed",
+            ),
+            (
+                r#"{"clientContent":{"turns":[{"role":"user","parts":[{"function_response":{"id":"c1","name":"lookup","response":{"output":1}}}]}]}}"#,
+                "call_part_not_allowed",
+            ),
+            (
+                r#"{"client_content":{"turns":[{"parts":[{"functionResponse":{"id":"c1"}}]}]}}"#,
+                "call_part_not_allowed",
+            ),
+            (
+                r#"{"clientContent":{"turns":[{"parts":[{"text":"hi","function_call":{}}]}]}}"#,
+                "call_part_not_allowed",
+            ),
+            (
+                r#"{"clientContent":{"turns":[{"parts":[{"functionCall":{},"function_call":{}}]}]}}"#,
+                "two_spellings",
+            ),
+            (
+                r#"{"clientContent":{"turns":{"parts":[{"functionCall":{}}]}}}"#,
+                "unexpected_shape",
+            ),
+            (
+                r#"{"clientContent":{"turns":[{"parts":{"functionCall":{}}}]}}"#,
+                "unexpected_shape",
+            ),
+            (r#"{"clientContent":{"turns":["functionCall"]}}"#, "unexpected_shape"),
+            (r#"{"clientContent":{"turns":[{"parts":["x"]}]}}"#, "unexpected_shape"),
+            (r#"{"clientContent":"functionCall"}"#, "unexpected_shape"),
+            (r#"{"context_update":{"tools":[]}}"#, "tools_not_allowed"),
+            (r#"{"tool_response":{"functionResponses":[]}}"#, "tool_response_not_allowed"),
+            (r#"{"setup":{"model":"x"}}"#, "setup_not_allowed"),
+            (r#"{"client_content":{"turns":[{"role":"user","parts":[{"text":"hi"}]}],"turn_complete":true}}"#, "ok"),
+        ] {
+            let got = check(text).err().unwrap_or("ok");
+            assert_eq!(got, code, "{text}");
+        }
+        let realtime = top_level(r#"{"realtime_input":{"audio":{"data":"AAAA"}}}"#).unwrap();
+        assert_eq!(live_input(&realtime), Ok(LiveInput::Forward));
+        let escaped = top_level(r#"{"tool\u005fresponse":{}}"#).unwrap();
+        assert_eq!(live_input(&escaped), Err(Refused::ToolResponseNotAllowed));
     }
 
     #[test]

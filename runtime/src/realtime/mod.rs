@@ -29,9 +29,10 @@ pub use browser::Naming;
 pub use gemini_live::Scheduling;
 pub use marker_flow::{MarkerCounters, MarkerFlowConfig};
 pub use provider::Provider;
+pub use gemini_live::{Compression, LiveOptions, SlidingWindow};
 pub use session::{
-    CounterSnapshot, Counters, Note, Observer, Output, RejectReason, SelectToolsetsError, Session,
-    SessionConfig, SessionEvent, SessionEvents, Verdict, DEFAULT_APPROVAL_TIMEOUT,
-    DEFAULT_FILLER_DELAY,
+    CounterSnapshot, Counters, Note, Observer, Output, Reconnect, RejectReason, ResumeRefused,
+    SelectToolsetsError, Session, SessionConfig, SessionEvent, SessionEvents, Verdict,
+    DEFAULT_APPROVAL_TIMEOUT, DEFAULT_FILLER_DELAY,
 };
 pub use tracker::{Resolved, Tracker};

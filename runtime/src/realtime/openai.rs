@@ -87,7 +87,7 @@ impl HeadSeed {
 struct HeadVisitor;
 
 /// A string that borrows from the input when it has no escapes.
-pub(super) struct MaybeBorrowed<'a>(pub(super) Cow<'a, str>);
+pub(crate) struct MaybeBorrowed<'a>(pub(crate) Cow<'a, str>);
 
 impl<'de> de::Deserialize<'de> for MaybeBorrowed<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

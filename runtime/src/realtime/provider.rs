@@ -61,6 +61,11 @@ impl Provider {
         }
     }
 
+    /// Whether this is a Gemini Live endpoint (the `BidiGenerateContent` protocol).
+    pub fn is_live(self) -> bool {
+        matches!(self, Provider::GeminiLive)
+    }
+
     /// The HTTP header that carries the API key upstream, and its value.
     pub fn api_key_header(self, key: &str) -> (&'static str, String) {
         match self {

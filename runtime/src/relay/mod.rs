@@ -12,6 +12,7 @@
 //!   `error` event to the browser.
 
 pub mod auth;
+mod drive;
 mod service;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -20,6 +21,7 @@ pub use auth::{Authorizer, Handshake, Refusal, StaticTokens};
 /// The axum the relay is built on, so an app mounting [`RelayService::router`] needs no
 /// `axum` dependency of its own (or can match this version exactly).
 pub use axum;
+pub use drive::{run_session, run_session_resumable, run_session_with, DriveOptions, Ended};
 pub use service::RelayService;
 
 use std::fmt;
@@ -30,25 +32,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::Request;
-use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
 use hyper::body::Incoming;
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
-use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::MaybeTlsStream;
 
-use crate::realtime::{Output, Provider, Session, SessionConfig, SessionEvents, Verdict};
+use crate::realtime::{Provider, SessionConfig};
 use crate::Registry;
-
-/// How many already-received frames are forwarded before the writes are flushed: batching the
-/// flush saves a syscall per frame under load without delaying a lone frame.
-const BATCH: usize = 64;
 
 /// Limits of a relay; the defaults are safe for a public deployment of a voice agent.
 #[derive(Clone, Debug)]
@@ -76,6 +69,14 @@ pub struct RelayLimits {
     /// Frames queued for a browser that has not read them yet; more than this and the browser
     /// is disconnected as stalled.
     pub browser_queue: usize,
+    /// Bytes of a page's input held while the model is not ready for it (before Gemini Live's
+    /// `setupComplete`, and while a session moves to a new model connection). Past it the
+    /// oldest held page frames (audio, mostly) are dropped and counted
+    /// ([`RelayStats::held_input_dropped`]); the session's own messages are never dropped.
+    pub held_input_bytes: usize,
+    /// After a Gemini Live `goAway`, the session moves to a new connection at the first point
+    /// it can be resumed from, or this long before the time the server said was left.
+    pub go_away_margin: Duration,
 }
 
 impl Default for RelayLimits {
@@ -91,6 +92,9 @@ impl Default for RelayLimits {
             ping_interval: Duration::from_secs(30),
             write_timeout: Duration::from_secs(10),
             browser_queue: 4096,
+            // About 45 s of 16 kHz PCM audio in base64, more than a reconnection takes.
+            held_input_bytes: 2 << 20,
+            go_away_margin: Duration::from_secs(2),
         }
     }
 }
@@ -179,6 +183,9 @@ pub struct RelayStats {
     /// Browsers disconnected for a protocol error: a frame or message over the limits, bad
     /// framing, invalid UTF-8 in a text frame.
     pub browser_protocol_errors: AtomicU64,
+    /// Page frames dropped, oldest first, because more input was held for a model that was not
+    /// ready than [`RelayLimits::held_input_bytes`].
+    pub held_input_dropped: AtomicU64,
 }
 
 impl RelayStats {
@@ -304,457 +311,3 @@ fn relay_error(message: &str) -> Message {
     )
 }
 
-/// Who ended a session.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ended {
-    /// The browser went away: it closed, disconnected, stalled or idled out.
-    Browser,
-    /// The model connection closed or failed.
-    Model,
-}
-
-/// How a session is driven: the relay's limits, or the defaults for [`run_session`].
-#[derive(Clone, Debug)]
-pub struct DriveOptions {
-    /// After the browser leaves, how long the session may still send the failed results of its
-    /// open calls upstream before the model connection is closed.
-    pub close_grace: Duration,
-    /// `None`: no idle limit.
-    pub idle_timeout: Option<Duration>,
-    /// `None`: no pings.
-    pub ping_interval: Option<Duration>,
-    /// How long one write to the browser may take before it is disconnected as stalled.
-    pub write_timeout: Duration,
-    /// Frames queued for the browser before it is disconnected as stalled (at least 1).
-    pub browser_queue: usize,
-    /// Where to count the session's events; `None` counts nothing.
-    pub stats: Option<Arc<RelayStats>>,
-}
-
-impl DriveOptions {
-    /// Options for [`run_session`]: `close_grace`, no idle limit, no pings, the default write
-    /// timeout and queue, no counters.
-    pub fn new(close_grace: Duration) -> DriveOptions {
-        let limits = RelayLimits::default();
-        DriveOptions {
-            close_grace,
-            idle_timeout: None,
-            ping_interval: None,
-            write_timeout: limits.write_timeout,
-            browser_queue: limits.browser_queue,
-            stats: None,
-        }
-    }
-
-    /// The options of a session of the relay configured by `config`, counted in `stats`.
-    pub fn from_config(config: &RelayConfig, stats: Option<Arc<RelayStats>>) -> DriveOptions {
-        let limits = &config.limits;
-        DriveOptions {
-            close_grace: config.close_grace,
-            idle_timeout: Some(limits.idle_timeout),
-            ping_interval: Some(limits.ping_interval),
-            write_timeout: limits.write_timeout,
-            browser_queue: limits.browser_queue.max(1),
-            stats,
-        }
-    }
-
-    fn count(&self, counter: impl Fn(&RelayStats) -> &AtomicU64) {
-        if let Some(stats) = &self.stats {
-            RelayStats::bump(counter(stats));
-        }
-    }
-}
-
-/// Runs one session between two connected websockets until either side goes away. Usable with
-/// any pair of message streams (a test may pass in its own).
-pub async fn run_session<B, M>(
-    session: Session,
-    events: SessionEvents,
-    browser: B,
-    model: M,
-    close_grace: Duration,
-) -> Ended
-where
-    B: Stream<Item = Result<Message, WsError>>
-        + Sink<Message, Error = WsError>
-        + Unpin
-        + Send
-        + 'static,
-    M: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin,
-{
-    let options = DriveOptions::new(close_grace);
-    run_session_with(session, events, browser, model, &options).await
-}
-
-/// [`run_session`] with the relay's limits: idle timeout and pings, the browser's write
-/// deadline and queue, and counters.
-///
-/// Frames for the browser go through a bounded queue to a writer task of their own, so a
-/// browser that stops reading never holds up the model's side: a client call's timeout result
-/// reaches the model at its deadline, and the stalled browser is disconnected when its queue
-/// fills or one write takes longer than the write timeout.
-pub async fn run_session_with<B, M>(
-    mut session: Session,
-    mut events: SessionEvents,
-    browser: B,
-    model: M,
-    options: &DriveOptions,
-) -> Ended
-where
-    B: Stream<Item = Result<Message, WsError>>
-        + Sink<Message, Error = WsError>
-        + Unpin
-        + Send
-        + 'static,
-    M: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin,
-{
-    let (browser_sink, mut from_browser) = browser.split();
-    let (tx, rx) = mpsc::channel(options.browser_queue.max(1));
-    let mut writer = tokio::spawn(write_browser(browser_sink, rx, options.write_timeout));
-    let queue = options.browser_queue.max(1);
-    let mut to_browser = BrowserOut {
-        tx: Some(tx),
-        // A batch of model frames, plus as many again for what the session adds meanwhile.
-        headroom: (2 * BATCH).min(queue),
-    };
-    let (mut to_model, mut from_model) = model.split();
-    if to_model
-        .send(Message::text(session.session_update()))
-        .await
-        .is_err()
-    {
-        let _ = to_browser.send(relay_error("the model connection closed"));
-        to_browser.close();
-        return Ended::Model;
-    }
-    let far = Duration::from_secs(86_400 * 365);
-    let idle = options.idle_timeout;
-    let ping_every = options.ping_interval.unwrap_or(far);
-    let mut last_heard = Instant::now();
-    let mut ping = tokio::time::interval_at(Instant::now() + ping_every, ping_every);
-    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // One idle timer for the session, moved only when it fires early: a browser frame just
-    // notes when it came, so no timer is registered per frame.
-    let idle_timer = tokio::time::sleep_until(last_heard + idle.unwrap_or(far));
-    tokio::pin!(idle_timer);
-    let ended = loop {
-        tokio::select! {
-            msg = from_model.next(), if to_browser.has_room() => {
-                let (side, source) = (Side::Model, &mut from_model);
-                let batch = relay_batch(&mut session, side, msg, source, &mut to_browser, &mut to_model);
-                if let Err(who) = batch.await {
-                    break who;
-                }
-            }
-            msg = from_browser.next() => {
-                last_heard = Instant::now();
-                if let Some(Err(e)) = &msg {
-                    refuse_browser_error(e, &mut to_browser, options);
-                }
-                let (side, source) = (Side::Browser, &mut from_browser);
-                let batch = relay_batch(&mut session, side, msg, source, &mut to_browser, &mut to_model);
-                if let Err(who) = batch.await {
-                    break who;
-                }
-            }
-            () = to_browser.room(), if !to_browser.has_room() => {}
-            Some(event) = events.recv() => {
-                session.on_event(event);
-                while let Some(event) = events.try_recv() {
-                    session.on_event(event);
-                }
-                if let Err(who) = flush(&mut session, &mut to_browser, &mut to_model, false).await {
-                    break who;
-                }
-            }
-            _ = ping.tick(), if options.ping_interval.is_some() => {
-                if to_browser.send(Message::Ping(Default::default())).is_err() {
-                    options.count(|s| &s.stalled_browsers);
-                    break Ended::Browser;
-                }
-            }
-            () = &mut idle_timer, if idle.is_some() => {
-                let idle_at = last_heard + idle.unwrap_or(far);
-                if idle_at > Instant::now() {
-                    // The browser spoke since the timer was set: wait for the new deadline.
-                    idle_timer.as_mut().reset(idle_at);
-                    continue;
-                }
-                options.count(|s| &s.idle_browsers);
-                tracing::info!("browser idle: disconnected");
-                let _ = to_browser.send(Message::Close(Some(CloseFrame {
-                    code: CloseCode::Policy,
-                    reason: "idle".into(),
-                })));
-                break Ended::Browser;
-            }
-            _ = &mut writer => {
-                // The writer gave up: the browser stopped reading or its connection failed.
-                options.count(|s| &s.stalled_browsers);
-                tracing::warn!("browser stopped reading: disconnected");
-                break Ended::Browser;
-            }
-        }
-    };
-    match ended {
-        Ended::Browser => {
-            // Fail the browser's open calls now and let their results reach the model before
-            // the model connection closes.
-            to_browser.close();
-            session.browser_closed();
-            let until = Instant::now() + options.close_grace;
-            while session.open_calls() > 0 {
-                match tokio::time::timeout_at(until, events.recv()).await {
-                    Ok(Some(event)) => session.on_event(event),
-                    _ => break,
-                }
-            }
-            for out in session.drain_outputs() {
-                if let Output::ToModel(text) = out {
-                    if to_model.feed(Message::text(text)).await.is_err() {
-                        break;
-                    }
-                }
-            }
-            let _ = to_model.close().await;
-        }
-        Ended::Model => {
-            session.browser_closed();
-            to_browser.close();
-        }
-    }
-    ended
-}
-
-/// A browser frame that broke the protocol or the limits: counted, and answered with a close
-/// frame (1009 for a message over the size limit, 1002 otherwise) before the session ends.
-fn refuse_browser_error(error: &WsError, to_browser: &mut BrowserOut, options: &DriveOptions) {
-    if matches!(
-        error,
-        WsError::ConnectionClosed | WsError::AlreadyClosed | WsError::Io(_)
-    ) {
-        return;
-    }
-    options.count(|s| &s.browser_protocol_errors);
-    tracing::warn!(error = %error, "browser broke the websocket protocol or the limits");
-    let code = if matches!(error, WsError::Capacity(_)) {
-        CloseCode::Size
-    } else {
-        CloseCode::Protocol
-    };
-    let _ = to_browser.send(Message::Close(Some(CloseFrame {
-        code,
-        reason: "the relay refused this message".into(),
-    })));
-}
-
-/// Frames for the browser, queued for its writer task. Sending never waits: a full queue means
-/// the browser stopped reading. The model's frames are read only while the queue has room for
-/// a batch ([`BrowserOut::has_room`]), so a burst from the model (audio arrives faster than
-/// real time) waits for a slow but live browser instead of overflowing its queue, while the
-/// session's own work (deadlines, results, the browser's events) goes on.
-struct BrowserOut {
-    tx: Option<mpsc::Sender<Message>>,
-    /// Free places the queue must have before another batch from the model is read.
-    headroom: usize,
-}
-
-impl BrowserOut {
-    fn has_room(&self) -> bool {
-        self.tx
-            .as_ref()
-            .is_none_or(|tx| tx.capacity() >= self.headroom)
-    }
-
-    /// Resolves once the queue has room for a batch again.
-    async fn room(&self) {
-        if let Some(tx) = &self.tx {
-            // The permits are given back at once: this only waits for the writer to catch up.
-            let _ = tx.reserve_many(self.headroom).await;
-        }
-    }
-
-    fn send(&mut self, msg: Message) -> Result<(), Ended> {
-        match &self.tx {
-            Some(tx) => tx.try_send(msg).map_err(|_| Ended::Browser),
-            None => Err(Ended::Browser),
-        }
-    }
-
-    /// Lets the writer send what is queued, then close the connection.
-    fn close(&mut self) {
-        self.tx = None;
-    }
-}
-
-/// Writes queued frames to the browser, flushing once per burst; ends when a write takes longer
-/// than `write_timeout` or fails, after a close frame, or when the session closed the queue.
-async fn write_browser<S>(mut sink: S, mut rx: mpsc::Receiver<Message>, write_timeout: Duration)
-where
-    S: Sink<Message, Error = WsError> + Unpin,
-{
-    while let Some(first) = rx.recv().await {
-        let burst = async {
-            let mut closing = matches!(first, Message::Close(_));
-            sink.feed(first).await?;
-            while !closing {
-                match rx.try_recv() {
-                    Ok(msg) => {
-                        closing = matches!(msg, Message::Close(_));
-                        sink.feed(msg).await?;
-                    }
-                    Err(_) => break,
-                }
-            }
-            sink.flush().await.map(|()| closing)
-        };
-        // Most bursts complete at once (the socket is writable): only one that has to wait
-        // arms the write deadline, which saves a timer registration per burst.
-        let mut burst = std::pin::pin!(burst);
-        let written = match (&mut burst).now_or_never() {
-            Some(done) => Ok(done),
-            None => tokio::time::timeout(write_timeout, burst).await,
-        };
-        match written {
-            Ok(Ok(false)) => {}
-            Ok(Ok(true)) | Ok(Err(_)) | Err(_) => return,
-        }
-    }
-    let _ = tokio::time::timeout(write_timeout, sink.close()).await;
-}
-
-/// The side a frame comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Side {
-    Model,
-    Browser,
-}
-
-impl Side {
-    /// How the session ends when this side's connection fails.
-    fn ended(self) -> Ended {
-        match self {
-            Side::Model => Ended::Model,
-            Side::Browser => Ended::Browser,
-        }
-    }
-}
-
-/// Relays `first` and then every frame already waiting on `source` (at most [`BATCH`], so that
-/// one busy side cannot starve the other), then flushes the model side if written to. `Err`
-/// names the side whose connection failed or closed.
-async fn relay_batch<R, M>(
-    session: &mut Session,
-    from: Side,
-    first: Option<Result<Message, WsError>>,
-    source: &mut R,
-    to_browser: &mut BrowserOut,
-    to_model: &mut M,
-) -> Result<(), Ended>
-where
-    R: Stream<Item = Result<Message, WsError>> + Unpin,
-    M: Sink<Message, Error = WsError> + Unpin,
-{
-    let mut next = first;
-    let mut relayed = 0;
-    loop {
-        match next {
-            // The model's close code (a policy violation, a server error) reaches the page.
-            Some(Ok(Message::Close(Some(frame)))) if from == Side::Model => {
-                let _ = to_browser.send(Message::Close(Some(frame)));
-                return Err(Ended::Model);
-            }
-            None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return Err(from.ended()),
-            Some(Ok(m)) => relay_frame(session, from, m, to_browser, to_model).await?,
-        }
-        relayed += 1;
-        // The model's frames wait in their socket while the browser's queue is short of room.
-        if relayed == BATCH || (from == Side::Model && !to_browser.has_room()) {
-            break;
-        }
-        match source.next().now_or_never() {
-            Some(m) => next = m,
-            None => break,
-        }
-    }
-    flush(session, to_browser, to_model, from == Side::Browser).await
-}
-
-/// One frame to the other side, as the session decides; `Err` names the side whose connection
-/// failed.
-async fn relay_frame<M>(
-    session: &mut Session,
-    from: Side,
-    msg: Message,
-    to_browser: &mut BrowserOut,
-    to_model: &mut M,
-) -> Result<(), Ended>
-where
-    M: Sink<Message, Error = WsError> + Unpin,
-{
-    let out = match msg {
-        Message::Text(text) => {
-            let verdict = match from {
-                Side::Model => session.on_model_event(text.as_str()),
-                Side::Browser => session.on_browser_event(text.as_str()),
-            };
-            match verdict {
-                Verdict::Forward => Message::Text(text),
-                Verdict::Replace(t) => Message::text(t),
-                Verdict::Drop => return Ok(()),
-            }
-        }
-        Message::Binary(_) if from == Side::Browser => {
-            session.on_browser_binary();
-            return Ok(());
-        }
-        Message::Binary(b) => Message::Binary(b),
-        // tungstenite answers pings itself; close frames end the batch in the caller.
-        Message::Ping(_) | Message::Pong(_) | Message::Frame(_) | Message::Close(_) => {
-            return Ok(())
-        }
-    };
-    match from {
-        Side::Model => to_browser.send(out),
-        Side::Browser => to_model.feed(out).await.map_err(|_| Ended::Model),
-    }
-}
-
-/// Sends what the session queued, then flushes the model side if it was written to
-/// (`model_dirty`: the caller fed it); `Err` names the side whose connection failed.
-async fn flush<M>(
-    session: &mut Session,
-    to_browser: &mut BrowserOut,
-    to_model: &mut M,
-    mut model_dirty: bool,
-) -> Result<(), Ended>
-where
-    M: Sink<Message, Error = WsError> + Unpin,
-{
-    let mut browser_ok = true;
-    while let Some(out) = session.pop_output() {
-        match out {
-            Output::ToModel(t) => {
-                model_dirty = true;
-                to_model
-                    .feed(Message::text(t))
-                    .await
-                    .map_err(|_| Ended::Model)?
-            }
-            Output::ToBrowser(t) => {
-                if browser_ok && to_browser.send(Message::text(t)).is_err() {
-                    browser_ok = false;
-                }
-            }
-        }
-    }
-    // Flush only when written to: a flush is a write syscall when frames are buffered.
-    if model_dirty {
-        to_model.flush().await.map_err(|_| Ended::Model)?;
-    }
-    if !browser_ok {
-        return Err(Ended::Browser);
-    }
-    Ok(())
-}

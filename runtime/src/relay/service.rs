@@ -23,8 +23,8 @@ use tokio_tungstenite::WebSocketStream;
 
 use super::auth::{origin_allowed, Handshake, Refusal, BEARER_SUBPROTOCOL_PREFIX, SUBPROTOCOL};
 use super::{
-    connect_upstream, relay_error, run_session_with, upstream_request_for, DriveOptions,
-    RelayConfig, RelayLimits, RelayStats,
+    connect_upstream, relay_error, run_session_resumable, upstream_request_for, DriveOptions,
+    RelayConfig, RelayLimits, RelayStats, UpstreamSocket,
 };
 use crate::context::{Principal, SessionScope};
 use crate::realtime::{Naming, Session};
@@ -218,24 +218,7 @@ impl RelayService {
         use futures_util::SinkExt;
         let inner = &self.inner;
         let config = &inner.config;
-        let upstream = match upstream_request_for(
-            config.session.provider,
-            &config.upstream,
-            config.api_key.as_deref(),
-        ) {
-            Ok(request) => {
-                match tokio::time::timeout(
-                    config.limits.upstream_connect_timeout,
-                    connect_upstream(request),
-                )
-                .await
-                {
-                    Ok(connected) => connected.map_err(|e| e.to_string()),
-                    Err(_) => Err("the connection timed out".to_owned()),
-                }
-            }
-            Err(e) => Err(e.to_string()),
-        };
+        let upstream = connect_model(config).await;
         let upstream = match upstream {
             Ok(ws) => ws,
             Err(e) => {
@@ -251,9 +234,7 @@ impl RelayService {
                 return;
             }
         };
-        if let tokio_tungstenite::MaybeTlsStream::Plain(tcp) = upstream.get_ref() {
-            let _ = tcp.set_nodelay(true);
-        }
+        set_nodelay(&upstream);
         RelayStats::bump(&inner.stats.sessions_opened);
         let (mut session, events) = Session::new(inner.registry.clone(), config.session.clone());
         session.set_naming(naming);
@@ -272,7 +253,22 @@ impl RelayService {
         let options = DriveOptions::from_config(config, Some(inner.stats.clone()));
         let ended = {
             use tracing::Instrument;
-            run_session_with(session, events, browser, upstream, &options)
+            // A Live session that must move to a new model connection opens it the same way,
+            // after a short pause on a retry.
+            let connect = |attempt: u32| {
+                let config = config.clone();
+                async move {
+                    if attempt > 0 {
+                        let pause = 250u64 << attempt.min(4);
+                        tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+                    }
+                    connect_model(&config).await.map(|ws| {
+                        set_nodelay(&ws);
+                        ws
+                    })
+                }
+            };
+            run_session_resumable(session, events, browser, upstream, connect, &options)
                 .instrument(span.clone())
                 .await
         };
@@ -316,6 +312,32 @@ impl RelayService {
             slot.principal = Some(Arc::from(p.id()));
         }
         Ok(slot)
+    }
+}
+
+/// Opens the model connection `config` names, within its connect timeout; the error names the
+/// URL's problem, never the key.
+async fn connect_model(config: &RelayConfig) -> Result<UpstreamSocket, String> {
+    let request = upstream_request_for(
+        config.session.provider,
+        &config.upstream,
+        config.api_key.as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
+    match tokio::time::timeout(
+        config.limits.upstream_connect_timeout,
+        connect_upstream(request),
+    )
+    .await
+    {
+        Ok(connected) => connected.map_err(|e| e.to_string()),
+        Err(_) => Err("the connection timed out".to_owned()),
+    }
+}
+
+fn set_nodelay(ws: &UpstreamSocket) {
+    if let tokio_tungstenite::MaybeTlsStream::Plain(tcp) = ws.get_ref() {
+        let _ = tcp.set_nodelay(true);
     }
 }
 

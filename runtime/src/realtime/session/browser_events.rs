@@ -17,12 +17,12 @@ impl Session {
         let kind = match top.kind {
             Some(kind) => kind,
             // Live messages have no `type`: read strictly, then checked as Live input.
-            None if self.config.provider == Provider::GeminiLive => {
+            None if self.config.provider.is_live() => {
                 return self.gemini_browser_message(&top, text);
             }
             None => return self.refuse_browser_event(guard::Refused::NoType),
         };
-        if self.config.provider == Provider::GeminiLive {
+        if self.config.provider.is_live() {
             return self.gemini_browser_event(&kind, text);
         }
         match kind.as_ref() {
@@ -35,15 +35,21 @@ impl Session {
                     self.browser_result(result);
                     return Verdict::Drop;
                 }
-                match v.get("item").and_then(openai::function_call_item) {
-                    // A call item would put a call in the model's mouth that it never made (its
-                    // result could not come from the browser either): the less trusted side
-                    // does not write the model's calls.
-                    Some(call) => {
+                let item = v.get("item");
+                // A call item would put a call in the model's mouth that it never made (its
+                // result could not come from the browser either): the less trusted side
+                // does not write the model's calls. Any other item that names a call
+                // (`call_id`) is refused the same way: only results, read above, may.
+                let call_id = match item.and_then(openai::function_call_item) {
+                    Some(call) => Some(call.call_id.map(str::to_owned)),
+                    None => item
+                        .and_then(|i| i.get("call_id"))
+                        .map(|id| id.as_str().map(str::to_owned)),
+                };
+                match call_id {
+                    Some(call_id) => {
                         Counters::bump(&self.counters_ref().dropped_browser_events);
-                        self.note(Note::BrowserCallDropped {
-                            call_id: call.call_id.map(str::to_owned),
-                        });
+                        self.note(Note::BrowserCallDropped { call_id });
                         Verdict::Drop
                     }
                     None => Verdict::Forward,

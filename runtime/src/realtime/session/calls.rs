@@ -291,7 +291,7 @@ impl Session {
     /// chosen toolsets changed since the model was last told.
     pub(super) fn redeclare_if_changed(&mut self) {
         // Live declares tools once, in `setup`: new live tools wait for the next session.
-        if self.config.provider == Provider::GeminiLive {
+        if self.config.provider.is_live() {
             return;
         }
         let live_changed = self
@@ -329,7 +329,7 @@ impl Session {
         };
         // Live has no out-of-band response to say a filler in without changing the
         // conversation.
-        if self.config.provider == Provider::GeminiLive {
+        if self.config.provider.is_live() {
             return;
         }
         let has_phrases = self
@@ -354,7 +354,7 @@ impl Session {
     /// request of this session has not started yet (a background result's, a filler's): that
     /// response's `response.done` is where it asks.
     pub(super) fn continuation(&mut self) {
-        if self.config.provider == Provider::GeminiLive {
+        if self.config.provider.is_live() {
             // Live goes on per batch (`gemini_continuation`); nothing waits for a response.
             return;
         }
@@ -437,7 +437,7 @@ impl Session {
                 detail: error.detail().map(str::to_owned),
             });
         }
-        if self.config.provider == Provider::GeminiLive {
+        if self.config.provider.is_live() {
             self.gemini_result(call_id, &outcome);
         } else {
             let marker_result = self

@@ -14,19 +14,29 @@
 //!   `SILENT` scheduling, the final result later with the configured scheduling.
 //! - Server calls never reach the browser: call-bearing messages are rewritten without them, and
 //!   one that cannot be read is dropped.
+//! - Every message is read in both spellings of its fields (`toolCall` and `tool_call`), as
+//!   Google's parser reads them; `setupComplete`, `goAway` and `sessionResumptionUpdate` drive
+//!   the connection's life (`live_link.rs`).
 
 use super::*;
 
 impl Session {
     pub(super) fn gemini_model_event(&mut self, text: &str) -> Verdict {
         let message = match gemini_live::read(text) {
-            gemini_live::Read::Plain => {
-                if self.open_batch.is_some() && gemini_live::ends_turn(text) {
+            gemini_live::Read::Plain(plain) => {
+                if self.open_batch.is_some() && plain.ends_turn {
                     self.close_batch();
+                }
+                if plain.setup_complete {
+                    return self.live_setup_complete();
                 }
                 return Verdict::Forward;
             }
-            gemini_live::Read::Unreadable => return self.unreadable_model_event("(Live message)"),
+            gemini_live::Read::GoAway { time_left } => return self.live_go_away(time_left),
+            gemini_live::Read::Resumption(update) => return self.live_resumption(update),
+            gemini_live::Read::Unreadable(why) => {
+                return self.unreadable_model_event(&format!("(Live message: {why})"))
+            }
             gemini_live::Read::Calls(message) => message,
         };
         let batch = match &self.open_batch {
@@ -81,7 +91,7 @@ impl Session {
     /// The model cancelled calls (`toolCallCancellation`): the barge-in path, and no result is
     /// sent for them. All are marked first, so that the batch one of them completes does not
     /// carry another's result.
-    fn provider_cancel(&mut self, call_ids: &[String]) {
+    pub(super) fn provider_cancel(&mut self, call_ids: &[String]) {
         let known: Vec<&String> = call_ids
             .iter()
             .filter(|id| self.calls.contains_key(id.as_str()))

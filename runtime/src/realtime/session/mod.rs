@@ -37,10 +37,12 @@ mod browser_events;
 mod calls;
 mod client_path;
 mod gemini;
+mod live_link;
 mod notes;
 mod openai_events;
 
 use client_path::*;
+pub use live_link::{Reconnect, ResumeRefused};
 pub use notes::{CounterSnapshot, Counters, Note, Observer, Output, RejectReason, Verdict};
 
 /// Settings shared by sessions.
@@ -91,6 +93,9 @@ pub struct SessionConfig {
     /// ([`SessionConfig::with_toolsets`]); `None`: every tool. A call of a tool not offered is
     /// refused as an unknown tool.
     pub selection: Option<crate::ToolSelection>,
+    /// Gemini Live: session resumption across connections, context window compression, and
+    /// whether the page hears of a move to a new connection.
+    pub live: gemini_live::LiveOptions,
 }
 
 impl fmt::Debug for SessionConfig {
@@ -107,6 +112,7 @@ impl fmt::Debug for SessionConfig {
             .field("approval_timeout", &self.approval_timeout)
             .field("provider", &self.provider)
             .field("async_scheduling", &self.async_scheduling)
+            .field("live", &self.live)
             .finish()
     }
 }
@@ -175,6 +181,7 @@ impl SessionConfig {
             async_scheduling: Scheduling::default(),
             scheduling_of: HashMap::new(),
             selection: None,
+            live: gemini_live::LiveOptions::default(),
         }
     }
 
@@ -370,6 +377,8 @@ pub struct Session {
     /// Gemini Live: the batch that model-turn `functionCall` parts opened and no `toolCall` or
     /// end of turn has closed yet.
     open_batch: Option<String>,
+    /// Gemini Live: the model connection's life (`setupComplete`, resumption, `goAway`).
+    live: live_link::LiveLink,
 }
 
 /// The start of the event ids of this session's `response.create`s.
@@ -462,6 +471,7 @@ impl Session {
             provider_cancelled: HashSet::new(),
             batches: 0,
             open_batch: None,
+            live: live_link::LiveLink::new(),
         };
         (session, SessionEvents { rx })
     }
@@ -486,7 +496,7 @@ impl Session {
         &mut self,
         toolsets: &[S],
     ) -> Result<(), SelectToolsetsError> {
-        if self.config.provider == Provider::GeminiLive {
+        if self.config.provider.is_live() {
             return Err(SelectToolsetsError::DeclaredOnce(self.config.provider));
         }
         let selection = self
@@ -519,8 +529,8 @@ impl Session {
     /// The first event to send upstream: `session.update` (OpenAI) or `setup` (Gemini Live)
     /// with the declarations.
     pub fn session_update(&self) -> String {
-        if self.config.provider == Provider::GeminiLive {
-            return gemini_live::setup(self.config.session.clone(), &self.declarations);
+        if self.config.provider.is_live() {
+            return self.setup_message(None);
         }
         let mut session = self.config.session.clone();
         session.insert("tools".into(), Value::Array(self.declarations.clone()));
@@ -587,7 +597,7 @@ impl Session {
     /// An event from the model. Tool calls in it are started; the verdict says what the browser
     /// gets.
     pub fn on_model_event(&mut self, text: &str) -> Verdict {
-        if self.config.provider == Provider::GeminiLive {
+        if self.config.provider.is_live() {
             return self.gemini_model_event(text);
         }
         let verdict = self.native_model_event(text);
@@ -595,6 +605,22 @@ impl Session {
             return verdict;
         }
         self.marker_pass(text, verdict)
+    }
+
+    /// A binary frame from the model. Google's Live servers send their JSON in binary frames;
+    /// any provider's binary frame is read as UTF-8 JSON, through the same path as text, and a
+    /// [`Verdict::Forward`] means the text goes to the page (as a text frame: the page speaks
+    /// text). A frame that is not UTF-8 is dropped and noted, never forwarded.
+    pub fn on_model_binary(&mut self, bytes: &[u8]) -> Verdict {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => self.on_model_event(text),
+            Err(_) => self.unreadable_model_binary(),
+        }
+    }
+
+    /// A binary frame from the model that is not UTF-8: dropped and noted.
+    pub fn unreadable_model_binary(&mut self) -> Verdict {
+        self.unreadable_model_event("(binary frame, not UTF-8)")
     }
 
     pub(super) fn call_reported(
@@ -740,7 +766,7 @@ impl Session {
                 if !std::mem::take(&mut info.background) || !self.browser_connected() {
                     return;
                 }
-                if self.config.provider == Provider::GeminiLive {
+                if self.config.provider.is_live() {
                     return self.gemini_background_result(&call_id, outcome);
                 }
                 self.background_done.push_back((call_id, outcome));

@@ -101,6 +101,18 @@ pub enum Note {
         /// The model's error message; empty when it gave none.
         message: String,
     },
+    /// Gemini Live: the model connection said it ends soon (`goAway`); the session moves to a
+    /// new connection.
+    GoAway {
+        /// The time the server said was left, when it gave a readable one.
+        time_left: Option<Duration>,
+    },
+    /// Gemini Live: the session could not move to a new model connection; the conversation
+    /// ended.
+    ResumeFailed {
+        /// Why, in words.
+        why: String,
+    },
     /// A call failed; `detail` holds what the model does not see (a panic message).
     CallFailed {
         /// The failed call's id.
@@ -160,6 +172,16 @@ impl fmt::Display for Note {
                 "the model refused response request `{event_id}` ({}): {message}",
                 code.as_deref().unwrap_or("no code")
             ),
+            Note::GoAway { time_left } => match time_left {
+                Some(left) => write!(
+                    f,
+                    "the model connection ends in {left:?} (goAway); moving to a new connection"
+                ),
+                None => f.write_str("the model connection ends soon (goAway); moving to a new connection"),
+            },
+            Note::ResumeFailed { why } => {
+                write!(f, "the conversation could not be resumed on a new model connection: {why}")
+            }
             Note::CallFailed {
                 call_id,
                 tool,
@@ -286,6 +308,11 @@ counters! {
     /// Browser events refused with an `error` event to the browser: unparsable ones, duplicate
     /// keys, events without a type, and `response.create`s that would grant tools or forge calls.
     refused_browser_events,
+    /// Gemini Live: moves to a new model connection (resumed with a handle).
+    reconnections,
+    /// Gemini Live: moves to a new model connection that failed (no handle, connection refused,
+    /// handle refused); each ended its conversation.
+    failed_reconnections,
 }
 
 impl Counters {
