@@ -35,7 +35,7 @@ struct Args {
     /// The model's websocket URL (default: the provider's public endpoint).
     #[arg(long)]
     upstream: Option<String>,
-    /// Gemini Live: the model named in `setup` (e.g. `models/gemini-live-2.5-flash-preview`).
+    /// Gemini Live: the model named in `setup` (default `models/gemini-3.8-live`).
     #[arg(long, value_name = "MODEL")]
     model: Option<String>,
     /// Gemini Live: when the model takes up a `mode: async` tool's final result:

@@ -156,7 +156,7 @@ pub fn live_script(pace: Duration) -> Script {
             .collect();
         steps.push(Step::Send(script::live::tool_call(&calls)));
     }
-    let mut script = Script::new();
+    let mut script = Script::live();
     script.steps = steps;
     script.wait_limit = Duration::from_secs(3600);
     script

@@ -444,7 +444,7 @@ async fn a_remote_model_gets_the_key_and_the_page_does_not() {
 async fn a_remote_live_model_gets_the_key_in_its_own_header_and_the_tools_in_setup() {
     use toolc_runtime::relay::testing::{FakeModel, Script};
     let model = FakeModel::start(
-        Script::new()
+        Script::live()
             .wait_for("setup", 1)
             .send(toolc_runtime::realtime::script::live::setup_complete()),
     )

@@ -12,8 +12,10 @@ use serde_json::{json, Map, Value};
 
 use crate::ToolDefinition;
 
-/// OpenAI's GA realtime endpoint; the model is chosen with the `model` query parameter.
-pub const DEFAULT_URL: &str = "wss://api.openai.com/v1/realtime?model=gpt-realtime";
+/// OpenAI's GA realtime endpoint; the model is chosen with the `model` query parameter:
+/// `gpt-realtime-2.1` by default (`gpt-realtime` retires on 2027-01-20). Another model is another
+/// URL (`RelayConfig::upstream`, or the relay example's `--upstream`).
+pub const DEFAULT_URL: &str = "wss://api.openai.com/v1/realtime?model=gpt-realtime-2.1";
 
 /// Metadata key that marks the runtime's own out-of-band filler responses, so that their
 /// `response.created` / `response.done` can be told apart from the conversation's responses.

@@ -53,6 +53,18 @@ pub enum Step {
     Close,
     /// Close the connection with this close code and reason (as OpenAI does on a policy error).
     CloseWith(u16, String),
+    /// Drop the connection without a close frame, as a network failure does.
+    Abort,
+}
+
+/// The websocket frame type a fake model sends its JSON events in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Frames {
+    /// Text frames, as OpenAI's Realtime servers send them.
+    #[default]
+    Text,
+    /// Binary frames of UTF-8 JSON, as Google's Live servers send every message.
+    Binary,
 }
 
 /// A fake model's script.
@@ -62,6 +74,8 @@ pub struct Script {
     pub steps: Vec<Step>,
     /// How long one [`Step::WaitFor`] may wait before the script gives up.
     pub wait_limit: Duration,
+    /// The frame type of [`Step::Send`] events.
+    pub frames: Frames,
 }
 
 impl Script {
@@ -71,6 +85,16 @@ impl Script {
         Script {
             steps: Vec::new(),
             wait_limit: Duration::from_secs(20),
+            frames: Frames::Text,
+        }
+    }
+
+    /// An empty script for a fake Gemini Live model: its events go in binary frames, as
+    /// Google's servers send them.
+    pub fn live() -> Script {
+        Script {
+            frames: Frames::Binary,
+            ..Script::new()
         }
     }
 
@@ -117,6 +141,12 @@ impl Script {
     /// Adds a step that closes the connection; later steps do not run.
     pub fn close(mut self) -> Script {
         self.steps.push(Step::Close);
+        self
+    }
+
+    /// Adds a step that drops the connection without a close frame; later steps do not run.
+    pub fn abort(mut self) -> Script {
+        self.steps.push(Step::Abort);
         self
     }
 
@@ -286,20 +316,35 @@ impl Drop for FakeModel {
 impl FakeModel {
     /// Starts the server on `127.0.0.1` with a free port; every connection runs `script`.
     pub async fn start(script: Script) -> io::Result<FakeModel> {
+        FakeModel::start_each(vec![script]).await
+    }
+
+    /// Starts the server with one script per connection: the first connection runs the first
+    /// script, and so on; connections past the last run the last one.
+    pub async fn start_each(scripts: Vec<Script>) -> io::Result<FakeModel> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let connections: Arc<Mutex<Vec<Arc<Connection>>>> = Arc::default();
         let accepted = Arc::new(Notify::new());
-        let script = Arc::new(script);
+        let scripts: Vec<Arc<Script>> = scripts.into_iter().map(Arc::new).collect();
         let task = {
             let connections = connections.clone();
             let accepted = accepted.clone();
             tokio::spawn(async move {
                 while let Ok((stream, _)) = listener.accept().await {
                     let conn = Arc::new(Connection::default());
-                    lock(&connections).push(conn.clone());
+                    let index = {
+                        let mut all = lock(&connections);
+                        all.push(conn.clone());
+                        all.len() - 1
+                    };
                     accepted.notify_waiters();
-                    tokio::spawn(serve(stream, conn, script.clone()));
+                    let script = scripts
+                        .get(index)
+                        .or(scripts.last())
+                        .cloned()
+                        .unwrap_or_default();
+                    tokio::spawn(serve(stream, conn, script));
                 }
             })
         };
@@ -387,7 +432,10 @@ async fn serve(stream: TcpStream, conn: Arc<Connection>, script: Arc<Script>) {
     };
     for step in &script.steps {
         let sent = match step {
-            Step::Send(v) => tx.feed(Message::text(v.to_string())).await,
+            Step::Send(v) => match script.frames {
+                Frames::Text => tx.feed(Message::text(v.to_string())).await,
+                Frames::Binary => tx.feed(Message::binary(v.to_string().into_bytes())).await,
+            },
             Step::SendText(t) => tx.feed(Message::text(t.clone())).await,
             Step::SendBinary(b) => tx.feed(Message::binary(b.clone())).await,
             Step::WaitFor { kind, count } => {
@@ -409,6 +457,15 @@ async fn serve(stream: TcpStream, conn: Arc<Connection>, script: Arc<Script>) {
             Step::Close => {
                 let _ = tx.close().await;
                 break;
+            }
+            Step::Abort => {
+                reader.abort();
+                let _ = reader.await;
+                drop(tx);
+                *lock(&conn.closed) = true;
+                *lock(&conn.script_finished) = true;
+                conn.changed.notify_waiters();
+                return;
             }
             Step::CloseWith(code, reason) => {
                 let frame = tokio_tungstenite::tungstenite::protocol::CloseFrame {
@@ -436,13 +493,17 @@ async fn serve(stream: TcpStream, conn: Arc<Connection>, script: Arc<Script>) {
 #[derive(Debug)]
 pub struct TestBrowser {
     ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    binary_frames: usize,
 }
 
 impl TestBrowser {
     /// Connects to `ws://ADDR/` (plus `path_and_query`, e.g. `?naming=tool`).
     pub async fn connect(url: &str) -> Result<TestBrowser, tokio_tungstenite::tungstenite::Error> {
         let (ws, _) = tokio_tungstenite::connect_async(url).await?;
-        Ok(TestBrowser { ws })
+        Ok(TestBrowser {
+            ws,
+            binary_frames: 0,
+        })
     }
 
     /// Sends `event` as a text frame; false when the connection is gone.
@@ -479,9 +540,15 @@ impl TestBrowser {
                 Ok(Some(Ok(Message::Close(_)))) | Ok(Some(Err(_))) | Ok(None) | Err(_) => {
                     return None
                 }
+                Ok(Some(Ok(Message::Binary(_)))) => self.binary_frames += 1,
                 Ok(Some(Ok(_))) => continue,
             }
         }
+    }
+
+    /// Binary frames received (and skipped) so far: the relay sends the page text frames only.
+    pub fn binary_frames(&self) -> usize {
+        self.binary_frames
     }
 
     /// The next JSON event (frames that are not JSON become JSON strings).

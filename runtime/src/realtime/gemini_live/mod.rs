@@ -27,8 +27,11 @@ pub use read::{
 /// header, never in the URL the relay logs.
 pub const DEFAULT_URL: &str = "wss://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent";
 
-/// The model named in `setup` unless the application names another.
-pub const DEFAULT_MODEL: &str = "models/gemini-live-2.5-flash-preview";
+/// The model named in `setup` unless the application names another (`session["model"]` of
+/// [`crate::realtime::SessionConfig`], or the relay example's `--model`): Gemini 3.8 Live,
+/// Google's stable Live model and its default for voice agents. `gemini-live-2.5-flash-preview`
+/// was shut down on 2025-12-09.
+pub const DEFAULT_MODEL: &str = "models/gemini-3.8-live";
 
 /// When the model takes up a `NON_BLOCKING` (`mode: async`) call's final result: the manifest's
 /// `scheduling`, written as Live's `FunctionResponseScheduling` ([`Scheduling::live_value`]).

@@ -97,14 +97,7 @@ impl Session {
             .filter(|id| self.calls.contains_key(id.as_str()))
             .collect();
         for call_id in &known {
-            self.provider_cancelled.insert((*call_id).clone());
-            // A result that resolved already waits for its batch's `toolResponse`: the model
-            // no longer takes it.
-            if let Some(batch) = self.tracker.response_of(call_id) {
-                if let Some(pending) = self.pending_responses.get_mut(batch) {
-                    pending.retain(|entry| entry["id"].as_str() != Some(call_id.as_str()));
-                }
-            }
+            self.forget_result(call_id);
         }
         for call_id in known {
             let keeps_running = self
@@ -128,6 +121,17 @@ impl Session {
                     .to_owned(),
                 cancelled: usize::from(cancelled),
             });
+        }
+    }
+
+    /// The model takes no result for `call_id` any more: none is sent, and one that resolved
+    /// already leaves the batch's `toolResponse` it was waiting for.
+    pub(super) fn forget_result(&mut self, call_id: &str) {
+        self.provider_cancelled.insert(call_id.to_owned());
+        if let Some(batch) = self.tracker.response_of(call_id) {
+            if let Some(pending) = self.pending_responses.get_mut(batch) {
+                pending.retain(|entry| entry["id"].as_str() != Some(call_id));
+            }
         }
     }
 

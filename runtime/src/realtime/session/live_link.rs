@@ -121,17 +121,29 @@ impl Session {
         let Some((handle, reported)) = self.live.handle.clone() else {
             return Err(ResumeRefused::NoHandle);
         };
-        let mut lost: Vec<(u64, String)> = self
+        // Every call reported after the handle is unknown to the resumed session: nothing
+        // about it may go there. Those still running take the cancellation path; those that
+        // resolved (a fire-and-forget call, a result waiting for its batch) just keep quiet.
+        let mut lost: Vec<(u64, String, bool)> = self
             .calls
             .iter()
-            .filter(|(id, info)| {
-                info.seq > reported && (self.tracker.is_open(id) || info.background)
+            .filter(|(_, info)| info.seq > reported)
+            .map(|(id, info)| {
+                let running = self.tracker.is_open(id) || info.background;
+                (info.seq, id.clone(), running)
             })
-            .map(|(id, info)| (info.seq, id.clone()))
             .collect();
         lost.sort();
-        let lost: Vec<String> = lost.into_iter().map(|(_, id)| id).collect();
-        self.provider_cancel(&lost);
+        for (_, call_id, _) in &lost {
+            self.forget_result(call_id);
+        }
+        let running: Vec<String> = lost
+            .into_iter()
+            .filter(|(_, _, running)| *running)
+            .map(|(_, id, _)| id)
+            .collect();
+        self.provider_cancel(&running);
+        self.open_batch = None;
         self.live.ready = false;
         self.live.resumable = false;
         self.live.going_away = None;
