@@ -362,3 +362,56 @@ fn live_declarations_are_the_compilers_json_schema_declarations() {
     );
     assert!(by_name("nothing").get("parametersJsonSchema").is_none());
 }
+
+/// Real Live traffic, captured by Google's SDK tests and by integrators
+/// (`runtime/tests/fixtures/gemini-live-captures/`, each message with its source), read by a
+/// session as it arrives in binary frames and as text: nothing is unreadable, content is
+/// forwarded as it came, calls run (the captured tools are not this registry's, so each gets
+/// an "unknown tool" result) and are kept from the page, the session's own messages are
+/// consumed, and everything the session sends upstream validates with Google's SDK.
+#[tokio::test(start_paused = true)]
+async fn captured_live_traffic_is_read_from_either_frame_type() {
+    let path = repo().join("runtime/tests/fixtures/gemini-live-captures/captures.jsonl");
+    let captures: Vec<Value> = std::fs::read_to_string(&path)
+        .expect("the captures are in the repo")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one capture per line"))
+        .collect();
+    assert!(captures.len() >= 40, "{} captures", captures.len());
+    for binary in [true, false] {
+        let registry = registry();
+        let config = SessionConfig::for_provider(&registry, Provider::GeminiLive);
+        let counters = config.counters.clone();
+        let (mut session, _events) = Session::new(registry, Arc::new(config));
+        let mut upstream = line("client", &session.session_update());
+        let mut calls = 0;
+        for capture in &captures {
+            let (kind, message) = (capture["kind"].as_str().unwrap(), &capture["message"]);
+            let text = message.to_string();
+            let verdict = if binary {
+                session.on_model_binary(text.as_bytes())
+            } else {
+                session.on_model_event(&text)
+            };
+            let expected = match kind {
+                "sessionResumptionUpdate" | "goAway" => Verdict::Drop,
+                // Unknown tools are not the page's to see either.
+                "toolCall" => Verdict::Drop,
+                _ => Verdict::Forward,
+            };
+            assert_eq!(verdict, expected, "{kind} from {}", capture["source"]);
+            for output in session.drain_outputs() {
+                if let Output::ToModel(text) = output {
+                    calls += text.matches(r#""id""#).count();
+                    upstream += &line("client", &text);
+                }
+            }
+        }
+        assert_eq!(counters.snapshot().unreadable_model_events, 0);
+        assert_eq!(calls, 7, "one result per captured call: {upstream}");
+        let errors = schema_errors(&upstream);
+        assert!(errors.is_empty(), "{}\n{upstream}", errors.join("\n"));
+        let (report, accepted) = validate(&upstream);
+        assert!(accepted, "the SDK refused what the session sent:\n{report}");
+    }
+}

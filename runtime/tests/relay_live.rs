@@ -160,7 +160,9 @@ async fn every_server_message_kind_is_read_from_either_frame_type() {
                 .send(script::live::setup_complete())
                 .send(script::live::text("Let me look."))
                 .send(script::live::audio("UklGRg=="))
-                .send(json!({"serverContent": {"inputTranscription": {"text": "where is my order"}}}))
+                .send(
+                    json!({"serverContent": {"inputTranscription": {"text": "where is my order"}}}),
+                )
                 .send(json!({"serverContent": {"outputTranscription": {"text": "Let me look."}}}))
                 .send(script::live::tool_call(&[
                     ("s1", "lookup_order", json!({"order_number": "AB-1"})),
@@ -168,7 +170,11 @@ async fn every_server_message_kind_is_read_from_either_frame_type() {
                 ]))
                 .wait_for("toolResponse", 1)
                 .send(json!({"sessionResumptionUpdate": {"newHandle": "h-1", "resumable": true}}))
-                .send(script::live::tool_call(&[("c2", "highlight", json!({"selector": "#x"}))]))
+                .send(script::live::tool_call(&[(
+                    "c2",
+                    "highlight",
+                    json!({"selector": "#x"}),
+                )]))
                 .send(script::live::cancellation(&["c2"]))
                 .send(json!({"serverContent": {"generationComplete": true}}))
                 .send(json!({"serverContent": {"turnComplete": true}, "usageMetadata": usage}))
@@ -177,7 +183,13 @@ async fn every_server_message_kind_is_read_from_either_frame_type() {
         .await
         .unwrap();
         let counters = Arc::new(Counters::default());
-        let relay = live_relay(registry(seen.clone()), model.url(), counters.clone(), |_| {}).await;
+        let relay = live_relay(
+            registry(seen.clone()),
+            model.url(),
+            counters.clone(),
+            |_| {},
+        )
+        .await;
         let mut browser = TestBrowser::connect(&relay.url).await.unwrap();
         let mut events = read_until(&mut browser, |e| e["type"] == "function_call").await;
         let call = events.last().unwrap().clone();
@@ -198,24 +210,39 @@ async fn every_server_message_kind_is_read_from_either_frame_type() {
             "voiceActivity",
             "toolCallCancellation",
         ] {
-            assert!(text.contains(kind), "{frames:?}: the page did not get {kind}: {text}");
+            assert!(
+                text.contains(kind),
+                "{frames:?}: the page did not get {kind}: {text}"
+            );
         }
         // The server call never reaches the page, nor does the resumption handle.
-        assert!(!text.contains("s1") && !text.contains("lookup_order"), "{text}");
-        assert!(!text.contains("h-1") && !text.contains("sessionResumptionUpdate"), "{text}");
+        assert!(
+            !text.contains("s1") && !text.contains("lookup_order"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("h-1") && !text.contains("sessionResumptionUpdate"),
+            "{text}"
+        );
         assert_eq!(browser.binary_frames(), 0, "the page gets text frames only");
         // The server call ran, and the batch went back in one toolResponse, once.
         assert_eq!(seen.lookups.load(Ordering::SeqCst), 1, "{frames:?}");
         let conn = model.connection(0, LIMIT).await.unwrap();
         assert!(conn.wait_for("toolResponse", 1, LIMIT).await);
         let responses = function_responses(&conn);
-        let ids: Vec<&str> = responses.iter().map(|r| r["id"].as_str().unwrap()).collect();
+        let ids: Vec<&str> = responses
+            .iter()
+            .map(|r| r["id"].as_str().unwrap())
+            .collect();
         assert_eq!(ids, ["s1", "c1"], "{frames:?}");
         assert_eq!(counters.snapshot().unreadable_model_events, 0);
         // The setup asked for resumption and, for an audio session, compression.
         let setup = &conn.events_of("setup")[0]["setup"];
         assert_eq!(setup["sessionResumption"], json!({}));
-        assert_eq!(setup["contextWindowCompression"], json!({"slidingWindow": {}}));
+        assert_eq!(
+            setup["contextWindowCompression"],
+            json!({"slidingWindow": {}})
+        );
         assert_eq!(setup["model"], "models/gemini-3.8-live");
         browser.close().await;
     }
@@ -239,10 +266,20 @@ async fn frames_the_relay_cannot_read_are_dropped_and_counted_never_forwarded() 
     .await
     .unwrap();
     let counters = Arc::new(Counters::default());
-    let relay = live_relay(registry(seen.clone()), model.url(), counters.clone(), |_| {}).await;
+    let relay = live_relay(
+        registry(seen.clone()),
+        model.url(),
+        counters.clone(),
+        |_| {},
+    )
+    .await;
     let mut browser = TestBrowser::connect(&relay.url).await.unwrap();
     let events = read_until(&mut browser, |e| e.to_string().contains("still here")).await;
-    assert_eq!(events.len(), 2, "setupComplete and the text only: {events:#?}");
+    assert_eq!(
+        events.len(),
+        2,
+        "setupComplete and the text only: {events:#?}"
+    );
     assert_eq!(counters.snapshot().unreadable_model_events, 4);
     assert_eq!(seen.lookups.load(Ordering::SeqCst), 0);
     assert_eq!(browser.binary_frames(), 0);
@@ -253,9 +290,10 @@ async fn frames_the_relay_cannot_read_are_dropped_and_counted_never_forwarded() 
 async fn openai_events_in_binary_frames_are_read_too() {
     let seen = Arc::new(Seen::default());
     let mut script = Script::new().wait_for("session.update", 1);
-    for event in
-        script::response_with_calls("r1", &[("s1", "lookup_order", r#"{"order_number":"AB-1"}"#)])
-    {
+    for event in script::response_with_calls(
+        "r1",
+        &[("s1", "lookup_order", r#"{"order_number":"AB-1"}"#)],
+    ) {
         script = script.send_binary(event.to_string().into_bytes());
     }
     let model = FakeModel::start(script.wait_for("response.create", 1))
@@ -264,7 +302,10 @@ async fn openai_events_in_binary_frames_are_read_too() {
     let relay = common::relay::start(registry(seen.clone()), model.url(), |_| {}).await;
     let mut browser = TestBrowser::connect(&relay.url).await.unwrap();
     let conn = model.connection(0, LIMIT).await.unwrap();
-    assert!(conn.wait_for("response.create", 1, LIMIT).await, "the call ran and the model went on");
+    assert!(
+        conn.wait_for("response.create", 1, LIMIT).await,
+        "the call ran and the model went on"
+    );
     assert_eq!(seen.lookups.load(Ordering::SeqCst), 1);
     let outputs = conn.events_of("conversation.item.create");
     assert_eq!(outputs[0]["item"]["call_id"], "s1");
@@ -272,7 +313,10 @@ async fn openai_events_in_binary_frames_are_read_too() {
     while let Some(text) = browser.next_text(Duration::from_millis(300)).await {
         page.push(text);
     }
-    assert!(!page.is_empty() && page.iter().all(|t| !t.contains("lookup_order")), "{page:#?}");
+    assert!(
+        !page.is_empty() && page.iter().all(|t| !t.contains("lookup_order")),
+        "{page:#?}"
+    );
     browser.close().await;
 }
 
@@ -305,7 +349,12 @@ async fn the_pages_input_waits_for_setup_complete_and_keeps_its_order() {
         .await;
     let conn = model.connection(0, LIMIT).await.unwrap();
     tokio::time::sleep(Duration::from_millis(150)).await;
-    assert_eq!(conn.texts().len(), 1, "only the setup before setupComplete: {:?}", conn.texts());
+    assert_eq!(
+        conn.texts().len(),
+        1,
+        "only the setup before setupComplete: {:?}",
+        conn.texts()
+    );
     assert!(conn.wait_for("clientContent", 1, LIMIT).await);
     let kinds: Vec<String> = conn
         .events()
@@ -314,7 +363,13 @@ async fn the_pages_input_waits_for_setup_complete_and_keeps_its_order() {
         .collect();
     assert_eq!(
         kinds,
-        ["setup", "realtimeInput", "realtimeInput", "realtimeInput", "clientContent"]
+        [
+            "setup",
+            "realtimeInput",
+            "realtimeInput",
+            "realtimeInput",
+            "clientContent"
+        ]
     );
     let audio: Vec<Value> = conn
         .events_of("realtimeInput")
@@ -335,7 +390,13 @@ async fn calls_and_results_the_page_writes_in_snake_case_are_refused() {
     )
     .await
     .unwrap();
-    let relay = live_relay(registry(Arc::default()), model.url(), Arc::default(), |_| {}).await;
+    let relay = live_relay(
+        registry(Arc::default()),
+        model.url(),
+        Arc::default(),
+        |_| {},
+    )
+    .await;
     let mut browser = TestBrowser::connect(&relay.url).await.unwrap();
     let ready = browser.next_event(LIMIT).await.unwrap();
     assert_eq!(ready, json!({"setupComplete": {}}));
@@ -379,7 +440,11 @@ async fn a_conversation_moves_across_model_connections_with_its_calls() {
         .wait_for("setup", 1)
         .send(script::live::setup_complete())
         .send(json!({"sessionResumptionUpdate": {"newHandle": "h-1", "resumable": true}}))
-        .send(script::live::tool_call(&[("a1", "build_report", json!({"topic": "q3"}))]))
+        .send(script::live::tool_call(&[(
+            "a1",
+            "build_report",
+            json!({"topic": "q3"}),
+        )]))
         .wait_for("toolResponse", 1)
         .send(json!({"sessionResumptionUpdate": {"newHandle": "h-2", "resumable": true}}))
         .send(script::live::audio("QTA="))
@@ -397,17 +462,27 @@ async fn a_conversation_moves_across_model_connections_with_its_calls() {
         .sleep(Duration::from_millis(500))
         .send(script::live::setup_complete())
         .send(script::live::audio("QjA="))
-        .send(script::live::tool_call(&[("c2", "highlight", json!({"selector": "#b"}))]))
+        .send(script::live::tool_call(&[(
+            "c2",
+            "highlight",
+            json!({"selector": "#b"}),
+        )]))
         .wait_for("toolResponse", 2)
         .send(json!({"sessionResumptionUpdate": {"newHandle": "h-3", "resumable": true}}))
         .send(script::live::audio("QjE="))
-        .send(script::live::tool_call(&[("c3", "highlight", json!({"selector": "#c"}))]))
+        .send(script::live::tool_call(&[(
+            "c3",
+            "highlight",
+            json!({"selector": "#c"}),
+        )]))
         .sleep(Duration::from_millis(200))
         .abort();
     let third = Script::live()
         .wait_for("setup", 1)
         .close_with(1008, "session handle is not valid");
-    let model = FakeModel::start_each(vec![first, second, third]).await.unwrap();
+    let model = FakeModel::start_each(vec![first, second, third])
+        .await
+        .unwrap();
     let counters = Arc::new(Counters::default());
     let relay = live_relay(registry(seen.clone()), model.url(), counters.clone(), |s| {
         s.live.notify_page = true;
@@ -418,24 +493,39 @@ async fn a_conversation_moves_across_model_connections_with_its_calls() {
     // Connection 1: the page hears c1 and f1, then that the session is moving.
     let mut page = read_until(&mut browser, |e| e["state"] == "reconnecting").await;
     // While the second connection is not ready, the page speaks and the report finishes.
-    let conn1 = model.connection(1, LIMIT).await.expect("a second connection");
+    let conn1 = model
+        .connection(1, LIMIT)
+        .await
+        .expect("a second connection");
     browser
         .send(&json!({"realtimeInput": {"audio": {"data": "UDE=", "mimeType": "audio/pcm;rate=16000"}}}))
         .await;
     seen.report_gate.notify_one();
-    page.extend(read_until(&mut browser, |e| e["type"] == "function_call" && e["call_id"] == "c2").await);
+    page.extend(
+        read_until(&mut browser, |e| {
+            e["type"] == "function_call" && e["call_id"] == "c2"
+        })
+        .await,
+    );
     browser
         .send(&json!({"type": "function_call.result", "call_id": "c2", "output": "{\"ok\":true}"}))
         .await;
     // Connection 2 drops, connection 3 refuses the handle: the page hears why, and is closed.
     page.extend(read_until(&mut browser, |e| e["type"] == "error").await);
-    assert!(browser.next_event(LIMIT).await.is_none(), "then the page is closed");
+    assert!(
+        browser.next_event(LIMIT).await.is_none(),
+        "then the page is closed"
+    );
 
     let conn0 = model.connection(0, LIMIT).await.unwrap();
-    let conn2 = model.connection(2, LIMIT).await.expect("a third connection");
+    let conn2 = model
+        .connection(2, LIMIT)
+        .await
+        .expect("a third connection");
     assert!(conn2.wait_closed(LIMIT).await);
     // Each new connection resumed from the latest handle the server gave.
-    let handle = |c: &Connection| c.events_of("setup")[0]["setup"]["sessionResumption"]["handle"].clone();
+    let handle =
+        |c: &Connection| c.events_of("setup")[0]["setup"]["sessionResumption"]["handle"].clone();
     assert_eq!(handle(&conn0), Value::Null);
     assert_eq!(handle(&conn1), "h-2");
     assert_eq!(handle(&conn2), "h-3");
@@ -444,13 +534,23 @@ async fn a_conversation_moves_across_model_connections_with_its_calls() {
     let on0: Vec<Value> = function_responses(&conn0);
     let on1: Vec<Value> = function_responses(&conn1);
     let ids = |list: &[Value]| -> Vec<String> {
-        list.iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
+        list.iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect()
     };
-    assert_eq!(ids(&on0), ["a1"], "only the report's start on the first: {on0:#?}");
+    assert_eq!(
+        ids(&on0),
+        ["a1"],
+        "only the report's start on the first: {on0:#?}"
+    );
     assert_eq!(on0[0]["willContinue"], true);
     let mut second_ids = ids(&on1);
     second_ids.sort();
-    assert_eq!(second_ids, ["a1", "c2"], "the report's result and c2's, once each: {on1:#?}");
+    assert_eq!(
+        second_ids,
+        ["a1", "c2"],
+        "the report's result and c2's, once each: {on1:#?}"
+    );
     assert!(on1.iter().all(|r| r.get("willContinue").is_none()));
     assert_eq!(function_responses(&conn2), Vec::<Value>::new());
     // The calls made after the handle were cancelled as Google's cancellation says: the sync
@@ -461,7 +561,10 @@ async fn a_conversation_moves_across_model_connections_with_its_calls() {
         .filter(|e| e["type"] == "toolc.cancel")
         .map(|e| e["call_id"].as_str().unwrap())
         .collect();
-    assert!(cancels.contains(&"c1") && cancels.contains(&"c3"), "{page:#?}");
+    assert!(
+        cancels.contains(&"c1") && cancels.contains(&"c3"),
+        "{page:#?}"
+    );
     // ... at the move, not when the conversation ended.
     let position = |done: &dyn Fn(&Value) -> bool| page.iter().position(done).unwrap();
     let c1_cancelled = position(&|e| e["type"] == "toolc.cancel" && e["call_id"] == "c1");
@@ -480,12 +583,17 @@ async fn a_conversation_moves_across_model_connections_with_its_calls() {
     assert_eq!(audio, ["QTA=", "QTE=", "QjA=", "QjE="]);
     let text = serde_json::to_string(&page).unwrap();
     assert_eq!(text.matches("setupComplete").count(), 1, "{text}");
-    assert!(!text.contains("goAway") && !text.contains("h-2") && !text.contains("sessionResumption"));
+    assert!(
+        !text.contains("goAway") && !text.contains("h-2") && !text.contains("sessionResumption")
+    );
     let states: Vec<&str> = page.iter().filter_map(|e| e["state"].as_str()).collect();
     assert_eq!(states, ["reconnecting", "resumed", "reconnecting"]);
     let error = page.last().unwrap();
     assert_eq!(error["error"]["code"], "upstream_resume_failed");
-    assert!(error["error"]["message"].as_str().unwrap().contains("1008"), "{error}");
+    assert!(
+        error["error"]["message"].as_str().unwrap().contains("1008"),
+        "{error}"
+    );
     // The page's input during the move reached the new connection after its setupComplete.
     let kinds: Vec<String> = conn1
         .events()
@@ -496,5 +604,8 @@ async fn a_conversation_moves_across_model_connections_with_its_calls() {
     assert!(kinds.contains(&"realtimeInput".to_owned()), "{kinds:?}");
     assert!(conn0.events_of("realtimeInput").is_empty());
     let snapshot = counters.snapshot();
-    assert_eq!((snapshot.reconnections, snapshot.failed_reconnections), (2, 1));
+    assert_eq!(
+        (snapshot.reconnections, snapshot.failed_reconnections),
+        (2, 1)
+    );
 }

@@ -299,9 +299,9 @@ pub fn check_live_client_message(message: &serde_json::Map<String, Value>) -> Re
         Some(_) => return Err(Refused::LiveShape("`clientContent.turns` is not a list")),
     };
     for turn in turns {
-        let turn = turn
-            .as_object()
-            .ok_or(Refused::LiveShape("a turn of `clientContent.turns` is not an object"))?;
+        let turn = turn.as_object().ok_or(Refused::LiveShape(
+            "a turn of `clientContent.turns` is not an object",
+        ))?;
         let parts = match spelling::value(turn, "parts").map_err(two)? {
             None | Some(Value::Null) => continue,
             Some(Value::Array(parts)) => parts,
@@ -572,13 +572,25 @@ mod tests {
                 r#"{"clientContent":{"turns":[{"parts":{"functionCall":{}}}]}}"#,
                 "unexpected_shape",
             ),
-            (r#"{"clientContent":{"turns":["functionCall"]}}"#, "unexpected_shape"),
-            (r#"{"clientContent":{"turns":[{"parts":["x"]}]}}"#, "unexpected_shape"),
+            (
+                r#"{"clientContent":{"turns":["functionCall"]}}"#,
+                "unexpected_shape",
+            ),
+            (
+                r#"{"clientContent":{"turns":[{"parts":["x"]}]}}"#,
+                "unexpected_shape",
+            ),
             (r#"{"clientContent":"functionCall"}"#, "unexpected_shape"),
             (r#"{"context_update":{"tools":[]}}"#, "tools_not_allowed"),
-            (r#"{"tool_response":{"functionResponses":[]}}"#, "tool_response_not_allowed"),
+            (
+                r#"{"tool_response":{"functionResponses":[]}}"#,
+                "tool_response_not_allowed",
+            ),
             (r#"{"setup":{"model":"x"}}"#, "setup_not_allowed"),
-            (r#"{"client_content":{"turns":[{"role":"user","parts":[{"text":"hi"}]}],"turn_complete":true}}"#, "ok"),
+            (
+                r#"{"client_content":{"turns":[{"role":"user","parts":[{"text":"hi"}]}],"turn_complete":true}}"#,
+                "ok",
+            ),
         ] {
             let got = check(text).err().unwrap_or("ok");
             assert_eq!(got, code, "{text}");

@@ -27,9 +27,9 @@ mod type_member;
 
 pub use browser::Naming;
 pub use gemini_live::Scheduling;
+pub use gemini_live::{Compression, LiveOptions, SlidingWindow};
 pub use marker_flow::{MarkerCounters, MarkerFlowConfig};
 pub use provider::Provider;
-pub use gemini_live::{Compression, LiveOptions, SlidingWindow};
 pub use session::{
     CounterSnapshot, Counters, Note, Observer, Output, Reconnect, RejectReason, ResumeRefused,
     SelectToolsetsError, Session, SessionConfig, SessionEvent, SessionEvents, Verdict,

@@ -153,7 +153,15 @@ where
     M: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin,
 {
     type NoConnector<M> = fn(u32) -> std::future::Ready<Result<M, String>>;
-    drive(session, events, browser, model, None::<NoConnector<M>>, options).await
+    drive(
+        session,
+        events,
+        browser,
+        model,
+        None::<NoConnector<M>>,
+        options,
+    )
+    .await
 }
 
 /// [`run_session_with`], and when a Gemini Live model connection ends (`goAway`, a close, a
@@ -401,7 +409,9 @@ where
         }
         let setup = match session.resume_setup() {
             Ok(setup) => setup,
-            Err(why) => break fail_move(&mut session, &mut to_browser, &why.to_string(), options).await,
+            Err(why) => {
+                break fail_move(&mut session, &mut to_browser, &why.to_string(), options).await
+            }
         };
         tracing::info!("the model connection is ending: moving the session to a new one");
         model_close = None;

@@ -310,4 +310,3 @@ fn relay_error(message: &str) -> Message {
         .to_string(),
     )
 }
-

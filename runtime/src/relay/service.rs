@@ -262,10 +262,7 @@ impl RelayService {
                         let pause = 250u64 << attempt.min(4);
                         tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
                     }
-                    connect_model(&config).await.map(|ws| {
-                        set_nodelay(&ws);
-                        ws
-                    })
+                    connect_model(&config).await.inspect(set_nodelay)
                 }
             };
             run_session_resumable(session, events, browser, upstream, connect, &options)

@@ -124,9 +124,11 @@ pub struct CallMessage {
     pub ends_batch: bool,
 }
 
-/// The kinds of Live server message, by their JSON names. All but `usageMetadata` are one
-/// `oneof` in Google's proto: a message is one of them, with usage beside it or not.
-const KINDS: [&str; 8] = [
+/// The kinds of Live server message, by their JSON names. Google's proto puts them in one
+/// `oneof`, but its servers send some together (`serverContent` beside `voiceActivity` or
+/// `usageMetadata`, in captured traffic), so a message may hold several; `goAway` and
+/// `sessionResumptionUpdate`, which the session consumes, must come alone (usage aside).
+const KINDS: [&str; 9] = [
     "setupComplete",
     "serverContent",
     "toolCall",
@@ -135,6 +137,7 @@ const KINDS: [&str; 8] = [
     "sessionResumptionUpdate",
     "voiceActivityDetectionSignal",
     "voiceActivity",
+    "usageMetadata",
 ];
 
 /// Reads a server message (see the module docs).
@@ -143,40 +146,39 @@ pub fn read(text: &str) -> Read {
         Ok(top) => top,
         Err(e) => return Read::Unreadable(e),
     };
-    let mut kind: Option<&'static str> = None;
-    let mut seen_usage = false;
+    let mut kinds: Vec<&'static str> = Vec::with_capacity(top.len());
     for member in &top {
         let name = camel(member);
-        if name == "usageMetadata" {
-            if seen_usage {
-                return Read::Unreadable(Unreadable::TwoSpellings(name.into_owned()));
-            }
-            seen_usage = true;
-            continue;
-        }
         let Some(known) = KINDS.iter().find(|k| **k == name) else {
             return Read::Unreadable(Unreadable::UnknownMember(member.to_string()));
         };
-        if kind.is_some() {
-            return Read::Unreadable(match kind == Some(*known) {
-                true => Unreadable::TwoSpellings(name.into_owned()),
-                false => Unreadable::SeveralKinds,
-            });
+        if kinds.contains(known) {
+            return Read::Unreadable(Unreadable::TwoSpellings(name.into_owned()));
         }
-        kind = Some(known);
+        kinds.push(known);
     }
-    match kind {
-        // Usage alone, voice activity: nothing the session acts on.
-        None | Some("voiceActivityDetectionSignal" | "voiceActivity") => Read::Plain(Plain::default()),
-        Some("setupComplete") => Read::Plain(Plain {
-            setup_complete: true,
+    let has = |kind: &str| kinds.contains(&kind);
+    for control in ["goAway", "sessionResumptionUpdate"] {
+        if has(control) {
+            if kinds.iter().any(|k| *k != control && *k != "usageMetadata") {
+                return Read::Unreadable(Unreadable::SeveralKinds);
+            }
+            return parse(text, control).unwrap_or_else(Read::Unreadable);
+        }
+    }
+    let needs_parse = has("toolCall")
+        || has("toolCallCancellation")
+        || (has("serverContent") && may_matter(text));
+    if !needs_parse {
+        return Read::Plain(Plain {
+            setup_complete: has("setupComplete"),
             ends_turn: false,
-        }),
-        Some("serverContent") if !may_matter(text) => Read::Plain(Plain::default()),
-        Some(kind) => match parse(text, kind) {
-            Ok(read) => read,
-            Err(e) => Read::Unreadable(e),
-        },
+        });
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(message)) => calls_of(message, &kinds).unwrap_or_else(Read::Unreadable),
+        Ok(_) => Read::Unreadable(Unreadable::NotAnObject),
+        Err(e) => Read::Unreadable(Unreadable::NotJson(e.to_string())),
     }
 }
 
@@ -202,7 +204,7 @@ fn finders() -> &'static [memchr::memmem::Finder<'static>; 3] {
     })
 }
 
-/// Parses a message of `kind` in full (it was read strictly already).
+/// Parses a `goAway` or `sessionResumptionUpdate` (it was read strictly already).
 fn parse(text: &str, kind: &str) -> Result<Read, Unreadable> {
     let message = match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(message)) => message,
@@ -210,28 +212,23 @@ fn parse(text: &str, kind: &str) -> Result<Read, Unreadable> {
         Err(e) => return Err(Unreadable::NotJson(e.to_string())),
     };
     let body = spelling::value(&message, kind)?.unwrap_or(&Value::Null);
-    match kind {
-        "goAway" => {
-            let time_left = object_or_empty(body, "`goAway` is not an object")?;
-            let time_left = spelling::value(time_left, "timeLeft")?
-                .and_then(Value::as_str)
-                .and_then(parse_duration);
-            Ok(Read::GoAway { time_left })
-        }
-        "sessionResumptionUpdate" => {
-            let update = object_or_empty(body, "`sessionResumptionUpdate` is not an object")?;
-            let new_handle = spelling::value(update, "newHandle")?
-                .and_then(Value::as_str)
-                .filter(|h| !h.is_empty())
-                .map(str::to_owned);
-            let resumable = spelling::value(update, "resumable")? == Some(&Value::Bool(true));
-            Ok(Read::Resumption(ResumptionUpdate {
-                new_handle,
-                resumable,
-            }))
-        }
-        _ => calls_of(message, kind),
+    if kind == "goAway" {
+        let go_away = object_or_empty(body, "`goAway` is not an object")?;
+        let time_left = spelling::value(go_away, "timeLeft")?
+            .and_then(Value::as_str)
+            .and_then(parse_duration);
+        return Ok(Read::GoAway { time_left });
     }
+    let update = object_or_empty(body, "`sessionResumptionUpdate` is not an object")?;
+    let new_handle = spelling::value(update, "newHandle")?
+        .and_then(Value::as_str)
+        .filter(|h| !h.is_empty())
+        .map(str::to_owned);
+    let resumable = spelling::value(update, "resumable")? == Some(&Value::Bool(true));
+    Ok(Read::Resumption(ResumptionUpdate {
+        new_handle,
+        resumable,
+    }))
 }
 
 fn object_or_empty<'a>(
@@ -250,57 +247,61 @@ fn object_or_empty<'a>(
 /// (`"12s"`, `"0.5s"`).
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let seconds: f64 = text.strip_suffix('s')?.parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0 && seconds < 1e12)
+    (0.0..1e12)
+        .contains(&seconds)
         .then(|| Duration::from_secs_f64(seconds))
 }
 
-/// The calls, cancellations and end of turn of a `toolCall`, `toolCallCancellation` or
-/// `serverContent`. A member that can carry calls and is not the shape the API defines makes
-/// the message unreadable: a call the relay cannot see must not reach the page.
-fn calls_of(message: Map<String, Value>, kind: &str) -> Result<Read, Unreadable> {
-    let body = spelling::value(&message, kind)?.unwrap_or(&Value::Null);
+/// The calls, cancellations and end of turn of a message with `toolCall`,
+/// `toolCallCancellation` or `serverContent` among its `kinds`. A member that can carry calls
+/// and is not the shape the API defines makes the message unreadable: a call the relay cannot
+/// see must not reach the page.
+fn calls_of(message: Map<String, Value>, kinds: &[&str]) -> Result<Read, Unreadable> {
     let mut calls = Vec::new();
     let mut cancelled = Vec::new();
-    let mut ends_batch = false;
-    match kind {
-        "toolCall" => {
-            let tool_call = object_or_empty(body, "`toolCall` is not an object")?;
-            for call in list(tool_call, "functionCalls", "`toolCall.functionCalls`")? {
+    let mut ends_turn = false;
+    let body = |kind: &str| -> Result<&Value, Unreadable> {
+        Ok(spelling::value(&message, kind)?.unwrap_or(&Value::Null))
+    };
+    if kinds.contains(&"serverContent") {
+        let content = object_or_empty(body("serverContent")?, "`serverContent` is not an object")?;
+        for part in model_turn_parts(content)? {
+            if let Some(call) = spelling::value(part, "functionCall")? {
                 calls.push(function_call(call)?);
             }
-            ends_batch = true;
         }
-        "toolCallCancellation" => {
-            let cancellation =
-                object_or_empty(body, "`toolCallCancellation` is not an object")?;
-            for id in list(cancellation, "ids", "`toolCallCancellation.ids`")? {
-                match id {
-                    Value::String(id) => cancelled.push(id.clone()),
-                    _ => return Err(Unreadable::Shape("a cancelled call id is not a string")),
-                }
-            }
-        }
-        _ => {
-            let content = object_or_empty(body, "`serverContent` is not an object")?;
-            for part in model_turn_parts(content)? {
-                if let Some(call) = spelling::value(part, "functionCall")? {
-                    calls.push(function_call(call)?);
-                }
-            }
-            ends_batch = ends_turn_in(content)?;
+        ends_turn = ends_turn_in(content)?;
+    }
+    if kinds.contains(&"toolCall") {
+        let tool_call = object_or_empty(body("toolCall")?, "`toolCall` is not an object")?;
+        for call in list(tool_call, "functionCalls", "`toolCall.functionCalls`")? {
+            calls.push(function_call(call)?);
         }
     }
-    if kind == "serverContent" && calls.is_empty() {
+    if kinds.contains(&"toolCallCancellation") {
+        let cancellation = object_or_empty(
+            body("toolCallCancellation")?,
+            "`toolCallCancellation` is not an object",
+        )?;
+        for id in list(cancellation, "ids", "`toolCallCancellation.ids`")? {
+            match id {
+                Value::String(id) => cancelled.push(id.clone()),
+                _ => return Err(Unreadable::Shape("a cancelled call id is not a string")),
+            }
+        }
+    }
+    let names_calls = kinds.contains(&"toolCall") || kinds.contains(&"toolCallCancellation");
+    if !names_calls && calls.is_empty() {
         return Ok(Read::Plain(Plain {
-            setup_complete: false,
-            ends_turn: ends_batch,
+            setup_complete: kinds.contains(&"setupComplete"),
+            ends_turn,
         }));
     }
     Ok(Read::Calls(CallMessage {
         message,
         calls,
         cancelled,
-        ends_batch,
+        ends_batch: kinds.contains(&"toolCall") || ends_turn,
     }))
 }
 
@@ -325,7 +326,11 @@ fn model_turn_parts(content: &Map<String, Value>) -> Result<Vec<&Map<String, Val
     let turn = match spelling::value(content, "modelTurn")? {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Object(turn)) => turn,
-        Some(_) => return Err(Unreadable::Shape("`serverContent.modelTurn` is not an object")),
+        Some(_) => {
+            return Err(Unreadable::Shape(
+                "`serverContent.modelTurn` is not an object",
+            ))
+        }
     };
     list(turn, "parts", "`modelTurn.parts`")?
         .iter()
@@ -337,8 +342,10 @@ fn model_turn_parts(content: &Map<String, Value>) -> Result<Vec<&Map<String, Val
 }
 
 fn ends_turn_in(content: &Map<String, Value>) -> Result<bool, Unreadable> {
-    Ok(spelling::value(content, "turnComplete")? == Some(&Value::Bool(true))
-        || spelling::value(content, "interrupted")? == Some(&Value::Bool(true)))
+    Ok(
+        spelling::value(content, "turnComplete")? == Some(&Value::Bool(true))
+            || spelling::value(content, "interrupted")? == Some(&Value::Bool(true)),
+    )
 }
 
 fn function_call(call: &Value) -> Result<FunctionCall, Unreadable> {

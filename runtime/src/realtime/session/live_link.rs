@@ -176,7 +176,9 @@ impl Session {
             },
         });
         self.outputs.push_back(Output::ToBrowser(error.to_string()));
-        self.note(Note::ResumeFailed { why: why.to_owned() });
+        self.note(Note::ResumeFailed {
+            why: why.to_owned(),
+        });
     }
 
     /// `setup` for a connection: the application's settings, the declarations, and the
@@ -227,6 +229,7 @@ impl Session {
         if let Some(detail) = detail {
             notice["detail"] = json!(detail);
         }
-        self.outputs.push_back(Output::ToBrowser(notice.to_string()));
+        self.outputs
+            .push_back(Output::ToBrowser(notice.to_string()));
     }
 }

@@ -18,7 +18,8 @@ fn unreadable(text: &str) -> Unreadable {
 fn audio_is_not_parsed_and_calls_are() {
     let audio = r#"{"serverContent":{"modelTurn":{"parts":[{"inlineData":{"mimeType":"audio/pcm;rate=24000","data":"AAAA"}}]}}}"#;
     assert!(matches!(read(audio), Read::Plain(p) if p == Plain::default()));
-    let m = calls(r#"{"toolCall":{"functionCalls":[{"id":"c1","name":"search","args":{"q":"x"}}]}}"#);
+    let m =
+        calls(r#"{"toolCall":{"functionCalls":[{"id":"c1","name":"search","args":{"q":"x"}}]}}"#);
     assert_eq!(m.calls.len(), 1);
     assert_eq!(m.calls[0].arguments, r#"{"q":"x"}"#);
     assert!(m.ends_batch);
@@ -42,7 +43,10 @@ fn both_spellings_of_every_call_field_are_read() {
     // An end of turn in snake_case alone is read too.
     assert!(matches!(
         read(r#"{"server_content":{"turn_complete":true}}"#),
-        Read::Plain(Plain { ends_turn: true, .. })
+        Read::Plain(Plain {
+            ends_turn: true,
+            ..
+        })
     ));
 }
 
@@ -51,7 +55,8 @@ fn escaped_member_names_are_read_as_the_names_they_spell() {
     let m = calls(r#"{"\u0074oolCall":{"functionCalls":[{"id":"c1","name":"search"}]}}"#);
     assert_eq!(m.calls[0].id.as_deref(), Some("c1"));
     assert_eq!(m.calls[0].arguments, "{}");
-    let m = calls(r#"{"serverContent":{"modelTurn":{"parts":[{"functionC\u0061ll":{"id":"p"}}]}}}"#);
+    let m =
+        calls(r#"{"serverContent":{"modelTurn":{"parts":[{"functionC\u0061ll":{"id":"p"}}]}}}"#);
     assert_eq!(m.calls[0].id.as_deref(), Some("p"));
 }
 
@@ -59,9 +64,15 @@ fn escaped_member_names_are_read_as_the_names_they_spell() {
 fn what_google_would_read_differently_or_not_at_all_fails_closed() {
     for (text, why) in [
         (r#"{"toolCall":{"functionCalls":[{"id":"c1""#, "not json"),
-        (r#"{"toolCall":{"functionCalls":[{"id":"\ud800"}]}}"#, "not json"),
+        (
+            r#"{"toolCall":{"functionCalls":[{"id":"\ud800"}]}}"#,
+            "not json",
+        ),
         (r#"{"toolCall":{},"toolCall":{}}"#, "not json"),
-        (r#"{"toolCall":{"functionCalls":[{"id":"a","id":"b"}]}}"#, "not json"),
+        (
+            r#"{"toolCall":{"functionCalls":[{"id":"a","id":"b"}]}}"#,
+            "not json",
+        ),
         (r#"{"serverContent":{"x":1e999}}"#, "not json"),
         (r#"[{"toolCall":{}}]"#, "not an object"),
         (r#""toolCall""#, "not an object"),
@@ -70,7 +81,11 @@ fn what_google_would_read_differently_or_not_at_all_fails_closed() {
             r#"{"toolCall":{"functionCalls":[],"function_calls":[{"id":"c"}]}}"#,
             "two spellings",
         ),
-        (r#"{"toolCall":{},"serverContent":{}}"#, "several kinds"),
+        (r#"{"goAway":{},"serverContent":{}}"#, "several kinds"),
+        (
+            r#"{"sessionResumptionUpdate":{},"toolCall":{}}"#,
+            "several kinds",
+        ),
         (r#"{"toolCalls":{"functionCalls":[]}}"#, "unknown member"),
         (r#"{"toolCall":{"functionCalls":{"id":"c1"}}}"#, "shape"),
         (r#"{"toolCall":{"functionCalls":["c1"]}}"#, "shape"),
@@ -81,8 +96,14 @@ fn what_google_would_read_differently_or_not_at_all_fails_closed() {
             r#"{"serverContent":{"modelTurn":{"parts":{"functionCall":{"id":"c1"}}}}}"#,
             "shape",
         ),
-        (r#"{"serverContent":{"modelTurn":{"parts":["functionCall"]}}}"#, "shape"),
-        (r#"{"serverContent":{"model_turn":"functionCall"}}"#, "shape"),
+        (
+            r#"{"serverContent":{"modelTurn":{"parts":["functionCall"]}}}"#,
+            "shape",
+        ),
+        (
+            r#"{"serverContent":{"model_turn":"functionCall"}}"#,
+            "shape",
+        ),
     ] {
         let got = unreadable(text);
         let kind = match got {
@@ -98,14 +119,35 @@ fn what_google_would_read_differently_or_not_at_all_fails_closed() {
 }
 
 #[test]
+fn kinds_the_servers_send_together_are_all_read() {
+    // Captured: `serverContent` beside `voiceActivity`; a call beside content is read in both.
+    assert!(matches!(
+        read(r#"{"serverContent":{},"voiceActivity":{"type":"ACTIVITY_START"}}"#),
+        Read::Plain(_)
+    ));
+    let m = calls(
+        r#"{"serverContent":{"modelTurn":{"parts":[{"functionCall":{"id":"p"}}]}},"toolCall":{"functionCalls":[{"id":"t"}]}}"#,
+    );
+    let ids: Vec<_> = m.calls.iter().map(|c| c.id.as_deref().unwrap()).collect();
+    assert_eq!(ids, ["p", "t"]);
+    assert!(m.ends_batch);
+}
+
+#[test]
 fn control_messages_are_read_in_either_spelling() {
     assert!(matches!(
         read(r#"{"setupComplete":{}}"#),
-        Read::Plain(Plain { setup_complete: true, .. })
+        Read::Plain(Plain {
+            setup_complete: true,
+            ..
+        })
     ));
     assert!(matches!(
         read(r#"{"setup_complete":{}}"#),
-        Read::Plain(Plain { setup_complete: true, .. })
+        Read::Plain(Plain {
+            setup_complete: true,
+            ..
+        })
     ));
     assert!(matches!(
         read(r#"{"goAway":{"timeLeft":"50s"}}"#),
@@ -115,7 +157,10 @@ fn control_messages_are_read_in_either_spelling() {
         read(r#"{"go_away":{"time_left":"0.25s"}}"#),
         Read::GoAway { time_left: Some(d) } if d == Duration::from_millis(250)
     ));
-    assert!(matches!(read(r#"{"goAway":{}}"#), Read::GoAway { time_left: None }));
+    assert!(matches!(
+        read(r#"{"goAway":{}}"#),
+        Read::GoAway { time_left: None }
+    ));
     let Read::Resumption(update) =
         read(r#"{"sessionResumptionUpdate":{"newHandle":"h1","resumable":true}}"#)
     else {
@@ -152,14 +197,20 @@ fn scrubbing_keeps_only_visible_calls_in_either_spelling() {
         r#"{"toolCall":{"functionCalls":[{"id":"s","name":"lookup"},{"id":"c","name":"highlight"}]}}"#,
     );
     let out = scrub(m.message, |id| id == "c").unwrap();
-    assert!(out.contains(r#""id":"c""#) && !out.contains(r#""id":"s""#), "{out}");
+    assert!(
+        out.contains(r#""id":"c""#) && !out.contains(r#""id":"s""#),
+        "{out}"
+    );
     let m = calls(r#"{"tool_call":{"function_calls":[{"id":"s","name":"lookup"}]}}"#);
     assert_eq!(scrub(m.message, |id| id == "c"), None);
     let m = calls(
         r#"{"server_content":{"model_turn":{"parts":[{"text":"hi"},{"function_call":{"id":"s"}}]}}}"#,
     );
     let out = scrub(m.message, |_| false).unwrap();
-    assert!(out.contains("hi") && !out.contains("function_call"), "{out}");
+    assert!(
+        out.contains("hi") && !out.contains("function_call"),
+        "{out}"
+    );
     let m = calls(r#"{"toolCallCancellation":{"ids":["s"]}}"#);
     assert_eq!(scrub(m.message, |id| id == "c"), None);
 }
