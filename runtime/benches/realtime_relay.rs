@@ -50,7 +50,7 @@ fn provider() -> Provider {
 fn model_event(i: usize) -> String {
     match provider() {
         Provider::OpenAi => json!({"type": "response.output_audio.delta", "event_id": format!("ev_{i}"), "response_id": "r1", "item_id": "i1", "output_index": 0, "content_index": 0, "delta": "QUJD".repeat(60)}).to_string(),
-        Provider::GeminiLive => json!({"serverContent": {"modelTurn": {"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": "QUJD".repeat(62)}}]}}}).to_string(),
+        Provider::GeminiLive | Provider::VertexLive => json!({"serverContent": {"modelTurn": {"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": "QUJD".repeat(62)}}]}}}).to_string(),
     }
 }
 
@@ -58,7 +58,7 @@ fn model_event(i: usize) -> String {
 fn browser_event(i: usize) -> String {
     match provider() {
         Provider::OpenAi => json!({"type": "input_audio_buffer.append", "event_id": format!("ev_{i}"), "response_id": "r1", "item_id": "i1", "output_index": 0, "content_index": 0, "delta": "QUJD".repeat(60)}).to_string(),
-        Provider::GeminiLive => json!({"realtimeInput": {"audio": {"mimeType": "audio/pcm;rate=16000", "data": "QUJD".repeat(64)}}}).to_string(),
+        Provider::GeminiLive | Provider::VertexLive => json!({"realtimeInput": {"audio": {"mimeType": "audio/pcm;rate=16000", "data": "QUJD".repeat(64)}}}).to_string(),
     }
 }
 

@@ -129,7 +129,7 @@ fn call(wire: &mut Wire, provider: Provider, response: &str, calls: &[(&str, &st
                 calls.iter().map(|(i, n, a)| (*i, *n, a.as_str())).collect();
             wire.model_all(&script::response_with_calls(response, &calls));
         }
-        Provider::GeminiLive => {
+        Provider::GeminiLive | Provider::VertexLive => {
             let calls: Vec<(&str, &str, Value)> = calls
                 .iter()
                 .map(|(id, name, args)| (*id, *name, args.clone()))

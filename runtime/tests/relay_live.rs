@@ -609,3 +609,68 @@ async fn a_conversation_moves_across_model_connections_with_its_calls() {
         (2, 1)
     );
 }
+
+/// Vertex AI's Live: an access token as a bearer token, the model as a resource name, and a
+/// `mode: async` tool's result once, when it is done (Vertex takes no interim result and no
+/// `scheduling`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vertex_live_takes_a_bearer_token_and_an_async_result_once() {
+    let seen = Arc::new(Seen::default());
+    let model = FakeModel::start(
+        Script::live()
+            .wait_for("setup", 1)
+            .send(json!({"setupComplete": {"sessionId": "c714f9ce-aa80-413f-b55a-a13609ae9e01"}}))
+            .send(script::live::tool_call(&[(
+                "a1",
+                "build_report",
+                json!({"topic": "q3"}),
+            )]))
+            .wait_for("toolResponse", 1),
+    )
+    .await
+    .unwrap();
+    let registry = registry(seen.clone());
+    let session_registry = registry.clone();
+    let relay = common::relay::start(registry, model.url(), move |config: &mut RelayConfig| {
+        let mut session = SessionConfig::for_provider(&session_registry, Provider::VertexLive);
+        session.session.insert(
+            "model".into(),
+            json!(toolc_runtime::realtime::gemini_live::vertex_model(
+                "acme",
+                "us-central1",
+                "gemini-live-2.5-flash-native-audio"
+            )),
+        );
+        config.session = Arc::new(session);
+        config.api_key = Some("ya29.test-token".into());
+    })
+    .await;
+    let mut browser = TestBrowser::connect(&relay.url).await.unwrap();
+    let ready = browser.next_event(LIMIT).await.unwrap();
+    assert_eq!(
+        ready["setupComplete"]["sessionId"],
+        "c714f9ce-aa80-413f-b55a-a13609ae9e01"
+    );
+    let conn = model.connection(0, LIMIT).await.unwrap();
+    assert_eq!(
+        conn.authorization().as_deref(),
+        Some("Bearer ya29.test-token")
+    );
+    assert_eq!(conn.google_api_key(), None);
+    let setup = &conn.events_of("setup")[0]["setup"];
+    assert_eq!(
+        setup["model"],
+        "projects/acme/locations/us-central1/publishers/google/models/gemini-live-2.5-flash-native-audio"
+    );
+    // Nothing goes back while the report runs; then its result, once, plainly.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(conn.count("toolResponse"), 0, "no interim result on Vertex");
+    seen.report_gate.notify_one();
+    assert!(conn.wait_for("toolResponse", 1, LIMIT).await);
+    let responses = function_responses(&conn);
+    assert_eq!(responses.len(), 1, "{responses:#?}");
+    assert_eq!(responses[0]["id"], "a1");
+    assert_eq!(responses[0]["response"], json!({"output": {"pages": 3}}));
+    assert!(responses[0].get("willContinue").is_none() && responses[0].get("scheduling").is_none());
+    browser.close().await;
+}

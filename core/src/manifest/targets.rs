@@ -1,4 +1,4 @@
-//! The manifest's `realtime` targets (`openai`, `gemini-live`) and the behaviours a target cannot
+//! The manifest's `realtime` targets (`openai`, `gemini-live`, `vertex-live`) and the behaviours a target cannot
 //! give: a tool that asks for one is a warning naming the tool and the target at build time,
 //! rather than a behaviour that silently does not happen in a live call.
 
@@ -11,10 +11,12 @@ pub struct RealtimeTargets {
     pub openai: bool,
     /// The manifest names `gemini-live` (Gemini Live).
     pub gemini_live: bool,
+    /// The manifest names `vertex-live` (Gemini Live on Vertex AI).
+    pub vertex_live: bool,
 }
 
 /// The words `realtime` takes.
-pub const REALTIME_TARGETS: &[&str] = &["openai", "gemini-live"];
+pub const REALTIME_TARGETS: &[&str] = &["openai", "gemini-live", "vertex-live"];
 
 /// Reads the root's `realtime` list, reporting what is not a target.
 pub(super) fn parse_targets(root: &Node, diags: &mut Diagnostics) -> RealtimeTargets {
@@ -25,7 +27,7 @@ pub(super) fn parse_targets(root: &Node, diags: &mut Diagnostics) -> RealtimeTar
     let Some(items) = list.as_seq() else {
         diags.push(type_error(
             "realtime",
-            "a list of realtime targets, e.g. `[openai, gemini-live]`",
+            "a list of realtime targets, e.g. `[openai, gemini-live, vertex-live]`",
             list,
         ));
         return targets;
@@ -34,6 +36,7 @@ pub(super) fn parse_targets(root: &Node, diags: &mut Diagnostics) -> RealtimeTar
         match item.as_str() {
             Some("openai") => targets.openai = true,
             Some("gemini-live") => targets.gemini_live = true,
+            Some("vertex-live") => targets.vertex_live = true,
             other => {
                 let shown = other.map_or_else(|| item.kind().to_owned(), |s| format!("`{s}`"));
                 diags.push(
@@ -41,9 +44,9 @@ pub(super) fn parse_targets(root: &Node, diags: &mut Diagnostics) -> RealtimeTar
                         crate::codes::INVALID_FIELD,
                         format!("unknown realtime target {shown}"),
                     )
-                    .at(item.span, "expected `openai` or `gemini-live`")
+                    .at(item.span, "expected `openai`, `gemini-live` or `vertex-live`")
                     .help(format!(
-                        "{}the realtime targets are `openai` (OpenAI Realtime) and `gemini-live` (Gemini Live)",
+                        "{}the realtime targets are `openai` (OpenAI Realtime), `gemini-live` (Gemini Live) and `vertex-live` (Gemini Live on Vertex AI)",
                         did_you_mean(other.unwrap_or(""), REALTIME_TARGETS.iter().copied())
                     )),
                 );
@@ -74,11 +77,18 @@ pub(super) fn check_tool<'n>(
             );
         }
     };
-    if targets.gemini_live {
+    // Both Live endpoints speak one protocol: what it lacks, each lacks.
+    for (live, target) in [
+        (targets.gemini_live, "gemini-live"),
+        (targets.vertex_live, "vertex-live"),
+    ] {
+        if !live {
+            continue;
+        }
         if has_filler {
             cannot(
                 "filler",
-                "gemini-live",
+                target,
                 "Gemini Live has no out-of-band response to say a filler in",
                 "keep it for OpenAI, or remove `filler` (a Live model may say a phrase itself while a `BLOCKING` call runs)",
             );
@@ -86,7 +96,7 @@ pub(super) fn check_tool<'n>(
         if policy.stream_arguments {
             cannot(
                 "stream_arguments",
-                "gemini-live",
+                target,
                 "Gemini Live sends a call's arguments whole",
                 "keep it for OpenAI, or remove `stream_arguments: true`; on Live the page gets the call once, complete",
             );
@@ -98,6 +108,14 @@ pub(super) fn check_tool<'n>(
             "openai",
             "OpenAI Realtime has no result scheduling",
             "keep it for Gemini Live, or remove `scheduling`; on OpenAI a background result goes in at the next point where no response is in progress (like `when_idle`)",
+        );
+    }
+    if targets.vertex_live && policy.scheduling.is_some() {
+        cannot(
+            "scheduling",
+            "vertex-live",
+            "Vertex AI's Live function responses take no `scheduling`",
+            "keep it for the Gemini API's Live, or remove `scheduling`; on Vertex a `mode: async` result goes once, when it is done, and the model takes it up as it sees fit",
         );
     }
 }

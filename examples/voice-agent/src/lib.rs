@@ -140,7 +140,7 @@ impl Server {
             Model::Scripted { pace } => {
                 let script = match provider {
                     Provider::OpenAi => conversation::script(pace),
-                    Provider::GeminiLive => conversation::live_script(pace),
+                    Provider::GeminiLive | Provider::VertexLive => conversation::live_script(pace),
                 };
                 let model = FakeModel::start(script)
                     .await

@@ -24,7 +24,7 @@ struct Args {
     #[arg(long, default_value = "openai")]
     provider: Provider,
     /// Talk to the model at this websocket URL instead of the scripted one (the default with
-    /// the provider's API key set, OPENAI_API_KEY or GEMINI_API_KEY, is its public endpoint).
+    /// the provider's API key set, OPENAI_API_KEY, GEMINI_API_KEY or VERTEX_ACCESS_TOKEN, is its public endpoint).
     #[arg(long, value_name = "URL")]
     upstream: Option<String>,
     /// Play the bundled scripted conversation even when the provider's API key is set.
@@ -122,7 +122,7 @@ fn options(args: &Args) -> Result<Options, String> {
                         .session
                         .insert("instructions".into(), Value::String(INSTRUCTIONS.into()));
                 }
-                Provider::GeminiLive => {
+                Provider::GeminiLive | Provider::VertexLive => {
                     // Live answers in audio; its transcript is what the page shows as text.
                     options.session.insert(
                         "systemInstruction".into(),
@@ -144,6 +144,8 @@ fn api_key_variable(provider: Provider) -> &'static str {
     match provider {
         Provider::OpenAi => "OPENAI_API_KEY",
         Provider::GeminiLive => "GEMINI_API_KEY",
+        // An OAuth access token (`gcloud auth print-access-token`), sent as a bearer token.
+        Provider::VertexLive => "VERTEX_ACCESS_TOKEN",
     }
 }
 

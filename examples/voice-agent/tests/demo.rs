@@ -202,7 +202,7 @@ fn question(provider: Provider) -> Vec<Value> {
             }),
             json!({"type": "response.create"}),
         ],
-        Provider::GeminiLive => vec![json!({
+        Provider::GeminiLive | Provider::VertexLive => vec![json!({
             "clientContent": {
                 "turns": [{"role": "user", "parts": [{"text": conversation::QUESTION}]}],
                 "turnComplete": true,
@@ -233,7 +233,7 @@ fn results_and_continuations(
                     ));
                 }
             }
-            Provider::GeminiLive => {
+            Provider::GeminiLive | Provider::VertexLive => {
                 let Some(responses) = event["toolResponse"]["functionResponses"].as_array() else {
                     continue;
                 };
@@ -277,7 +277,9 @@ async fn conversation_runs_through_the_relay(provider: Provider) {
             Provider::OpenAi => {
                 e["type"] == "response.done" && e["response"]["id"] == "resp_demo_3"
             }
-            Provider::GeminiLive => e["serverContent"]["turnComplete"] == true,
+            Provider::GeminiLive | Provider::VertexLive => {
+                e["serverContent"]["turnComplete"] == true
+            }
         })
         .await;
     assert!(closing.is_some(), "no closing response; got {rest:?}");
@@ -313,7 +315,7 @@ async fn conversation_runs_through_the_relay(provider: Provider) {
         // The customer's response.create, then one continuation per response with calls.
         Provider::OpenAi => 3,
         // One toolResponse per batch: the customer's clientContent started the turn.
-        Provider::GeminiLive => 2,
+        Provider::GeminiLive | Provider::VertexLive => 2,
     };
     assert_eq!(continuations, asked, "{received:?}");
     assert_eq!(report["counters"]["continuations"], 2);

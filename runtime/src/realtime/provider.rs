@@ -20,17 +20,24 @@ pub enum Provider {
     /// Gemini Live (`BidiGenerateContent`): `setup`, `toolCall`, `toolResponse`,
     /// `toolCallCancellation`.
     GeminiLive,
+    /// Gemini Live on Vertex AI (Google Cloud's `LlmBidiService`): the same messages, a regional
+    /// endpoint ([`gemini_live::vertex_url`]), an OAuth access token as `Authorization: Bearer`,
+    /// the model as a resource name ([`gemini_live::vertex_model`]). Its function responses take
+    /// no `scheduling` and no interim (`willContinue`) result, so a `mode: async` tool's result
+    /// goes once, when it is done.
+    VertexLive,
 }
 
 impl Provider {
     /// Every provider, in the order the CLI lists them.
-    pub const ALL: [Provider; 2] = [Provider::OpenAi, Provider::GeminiLive];
+    pub const ALL: [Provider; 3] = [Provider::OpenAi, Provider::GeminiLive, Provider::VertexLive];
 
     /// The name used by `--provider` and in configuration.
     pub fn as_str(self) -> &'static str {
         match self {
             Provider::OpenAi => "openai",
             Provider::GeminiLive => "gemini-live",
+            Provider::VertexLive => "vertex-live",
         }
     }
 
@@ -39,6 +46,7 @@ impl Provider {
         match self {
             Provider::OpenAi => "openai",
             Provider::GeminiLive => "gcp.gemini",
+            Provider::VertexLive => "gcp.vertex_ai",
         }
     }
 
@@ -47,6 +55,7 @@ impl Provider {
         match self {
             Provider::OpenAi => openai::DEFAULT_URL,
             Provider::GeminiLive => gemini_live::DEFAULT_URL,
+            Provider::VertexLive => gemini_live::VERTEX_DEFAULT_URL,
         }
     }
 
@@ -57,12 +66,18 @@ impl Provider {
     ) -> Vec<Value> {
         match self {
             Provider::OpenAi => openai::declarations(defs),
-            Provider::GeminiLive => gemini_live::declarations(defs),
+            Provider::GeminiLive | Provider::VertexLive => gemini_live::declarations(defs),
         }
     }
 
     /// Whether this is a Gemini Live endpoint (the `BidiGenerateContent` protocol).
     pub fn is_live(self) -> bool {
+        matches!(self, Provider::GeminiLive | Provider::VertexLive)
+    }
+
+    /// Whether a function response may carry `scheduling` and an interim result
+    /// (`willContinue`): the Gemini API's Live, not Vertex AI's.
+    pub fn takes_result_scheduling(self) -> bool {
         matches!(self, Provider::GeminiLive)
     }
 
@@ -71,6 +86,7 @@ impl Provider {
         match self {
             Provider::OpenAi => ("authorization", format!("Bearer {key}")),
             Provider::GeminiLive => ("x-goog-api-key", key.to_owned()),
+            Provider::VertexLive => ("authorization", format!("Bearer {key}")),
         }
     }
 }
@@ -88,7 +104,9 @@ impl FromStr for Provider {
         Provider::ALL
             .into_iter()
             .find(|p| p.as_str() == s)
-            .ok_or_else(|| format!("unknown realtime provider `{s}`: use openai or gemini-live"))
+            .ok_or_else(|| {
+                format!("unknown realtime provider `{s}`: use openai, gemini-live or vertex-live")
+            })
     }
 }
 
@@ -102,6 +120,12 @@ mod tests {
             assert_eq!(p.as_str().parse::<Provider>(), Ok(p));
         }
         let err = "gemini".parse::<Provider>().unwrap_err();
-        assert!(err.contains("openai or gemini-live"), "{err}");
+        assert!(err.contains("openai, gemini-live or vertex-live"), "{err}");
+        assert_eq!(Provider::VertexLive.otel_name(), "gcp.vertex_ai");
+        assert_eq!(
+            Provider::VertexLive.api_key_header("ya29.token"),
+            ("authorization", "Bearer ya29.token".to_owned())
+        );
+        assert!(Provider::VertexLive.is_live() && !Provider::VertexLive.takes_result_scheduling());
     }
 }

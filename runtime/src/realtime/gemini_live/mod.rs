@@ -33,6 +33,30 @@ pub const DEFAULT_URL: &str = "wss://generativelanguage.googleapis.com/ws/google
 /// was shut down on 2025-12-09.
 pub const DEFAULT_MODEL: &str = "models/gemini-3.8-live";
 
+/// Vertex AI's Live endpoint in `us-central1`; [`vertex_url`] gives another location's.
+pub const VERTEX_DEFAULT_URL: &str = "wss://us-central1-aiplatform.googleapis.com/ws/google.cloud.aiplatform.v1.LlmBidiService/BidiGenerateContent";
+
+/// The Live model on Vertex AI unless the application names another: Gemini Live 2.5 Flash
+/// native audio, generally available there. Vertex wants the model as a resource name:
+/// [`vertex_model`].
+pub const VERTEX_DEFAULT_MODEL: &str = "gemini-live-2.5-flash-native-audio";
+
+/// Vertex AI's Live endpoint for a location (`us-central1`, `europe-west4`, ...; `global` has
+/// no location prefix).
+pub fn vertex_url(location: &str) -> String {
+    let host = match location {
+        "global" => "aiplatform.googleapis.com".to_owned(),
+        location => format!("{location}-aiplatform.googleapis.com"),
+    };
+    format!("wss://{host}/ws/google.cloud.aiplatform.v1.LlmBidiService/BidiGenerateContent")
+}
+
+/// The `setup.model` of a Vertex AI Live session:
+/// `projects/{project}/locations/{location}/publishers/google/models/{model}`.
+pub fn vertex_model(project: &str, location: &str, model: &str) -> String {
+    format!("projects/{project}/locations/{location}/publishers/google/models/{model}")
+}
+
 /// When the model takes up a `NON_BLOCKING` (`mode: async`) call's final result: the manifest's
 /// `scheduling`, written as Live's `FunctionResponseScheduling` ([`Scheduling::live_value`]).
 pub use toolc_core::definition::Scheduling;
@@ -243,6 +267,60 @@ mod tests {
         );
         assert_eq!(failed["response"], json!({"error": {"kind": "timeout"}}));
         assert_eq!(failed["scheduling"], "WHEN_IDLE");
+    }
+
+    #[test]
+    fn vertex_endpoints_and_models_are_named_as_google_cloud_names_them() {
+        assert_eq!(vertex_url("us-central1"), VERTEX_DEFAULT_URL);
+        assert_eq!(
+            vertex_url("global"),
+            "wss://aiplatform.googleapis.com/ws/google.cloud.aiplatform.v1.LlmBidiService/BidiGenerateContent"
+        );
+        assert_eq!(
+            vertex_model("acme", "europe-west4", VERTEX_DEFAULT_MODEL),
+            "projects/acme/locations/europe-west4/publishers/google/models/gemini-live-2.5-flash-native-audio"
+        );
+    }
+
+    #[test]
+    fn setup_asks_for_resumption_and_compresses_audio_sessions_only() {
+        let options = LiveOptions::default();
+        let mut audio = Map::new();
+        options.apply(&mut audio, Some("h-1"));
+        assert_eq!(audio["sessionResumption"], json!({"handle": "h-1"}));
+        assert_eq!(
+            audio["contextWindowCompression"],
+            json!({"slidingWindow": {}})
+        );
+        let mut text: Map<String, Value> =
+            serde_json::from_value(json!({"generationConfig": {"responseModalities": ["TEXT"]}}))
+                .unwrap();
+        options.apply(&mut text, None);
+        assert_eq!(text["sessionResumption"], json!({}));
+        assert!(!text.contains_key("contextWindowCompression"));
+        // The application's own compression wins; a trigger is passed on.
+        let mut theirs: Map<String, Value> =
+            serde_json::from_value(json!({"context_window_compression": {"triggerTokens": 9}}))
+                .unwrap();
+        options.apply(&mut theirs, None);
+        assert!(!theirs.contains_key("contextWindowCompression"));
+        let always = LiveOptions {
+            resumption: false,
+            compression: Compression::Always(SlidingWindow {
+                trigger_tokens: Some(20_000),
+                target_tokens: Some(8_000),
+            }),
+            notify_page: false,
+        };
+        let mut text: Map<String, Value> =
+            serde_json::from_value(json!({"generationConfig": {"responseModalities": ["TEXT"]}}))
+                .unwrap();
+        always.apply(&mut text, Some("ignored"));
+        assert!(!text.contains_key("sessionResumption"));
+        assert_eq!(
+            text["contextWindowCompression"],
+            json!({"triggerTokens": 20000, "slidingWindow": {"targetTokens": 8000}})
+        );
     }
 
     #[test]

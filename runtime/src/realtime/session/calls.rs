@@ -455,7 +455,7 @@ impl Session {
         if self.tracker.resolve(call_id) == Resolved::Continue {
             match self.config.provider {
                 Provider::OpenAi => self.continuation(),
-                Provider::GeminiLive => {
+                Provider::GeminiLive | Provider::VertexLive => {
                     if let Some(batch) = self.tracker.response_of(call_id).map(str::to_owned) {
                         self.gemini_continuation(&batch);
                     }

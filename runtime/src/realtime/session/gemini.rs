@@ -155,6 +155,11 @@ impl Session {
     /// any other waits for its batch's `toolResponse`.
     pub(super) fn gemini_result(&mut self, call_id: &str, outcome: &CallOutcome) {
         let started = !outcome.is_error() && self.calls.get(call_id).is_some_and(|c| c.background);
+        // Vertex takes no interim result: the model talks on while the call runs, and hears
+        // its result once, when it is done.
+        if started && !self.config.provider.takes_result_scheduling() {
+            return;
+        }
         if started {
             if let Some(entry) =
                 self.live_response(call_id, outcome, Some(Scheduling::Silent), true)
@@ -183,6 +188,7 @@ impl Session {
         if self.provider_cancelled.contains(call_id) {
             return None;
         }
+        let scheduling = scheduling.filter(|_| self.config.provider.takes_result_scheduling());
         let info = self.calls.get(call_id)?;
         Some(gemini_live::function_response(
             call_id,

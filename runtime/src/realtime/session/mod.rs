@@ -165,6 +165,17 @@ impl SessionConfig {
                     Value::String(gemini_live::DEFAULT_MODEL.into()),
                 );
             }
+            // Vertex names a model by its resource name, which holds the application's
+            // project: `gemini_live::vertex_model` makes it.
+            Provider::VertexLive => {
+                session.insert(
+                    "model".into(),
+                    Value::String(format!(
+                        "publishers/google/models/{}",
+                        gemini_live::VERTEX_DEFAULT_MODEL
+                    )),
+                );
+            }
         }
         SessionConfig {
             provider,
