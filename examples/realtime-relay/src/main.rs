@@ -28,14 +28,15 @@ struct Args {
     /// Address browsers connect to (`ws://LISTEN/`). Port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:8787")]
     listen: String,
-    /// The realtime model API: `openai` (Realtime GA) or `gemini-live` (Live API). The browser
-    /// protocol is the same for both.
+    /// The realtime model API: `openai` (Realtime GA), `gemini-live` (the Gemini API's Live) or
+    /// `vertex-live` (Live on Vertex AI). The browser protocol is the same for all.
     #[arg(long, default_value = "openai")]
     provider: Provider,
     /// The model's websocket URL (default: the provider's public endpoint).
     #[arg(long)]
     upstream: Option<String>,
-    /// Gemini Live: the model named in `setup` (default `models/gemini-3.8-live`).
+    /// Live: the model named in `setup` (default `models/gemini-3.8-live`; on Vertex AI a
+    /// resource name, `projects/P/locations/L/publishers/google/models/M`).
     #[arg(long, value_name = "MODEL")]
     model: Option<String>,
     /// Gemini Live: when the model takes up a `mode: async` tool's final result:
@@ -44,7 +45,8 @@ struct Args {
     #[arg(long, default_value = "when_idle")]
     async_scheduling: Scheduling,
     /// Name of the environment variable that holds the API key (sent upstream only, never to a
-    /// browser: `Authorization: Bearer KEY` to OpenAI, `x-goog-api-key: KEY` to Gemini).
+    /// browser: `Authorization: Bearer KEY` to OpenAI and Vertex AI (an access token there),
+    /// `x-goog-api-key: KEY` to Gemini).
     #[arg(long, value_name = "NAME")]
     api_key_env: Option<String>,
     /// Tool manifests (files or folders of `*.tools.yaml`); repeatable. Their client tools go to
@@ -219,9 +221,9 @@ async fn run(args: Args) -> Result<(), String> {
     let mut session = (*config.session).clone();
     session.async_scheduling = args.async_scheduling;
     if let Some(model) = &args.model {
-        if args.provider != Provider::GeminiLive {
+        if !args.provider.is_live() {
             return Err(
-                "--model names the Gemini Live model; OpenAI's goes in the --upstream URL \
+                "--model names the Live model; OpenAI's goes in the --upstream URL \
                  (`?model=...`)"
                     .to_owned(),
             );
