@@ -409,6 +409,16 @@ async fn captured_live_traffic_is_read_from_either_frame_type() {
         }
         assert_eq!(counters.snapshot().unreadable_model_events, 0);
         assert_eq!(calls, 7, "one result per captured call: {upstream}");
+        // The captured sessionResumptionUpdates gave a handle: the `setup` of a resumed
+        // connection carries it, and the SDK reads that too.
+        let resumed = session
+            .resume_setup()
+            .expect("a captured handle to resume from");
+        assert!(
+            resumed.contains(r#""handle":"e1ddd004-e1ed-4c01-bb7b-3c307827af0f""#),
+            "{resumed}"
+        );
+        upstream += &line("client", &resumed);
         let errors = schema_errors(&upstream);
         assert!(errors.is_empty(), "{}\n{upstream}", errors.join("\n"));
         let (report, accepted) = validate(&upstream);

@@ -674,3 +674,62 @@ async fn vertex_live_takes_a_bearer_token_and_an_async_result_once() {
     assert!(responses[0].get("willContinue").is_none() && responses[0].get("scheduling").is_none());
     browser.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_input_past_its_bound_loses_the_oldest_page_audio_counted() {
+    let model = FakeModel::start(
+        Script::live()
+            .wait_for("setup", 1)
+            .sleep(Duration::from_millis(400))
+            .send(script::live::setup_complete())
+            .wait_for("clientContent", 2),
+    )
+    .await
+    .unwrap();
+    let registry = registry(Arc::default());
+    let session_registry = registry.clone();
+    let relay = common::relay::start(registry, model.url(), move |config: &mut RelayConfig| {
+        let mut session = SessionConfig::for_provider(&session_registry, Provider::GeminiLive);
+        session.filler_delay = None;
+        config.session = Arc::new(session);
+        config.limits.held_input_bytes = 300;
+    })
+    .await;
+    let mut browser = TestBrowser::connect(&relay.url).await.unwrap();
+    let turn = |text: &str| json!({"clientContent": {"turns": [{"role": "user", "parts": [{"text": text}]}], "turnComplete": true}});
+    // A text turn first: the oldest held frame, and never dropped.
+    browser.send(&turn("first")).await;
+    for n in 0..6 {
+        browser
+            .send(&json!({"realtimeInput": {"audio": {"data": format!("QUFB{n}AAA"), "mimeType": "audio/pcm;rate=16000"}}}))
+            .await;
+    }
+    browser.send(&turn("last")).await;
+    let conn = model.connection(0, LIMIT).await.unwrap();
+    assert!(conn.wait_for("clientContent", 2, LIMIT).await);
+    let kinds: Vec<String> = conn
+        .events()
+        .iter()
+        .map(|e| e.as_object().unwrap().keys().next().unwrap().clone())
+        .collect();
+    assert_eq!(kinds.first().map(String::as_str), Some("setup"));
+    assert_eq!(kinds[1], "clientContent", "{kinds:?}");
+    assert_eq!(kinds.last().map(String::as_str), Some("clientContent"));
+    let audio: Vec<String> = conn
+        .events_of("realtimeInput")
+        .iter()
+        .map(|e| {
+            e["realtimeInput"]["audio"]["data"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    let dropped = relay.stats.held_input_dropped.load(Ordering::Relaxed) as usize;
+    assert!(dropped >= 2, "{dropped} dropped, {audio:?} sent");
+    // The newest frames went, in order; the oldest were the ones dropped.
+    let expected: Vec<String> = (dropped..6).map(|n| format!("QUFB{n}AAA")).collect();
+    assert_eq!(audio, expected);
+    assert_eq!(conn.count("clientContent"), 2);
+    browser.close().await;
+}

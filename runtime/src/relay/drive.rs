@@ -6,7 +6,8 @@
 //!   page gets it as a text frame; one that is not is dropped and counted (fail closed).
 //! - What goes to the model waits while the model is not ready ([`Session::upstream_ready`]:
 //!   before Gemini Live's `setupComplete`, and while the session moves to a new connection),
-//!   within [`DriveOptions::held_bytes`]; then it is sent in order.
+//!   within [`DriveOptions::held_bytes`] (past it the oldest page audio is dropped, never
+//!   anything else); then it is sent in order.
 //! - With a connector ([`run_session_resumable`]), a Gemini Live session moves to a new model
 //!   connection on `goAway` or when its connection ends, resuming with the latest handle.
 
@@ -60,8 +61,8 @@ pub struct DriveOptions {
     /// Frames queued for the browser before it is disconnected as stalled (at least 1).
     pub browser_queue: usize,
     /// Bytes of the page's input held while the model is not ready (before `setupComplete`,
-    /// during a move to a new connection). Past it the oldest held page frames are dropped and
-    /// counted; the session's own messages (results) are never dropped.
+    /// during a move to a new connection). Past it the oldest held page audio is dropped and
+    /// counted; nothing else is (results, the page's text turns).
     pub held_bytes: usize,
     /// How long before a `goAway`'s time is up the session moves, when no resumable point came
     /// first.
@@ -562,11 +563,12 @@ impl BrowserOut {
 /// in order (within a byte bound) until it does.
 struct ModelOut<S> {
     sink: Option<S>,
-    /// Frames waiting for the model, oldest first; `true` for the page's.
+    /// Frames waiting for the model, oldest first; `true` for the page's audio, which may be
+    /// dropped.
     held: VecDeque<(Message, bool)>,
     held_bytes: usize,
     limit: usize,
-    /// Page frames dropped from the held queue since the last [`ModelOut::take_dropped`].
+    /// Page audio frames dropped from the held queue since the last [`ModelOut::take_dropped`].
     dropped: u64,
     /// Written to since the last flush.
     dirty: bool,
@@ -629,15 +631,16 @@ where
     }
 
     /// Sends `msg` if the model reads input (`ready`) and nothing waits before it; else holds
-    /// it. `from_page`: a page frame, which may be dropped when the held bytes overflow.
-    async fn feed(&mut self, msg: Message, ready: bool, from_page: bool) -> Result<(), Ended> {
+    /// it. `audio`: the page's audio, which may be dropped when the held bytes overflow; no
+    /// other frame is (a call's result, the page's text turn).
+    async fn feed(&mut self, msg: Message, ready: bool, audio: bool) -> Result<(), Ended> {
         if ready && self.held.is_empty() && self.sink.is_some() {
             return self.feed_now(msg).await;
         }
         self.held_bytes += msg.len();
-        self.held.push_back((msg, from_page));
+        self.held.push_back((msg, audio));
         while self.held_bytes > self.limit {
-            let Some(oldest) = self.held.iter().position(|(_, page)| *page) else {
+            let Some(oldest) = self.held.iter().position(|(_, audio)| *audio) else {
                 break;
             };
             if let Some((msg, _)) = self.held.remove(oldest) {
@@ -812,7 +815,9 @@ where
         Side::Model => to_browser.send(out),
         Side::Browser => {
             let ready = session.upstream_ready();
-            to_model.feed(out, ready, true).await
+            to_model
+                .feed(out, ready, session.last_input_was_audio())
+                .await
         }
     }
 }

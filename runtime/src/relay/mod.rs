@@ -71,8 +71,8 @@ pub struct RelayLimits {
     pub browser_queue: usize,
     /// Bytes of a page's input held while the model is not ready for it (before Gemini Live's
     /// `setupComplete`, and while a session moves to a new model connection). Past it the
-    /// oldest held page frames (audio, mostly) are dropped and counted
-    /// ([`RelayStats::held_input_dropped`]); the session's own messages are never dropped.
+    /// oldest held page audio is dropped and counted ([`RelayStats::held_input_dropped`]);
+    /// nothing else is (results, the page's text turns).
     pub held_input_bytes: usize,
     /// After a Gemini Live `goAway`, the session moves to a new connection at the first point
     /// it can be resumed from, or this long before the time the server said was left.
@@ -183,8 +183,8 @@ pub struct RelayStats {
     /// Browsers disconnected for a protocol error: a frame or message over the limits, bad
     /// framing, invalid UTF-8 in a text frame.
     pub browser_protocol_errors: AtomicU64,
-    /// Page frames dropped, oldest first, because more input was held for a model that was not
-    /// ready than [`RelayLimits::held_input_bytes`].
+    /// Page audio frames dropped, oldest first, because more input was held for a model that
+    /// was not ready than [`RelayLimits::held_input_bytes`].
     pub held_input_dropped: AtomicU64,
 }
 

@@ -14,6 +14,15 @@ impl Session {
             Ok(top) => top,
             Err(refused) => return self.refuse_browser_event(refused),
         };
+        // Audio input (OpenAI's `input_audio_buffer.append`, Live's `realtimeInput`) is what a
+        // driver may drop when too much waits for a model that is not ready; nothing else is.
+        self.last_input_audio = match top.kind.as_deref() {
+            Some(kind) => kind == "input_audio_buffer.append",
+            None => top
+                .first_member
+                .as_deref()
+                .is_some_and(|m| guard::camel_name(m) == "realtimeInput"),
+        };
         let kind = match top.kind {
             Some(kind) => kind,
             // Live messages have no `type`: read strictly, then checked as Live input.
@@ -213,6 +222,12 @@ impl Session {
         drop(pending);
         self.scope.cancel();
         self.outputs.retain(|o| matches!(o, Output::ToModel(_)));
+    }
+
+    /// Whether the browser event just read ([`Session::on_browser_event`]) was audio input,
+    /// which a driver may drop, oldest first, when more waits for the model than it holds.
+    pub fn last_input_was_audio(&self) -> bool {
+        self.last_input_audio
     }
 
     /// Whether the browser is still attached.

@@ -390,6 +390,8 @@ pub struct Session {
     open_batch: Option<String>,
     /// Gemini Live: the model connection's life (`setupComplete`, resumption, `goAway`).
     live: live_link::LiveLink,
+    /// The browser event read last was audio input.
+    last_input_audio: bool,
 }
 
 /// The start of the event ids of this session's `response.create`s.
@@ -483,6 +485,7 @@ impl Session {
             batches: 0,
             open_batch: None,
             live: live_link::LiveLink::new(),
+            last_input_audio: false,
         };
         (session, SessionEvents { rx })
     }
