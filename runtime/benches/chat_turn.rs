@@ -108,7 +108,10 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let body: Value = serde_json::from_str(black_box(&chat)).unwrap();
             let calls = ChatCompletions.decode(&body).unwrap();
-            let follow_up = rt.block_on(runner.run(&calls)).encode(&ChatCompletions);
+            let follow_up = rt
+                .block_on(runner.run(&calls))
+                .encode(&ChatCompletions)
+                .unwrap();
             black_box(follow_up)
         })
     });
@@ -121,7 +124,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let body: Value = serde_json::from_str(black_box(&anthropic)).unwrap();
             let calls = Anthropic.decode(&body).unwrap();
-            let follow_up = rt.block_on(runner.run(&calls)).encode(&Anthropic);
+            let follow_up = rt.block_on(runner.run(&calls)).encode(&Anthropic).unwrap();
             black_box(follow_up)
         })
     });

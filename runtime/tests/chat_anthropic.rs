@@ -221,7 +221,7 @@ async fn a_tool_use_with_no_input_deltas_and_one_with_broken_json() {
     let calls = stream.calls();
     assert_eq!(calls[0].arguments, "{}");
     let outcome = runner().run(&calls).await;
-    let follow_up = outcome.encode(&Anthropic);
+    let follow_up = outcome.encode(&Anthropic).unwrap();
     let blocks = follow_up[0]["content"].as_array().unwrap();
     assert_eq!(
         error_kind(blocks[0]["content"].as_str().unwrap()).as_deref(),

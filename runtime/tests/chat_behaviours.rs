@@ -152,3 +152,64 @@ async fn a_background_call_answers_started_and_hands_over_its_result_later() {
         .contains("`report` (call_id r) finished"));
     assert!(runner.background_results().is_empty(), "taken once");
 }
+
+/// The approval round trip on every chat provider: while a call has no result, `encode`
+/// refuses the outcome (the next request would carry a call without its result, which every
+/// provider refuses with a 400); once the resolved results are `complete`d in, every call has
+/// its result, in the order the model made the calls.
+#[tokio::test]
+async fn an_approved_call_goes_back_with_the_others_in_call_order_on_every_provider() {
+    use toolc_runtime::chat::{Anthropic, Codec, Gemini, Responses};
+    let codecs: [(&str, &dyn Codec); 4] = [
+        ("chat", &ChatCompletions),
+        ("responses", &Responses),
+        ("anthropic", &Anthropic),
+        ("gemini", &Gemini),
+    ];
+    for (name, codec) in codecs {
+        let refunds = Arc::new(AtomicUsize::new(0));
+        let runner = runner(refunds.clone());
+        let mut outcome = runner
+            .run(&[
+                call("call_a", "refund", json!({ "order": "A7" })),
+                call("call_b", "lookup", json!({})),
+                call("call_c", "refund", json!({ "order": "B9" })),
+            ])
+            .await;
+        let refused = outcome.encode(codec).unwrap_err();
+        assert_eq!(refused.pending, ["call_a", "call_c"], "{name}");
+        assert!(
+            refused.to_string().contains("TurnOutcome::complete"),
+            "{refused}"
+        );
+        // Taking the pending calls out to ask the user does not make the turn encodable.
+        let mut pending = std::mem::take(&mut outcome.pending).into_iter();
+        assert!(outcome.encode(codec).is_err(), "{name}");
+        let (a, c) = (pending.next().unwrap(), pending.next().unwrap());
+        let resolved = runner
+            .resolve(vec![c.deny(Some("not this one".into())), a.approve()])
+            .await;
+        outcome.complete(resolved);
+        assert_eq!(refunds.load(Ordering::SeqCst), 1, "{name}: one refund ran");
+        let ids: Vec<&str> = outcome
+            .results
+            .iter()
+            .map(|r| r.call.call_id.as_str())
+            .collect();
+        assert_eq!(ids, ["call_a", "call_b", "call_c"], "{name}");
+        let follow_up = outcome.encode(codec).expect("every call has its result");
+        let text = serde_json::to_string(&follow_up).unwrap();
+        let at = |id: &str| {
+            text.find(id)
+                .unwrap_or_else(|| panic!("{name}: {id} in {text}"))
+        };
+        assert!(
+            at("call_a") < at("call_b") && at("call_b") < at("call_c"),
+            "{name}: {text}"
+        );
+        assert!(
+            text.contains("not this one"),
+            "{name}: the denial reaches the model"
+        );
+    }
+}

@@ -149,5 +149,5 @@ async fn streamed_chunks_collect_calls_in_order() {
     assert_eq!(stream.calls(), Gemini.decode(&body).unwrap());
     assert_eq!(stream.model_content(), body["candidates"][0]["content"]);
     let outcome = runner().run(&stream.calls()).await;
-    check_follow_up(&outcome.encode(&Gemini), false);
+    check_follow_up(&outcome.encode(&Gemini).unwrap(), false);
 }

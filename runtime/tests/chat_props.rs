@@ -163,7 +163,7 @@ proptest! {
             );
             let outcome = rt.block_on(runner.run(&decoded));
             prop_assert_eq!(outcome.results.len() + outcome.duplicates.len(), calls.len());
-            let follow_up = outcome.encode(codec);
+            let follow_up = outcome.encode(codec).unwrap();
             prop_assert_eq!(answered_ids(codec.provider(), &follow_up), expected.clone());
             // Every failure is marked as one where the provider can say so.
             if codec.provider() == Provider::Anthropic {
@@ -187,7 +187,7 @@ proptest! {
         let body = json!({ "candidates": [{ "content": { "parts": calls.iter().map(|(n, a)|
             json!({ "functionCall": { "name": n, "args": object_args(a) } })).collect::<Vec<_>>() } }] });
         let decoded = Gemini.decode(&body).unwrap();
-        let follow_up = rt.block_on(runner.run(&decoded)).encode(&Gemini);
+        let follow_up = rt.block_on(runner.run(&decoded)).encode(&Gemini).unwrap();
         let parts: Vec<&Value> = follow_up.iter().flat_map(|m| m["parts"].as_array().unwrap()).collect();
         prop_assert_eq!(parts.len(), calls.len());
         for (part, (name, _)) in parts.iter().zip(&calls) {

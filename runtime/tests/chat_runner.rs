@@ -107,7 +107,7 @@ async fn a_duplicate_call_id_runs_once_and_gets_one_result() {
     assert_eq!(ids, ["dup", "other"]);
     assert!(outcome.results[0].output.contains("first"));
     assert_eq!(outcome.duplicates, vec![calls[2].clone()]);
-    assert_eq!(outcome.encode(&ChatCompletions).len(), 2);
+    assert_eq!(outcome.encode(&ChatCompletions).unwrap().len(), 2);
 }
 
 #[tokio::test]

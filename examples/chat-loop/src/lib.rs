@@ -319,7 +319,7 @@ pub async fn converse(
             ModelTurn::Calls { calls, replay } => {
                 let outcome = runner.run(&calls).await;
                 messages.extend(replay);
-                messages.extend(outcome.encode(codec));
+                messages.extend(outcome.encode(codec).map_err(|e| e.to_string())?);
                 results.extend(outcome.results);
             }
         }

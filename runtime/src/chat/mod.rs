@@ -39,8 +39,8 @@ pub use gemini::{Gemini, GeminiStream};
 pub use openai_chat::{ChatCompletions, ChatCompletionsStream};
 pub use openai_responses::{Responses, ResponsesStream};
 pub use runner::{
-    client_fn, BackgroundResult, ChannelClient, ClientFn, ClientRequest, PendingApproval,
-    Resolution, TurnOutcome, TurnRunner,
+    client_fn, BackgroundResult, ChannelClient, ClientFn, ClientRequest, Incomplete,
+    PendingApproval, Resolution, TurnOutcome, TurnRunner,
 };
 
 /// One tool call of a model turn, normalized across providers: the same type every path routes.

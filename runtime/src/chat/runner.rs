@@ -159,15 +159,69 @@ pub struct TurnOutcome {
     /// result sent is that of the first call with the id.
     pub duplicates: Vec<ToolCall>,
     /// Calls of tools with `approval: required` that wait for the user: not run, and not in
-    /// `results`. Ask the user, then [`TurnRunner::resolve`] them for their results; the turn
-    /// is complete when both lists have gone back to the model together.
+    /// `results`. Ask the user, [`TurnRunner::resolve`] them, and give their results to
+    /// [`TurnOutcome::complete`]; until then [`TurnOutcome::encode`] refuses the outcome.
     pub pending: Vec<PendingApproval>,
+    /// The distinct call ids in the order the model made the calls.
+    order: Vec<String>,
 }
 
+/// A turn that still has calls waiting for approval: every provider refuses a request with a
+/// tool call and no result for it, so [`TurnOutcome::encode`] will not write one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Incomplete {
+    /// The ids of the calls still waiting.
+    pub pending: Vec<String>,
+}
+
+impl fmt::Display for Incomplete {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} call(s) of this turn wait for approval ({}): resolve them with TurnRunner::resolve and add the results with TurnOutcome::complete before encoding (a provider refuses a tool call without its result)",
+            self.pending.len(),
+            self.pending.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for Incomplete {}
+
 impl TurnOutcome {
-    /// The follow-up messages (or Responses input items) for the next request.
-    pub fn encode(&self, codec: &dyn Codec) -> Vec<Value> {
-        codec.encode(&self.results)
+    /// The follow-up messages (or Responses input items) for the next request: one result per
+    /// call, in the order the model made them. Refused while a call of the turn has no result
+    /// (it waits for approval, or was resolved but not [`complete`](TurnOutcome::complete)d
+    /// in).
+    pub fn encode(&self, codec: &dyn Codec) -> Result<Vec<Value>, Incomplete> {
+        let missing: Vec<String> = self
+            .order
+            .iter()
+            .filter(|id| !self.results.iter().any(|r| &r.call.call_id == *id))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            return Err(Incomplete { pending: missing });
+        }
+        Ok(codec.encode(&self.results))
+    }
+
+    /// Adds the results of resolved approvals ([`TurnRunner::resolve`]): each joins `results`
+    /// (and leaves `pending`, if it is still there), and `results` go back into the order of
+    /// the calls. A result for a call this turn did not make, or that has a result already,
+    /// is ignored.
+    pub fn complete(&mut self, resolved: Vec<CallResult>) {
+        for result in resolved {
+            let id = &result.call.call_id;
+            let ours = self.order.iter().any(|o| o == id);
+            if !ours || self.results.iter().any(|r| &r.call.call_id == id) {
+                continue;
+            }
+            self.pending.retain(|p| &p.call.call_id != id);
+            self.results.push(result);
+        }
+        let order = &self.order;
+        let position = |id: &str| order.iter().position(|o| o == id);
+        self.results.sort_by_key(|r| position(&r.call.call_id));
     }
 }
 
@@ -271,7 +325,7 @@ impl TurnRunner {
         // Back in the order of the calls.
         let position = |id: &str| calls.iter().position(|c| c.call_id == id);
         outcome.results.sort_by_key(|r| position(&r.call.call_id));
-        Ok(outcome.encode(codec))
+        Ok(codec.encode(&outcome.results))
     }
 
     /// Runs the calls the user decided on: approved ones now (concurrently), denied ones become
@@ -401,6 +455,7 @@ impl TurnRunner {
         // the application; the others run now.
         let mut pending = Vec::new();
         let mut runnable: Vec<(&ToolCall, ToolCall, Route, Option<Repeat>)> = Vec::new();
+        let order: Vec<String> = unique.iter().map(|c| c.call_id.clone()).collect();
         for call in unique {
             let routed = self.prepare(call);
             // A registry tool the conversation does not offer is as unknown as any.
@@ -516,6 +571,7 @@ impl TurnRunner {
             results,
             duplicates,
             pending,
+            order,
         }
     }
 

@@ -124,10 +124,18 @@ impl rmcp::handler::client::ClientHandler for Listener {
     /// (2026-07-28 starts with `server/discover`; rmcp's probing of it stalled against the
     /// Python SDK's server, so it is not used).
     fn get_info(&self) -> rmcp::model::ClientConfig {
+        // rmcp's capabilities builder exists only with its `server` or `macros` feature, which
+        // a client-only build (`mcp-client` alone) does not turn on: the fields are set instead.
+        let mut capabilities = rmcp::model::ClientCapabilities::default();
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(
+                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                Default::default(),
+            );
         let mut config = rmcp::model::ClientConfig::new(
-            rmcp::model::ClientCapabilities::builder()
-                .enable_tasks()
-                .build(),
+            capabilities,
             rmcp::model::Implementation::new("toolc", env!("CARGO_PKG_VERSION")),
         );
         config.protocol_version = rmcp::model::ProtocolVersion::V_2025_11_25;
