@@ -136,6 +136,27 @@ async fn read_until(browser: &mut TestBrowser, done: impl Fn(&Value) -> bool) ->
     seen
 }
 
+/// The kind (the one member) of every message the model received, in order.
+fn kinds_of(conn: &Connection) -> Vec<String> {
+    conn.events()
+        .iter()
+        .filter_map(|e| e.as_object()?.keys().next().cloned())
+        .collect()
+}
+
+/// A fake Live model that answers `setup` only after `delay`, then waits for `turns` text turns.
+async fn slow_setup_model(delay: Duration, turns: usize) -> FakeModel {
+    FakeModel::start(
+        Script::live()
+            .wait_for("setup", 1)
+            .sleep(delay)
+            .send(script::live::setup_complete())
+            .wait_for("clientContent", turns),
+    )
+    .await
+    .unwrap()
+}
+
 fn function_responses(conn: &Connection) -> Vec<Value> {
     conn.events_of("toolResponse")
         .iter()
@@ -322,15 +343,7 @@ async fn openai_events_in_binary_frames_are_read_too() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pages_input_waits_for_setup_complete_and_keeps_its_order() {
-    let model = FakeModel::start(
-        Script::live()
-            .wait_for("setup", 1)
-            .sleep(Duration::from_millis(400))
-            .send(script::live::setup_complete())
-            .wait_for("clientContent", 1),
-    )
-    .await
-    .unwrap();
+    let model = slow_setup_model(Duration::from_millis(400), 1).await;
     let relay = live_relay(
         registry(Arc::default()),
         model.url(),
@@ -356,11 +369,7 @@ async fn the_pages_input_waits_for_setup_complete_and_keeps_its_order() {
         conn.texts()
     );
     assert!(conn.wait_for("clientContent", 1, LIMIT).await);
-    let kinds: Vec<String> = conn
-        .events()
-        .iter()
-        .map(|e| e.as_object().unwrap().keys().next().unwrap().clone())
-        .collect();
+    let kinds = kinds_of(&conn);
     assert_eq!(
         kinds,
         [
@@ -512,9 +521,10 @@ async fn a_conversation_moves_across_model_connections_with_its_calls() {
         .await;
     // Connection 2 drops, connection 3 refuses the handle: the page hears why, and is closed.
     page.extend(read_until(&mut browser, |e| e["type"] == "error").await);
-    assert!(
-        browser.next_event(LIMIT).await.is_none(),
-        "then the page is closed"
+    assert_eq!(
+        browser.next_close(LIMIT).await,
+        Some((1011, "the conversation could not be resumed".to_owned())),
+        "then the page is closed, with a reason"
     );
 
     let conn0 = model.connection(0, LIMIT).await.unwrap();
@@ -595,11 +605,7 @@ async fn a_conversation_moves_across_model_connections_with_its_calls() {
         "{error}"
     );
     // The page's input during the move reached the new connection after its setupComplete.
-    let kinds: Vec<String> = conn1
-        .events()
-        .iter()
-        .map(|e| e.as_object().unwrap().keys().next().unwrap().clone())
-        .collect();
+    let kinds = kinds_of(&conn1);
     assert_eq!(kinds[0], "setup");
     assert!(kinds.contains(&"realtimeInput".to_owned()), "{kinds:?}");
     assert!(conn0.events_of("realtimeInput").is_empty());
@@ -677,15 +683,7 @@ async fn vertex_live_takes_a_bearer_token_and_an_async_result_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn held_input_past_its_bound_loses_the_oldest_page_audio_counted() {
-    let model = FakeModel::start(
-        Script::live()
-            .wait_for("setup", 1)
-            .sleep(Duration::from_millis(400))
-            .send(script::live::setup_complete())
-            .wait_for("clientContent", 2),
-    )
-    .await
-    .unwrap();
+    let model = slow_setup_model(Duration::from_millis(400), 2).await;
     let registry = registry(Arc::default());
     let session_registry = registry.clone();
     let relay = common::relay::start(registry, model.url(), move |config: &mut RelayConfig| {
@@ -707,11 +705,7 @@ async fn held_input_past_its_bound_loses_the_oldest_page_audio_counted() {
     browser.send(&turn("last")).await;
     let conn = model.connection(0, LIMIT).await.unwrap();
     assert!(conn.wait_for("clientContent", 2, LIMIT).await);
-    let kinds: Vec<String> = conn
-        .events()
-        .iter()
-        .map(|e| e.as_object().unwrap().keys().next().unwrap().clone())
-        .collect();
+    let kinds = kinds_of(&conn);
     assert_eq!(kinds.first().map(String::as_str), Some("setup"));
     assert_eq!(kinds[1], "clientContent", "{kinds:?}");
     assert_eq!(kinds.last().map(String::as_str), Some("clientContent"));

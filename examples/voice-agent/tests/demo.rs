@@ -497,8 +497,9 @@ async fn an_unreachable_model_is_reported_to_the_page() {
     assert_eq!(error["type"], "error");
     assert_eq!(error["error"]["code"], "upstream_unavailable");
     assert!(!error.to_string().contains("sk-x"), "{error}");
-    assert!(
-        browser.next_event(LIMIT).await.is_none(),
-        "then the page is closed"
+    assert_eq!(
+        browser.next_close(LIMIT).await,
+        Some((1011, "the relay could not reach the model".to_owned())),
+        "then the page is closed, with a reason"
     );
 }

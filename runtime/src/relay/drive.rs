@@ -402,10 +402,13 @@ where
                 };
                 break fail_move(&mut session, &mut to_browser, &why, options).await;
             }
-            // The model's close code (a policy violation, a server error) reaches the page.
-            if let Some(frame) = model_close.take() {
-                let _ = to_browser.send(Message::Close(Some(frame)));
-            }
+            // The model's close code (a policy violation, a server error) reaches the page;
+            // without one, the page still gets a close frame that says why.
+            let frame = model_close.take().unwrap_or_else(|| CloseFrame {
+                code: CloseCode::Error,
+                reason: "the model connection ended".into(),
+            });
+            let _ = to_browser.send(Message::Close(Some(frame)));
             break Ended::Model;
         }
         let setup = match session.resume_setup() {
@@ -478,6 +481,10 @@ async fn fail_move(
             let _ = to_browser.send(Message::text(text));
         }
     }
+    let _ = to_browser.send(Message::Close(Some(CloseFrame {
+        code: CloseCode::Error,
+        reason: "the conversation could not be resumed".into(),
+    })));
     Ended::Model
 }
 

@@ -1,6 +1,6 @@
 //! The websocket relay (feature `relay`): browsers connect at `ws://HOST:PORT/`; for each one the
 //! relay opens the upstream model websocket, sends the tool declarations in `session.update`,
-//! runs a [`Session`] between the two, and forwards every other event both ways, unchanged and
+//! runs a [`Session`](crate::realtime::Session) between the two, and forwards every other event both ways, unchanged and
 //! in order.
 //!
 //! - The API key goes upstream only, as `Authorization: Bearer KEY`.
@@ -140,6 +140,38 @@ impl RelayConfig {
     /// authorizer and any origin allowed.
     pub fn new(registry: &Registry) -> RelayConfig {
         RelayConfig::for_provider(registry, Provider::OpenAi)
+    }
+
+    /// The model the relay's sessions talk to. OpenAI's is the upstream URL's `model` query
+    /// parameter (`gpt-realtime-2.1` by default); Live's is `setup.model`
+    /// (`models/gemini-3.8-live` by default; on Vertex AI a resource name from
+    /// [`gemini_live::vertex_model`](crate::realtime::gemini_live::vertex_model)).
+    pub fn model(mut self, model: impl Into<String>) -> RelayConfig {
+        let model = model.into();
+        if self.session.provider.is_live() {
+            let mut session = (*self.session).clone();
+            session.session.insert("model".into(), json!(model));
+            self.session = Arc::new(session);
+            return self;
+        }
+        let (base, query) = self
+            .upstream
+            .split_once('?')
+            .unwrap_or((self.upstream.as_str(), ""));
+        let mut params: Vec<&str> = query
+            .split('&')
+            .filter(|p| !p.is_empty() && !p.starts_with("model="))
+            .collect();
+        let model_param = format!("model={model}");
+        params.insert(0, &model_param);
+        self.upstream = format!("{base}?{}", params.join("&"));
+        self
+    }
+
+    /// The model's websocket URL (a region's Vertex endpoint, a proxy, a test server).
+    pub fn upstream(mut self, url: impl Into<String>) -> RelayConfig {
+        self.upstream = url.into();
+        self
     }
 
     /// A relay to `provider` (its public endpoint, its declarations of the registry's tools);
@@ -309,4 +341,33 @@ fn relay_error(message: &str) -> Message {
         })
         .to_string(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_goes_where_each_provider_reads_it() {
+        let registry = Registry::builder().build().unwrap();
+        let openai = RelayConfig::new(&registry).model("gpt-realtime-2.1-mini");
+        assert_eq!(
+            openai.upstream,
+            "wss://api.openai.com/v1/realtime?model=gpt-realtime-2.1-mini"
+        );
+        let proxied = RelayConfig::new(&registry)
+            .upstream("ws://127.0.0.1:9/v1/realtime?x=1&model=old")
+            .model("new");
+        assert_eq!(
+            proxied.upstream,
+            "ws://127.0.0.1:9/v1/realtime?model=new&x=1"
+        );
+        let bare = RelayConfig::new(&registry)
+            .upstream("ws://127.0.0.1:9/rt")
+            .model("m");
+        assert_eq!(bare.upstream, "ws://127.0.0.1:9/rt?model=m");
+        let live = RelayConfig::for_provider(&registry, Provider::GeminiLive).model("models/x");
+        assert_eq!(live.session.session["model"], "models/x");
+        assert_eq!(live.upstream, Provider::GeminiLive.default_url());
+    }
 }

@@ -18,7 +18,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::json;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
 use super::auth::{origin_allowed, Handshake, Refusal, BEARER_SUBPROTOCOL_PREFIX, SUBPROTOCOL};
@@ -230,7 +231,14 @@ impl RelayService {
                         "the relay could not reach the model: {e}"
                     )))
                     .await;
-                let _ = browser.close(None).await;
+                // A close frame with a reason, so a page that missed the error event still
+                // learns why (1011: the server could not go on).
+                let _ = browser
+                    .close(Some(CloseFrame {
+                        code: CloseCode::Error,
+                        reason: "the relay could not reach the model".into(),
+                    }))
+                    .await;
                 return;
             }
         };

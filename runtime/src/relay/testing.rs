@@ -546,6 +546,23 @@ impl TestBrowser {
         }
     }
 
+    /// Reads until the relay closes the connection: the close frame's code and reason, or
+    /// `None` when the connection ended without one (or not within `limit`).
+    pub async fn next_close(&mut self, limit: Duration) -> Option<(u16, String)> {
+        let until = tokio::time::Instant::now() + limit;
+        loop {
+            match tokio::time::timeout_at(until, self.ws.next()).await {
+                Ok(Some(Ok(Message::Close(Some(frame))))) => {
+                    return Some((frame.code.into(), frame.reason.as_str().to_owned()))
+                }
+                Ok(Some(Ok(Message::Close(None)))) | Ok(Some(Err(_))) | Ok(None) | Err(_) => {
+                    return None
+                }
+                Ok(Some(Ok(_))) => continue,
+            }
+        }
+    }
+
     /// Binary frames received (and skipped) so far: the relay sends the page text frames only.
     pub fn binary_frames(&self) -> usize {
         self.binary_frames
