@@ -135,6 +135,63 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), String> {
+    let tools = load_tools(&args).await?;
+    let registry = tools.registry.clone();
+    let config = relay_config(&args, tools)?;
+    let upstream = config.upstream.clone();
+    let relay = Relay::bind(&args.listen, registry.clone(), config)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let addr = relay.local_addr().map_err(|e| e.to_string())?;
+    if args.auth_tokens.is_none() && !args.insecure_no_auth && !addr.ip().is_loopback() {
+        return Err(format!(
+            "refusing to listen on {addr} without authentication: anyone who reaches it would get \
+             a model session on your API key. Give --auth-tokens FILE (lines `TOKEN USER_ID`), \
+             listen on 127.0.0.1, or pass --insecure-no-auth behind an authenticating proxy"
+        ));
+    }
+    // The first line is machine-readable: tests and scripts read the bound address from it.
+    let mut banner = format!(
+        "listening on ws://{addr}/\nupstream {upstream} ({})\ntools: {}\n",
+        args.provider,
+        registry.names().collect::<Vec<_>>().join(", ")
+    );
+    if let Some(tag) = &args.markers {
+        banner.push_str(&format!("markers: {tag}\n"));
+    }
+    banner.push_str(&match &args.auth_tokens {
+        Some(path) => format!("auth: bearer tokens from {}\n", path.display()),
+        None => "auth: none (every browser that reaches the port gets a session)\n".to_owned(),
+    });
+    // A server keeps serving when whoever started it stopped reading its output.
+    let mut stdout = std::io::stdout();
+    let _ = stdout
+        .write_all(banner.as_bytes())
+        .and_then(|()| stdout.flush());
+    relay.serve().await;
+    Ok(())
+}
+
+/// The relay's tools: the manifests' definitions with the support desk's executors, and the
+/// `--catalog`'s tools when one is given.
+struct Tools {
+    registry: Arc<Registry>,
+    /// Catalog tools that need the caller's authorization.
+    needs_auth: BTreeSet<String>,
+    /// The catalog, followed while sessions run.
+    live_catalog: Option<Arc<LiveCatalog>>,
+}
+
+fn env_value(name: &Option<String>) -> Result<Option<String>, String> {
+    match name {
+        None => Ok(None),
+        Some(name) => std::env::var(name)
+            .map(Some)
+            .map_err(|_| format!("the environment variable {name} is not set")),
+    }
+}
+
+async fn load_tools(args: &Args) -> Result<Tools, String> {
     let definitions = toolc_runtime::load_definitions(&args.manifest).map_err(|e| {
         let names: Vec<String> = args
             .manifest
@@ -147,13 +204,7 @@ async fn run(args: Args) -> Result<(), String> {
     let mut needs_auth = BTreeSet::new();
     let mut live_catalog = None;
     if let Some(url) = &args.catalog {
-        let authorization = match &args.catalog_auth_env {
-            None => None,
-            Some(name) => Some(
-                std::env::var(name)
-                    .map_err(|_| format!("the environment variable {name} is not set"))?,
-            ),
-        };
+        let authorization = env_value(&args.catalog_auth_env)?;
         let client = CatalogClient::new(url)
             .map_err(|e| format!("--catalog: {e}"))?
             .with_observer(Arc::new(|e| {
@@ -197,58 +248,55 @@ async fn run(args: Args) -> Result<(), String> {
              tools\" in the README"
         )
     })?;
-    let registry = Arc::new(registry);
+    Ok(Tools {
+        registry: Arc::new(registry),
+        needs_auth,
+        live_catalog,
+    })
+}
+
+/// The relay's settings from the command line.
+fn relay_config(args: &Args, tools: Tools) -> Result<RelayConfig, String> {
+    let registry = &tools.registry;
     let naming = Naming::parse(&args.naming).ok_or_else(|| {
         format!(
             "unknown naming `{}` (use function_call or tool.call)",
             args.naming
         )
     })?;
-    let api_key = match &args.api_key_env {
-        None => None,
-        Some(name) => Some(
-            std::env::var(name)
-                .map_err(|_| format!("the environment variable {name} is not set"))?,
-        ),
-    };
-
-    let mut config = RelayConfig::for_provider(&registry, args.provider);
-    if let Some(upstream) = &args.upstream {
-        config.upstream = upstream.clone();
-    }
-    config.api_key = api_key;
-    let upstream = config.upstream.clone();
-    let mut session = (*config.session).clone();
-    session.async_scheduling = args.async_scheduling;
-    if let Some(model) = &args.model {
-        if !args.provider.is_live() {
-            return Err(
-                "--model names the Live model; OpenAI's goes in the --upstream URL \
-                 (`?model=...`)"
-                    .to_owned(),
-            );
-        }
-        session
-            .session
-            .insert("model".into(), serde_json::Value::String(model.clone()));
+    if args.model.is_some() && !args.provider.is_live() {
+        return Err(
+            "--model names the Live model; OpenAI's goes in the --upstream URL (`?model=...`)"
+                .to_owned(),
+        );
     }
     if args.markers.is_some() && args.provider != Provider::OpenAi {
         return Err("--markers works with --provider openai only".to_owned());
     }
+    let mut config = RelayConfig::for_provider(registry, args.provider);
+    if let Some(upstream) = &args.upstream {
+        config = config.upstream(upstream.clone());
+    }
+    if let Some(model) = &args.model {
+        config = config.model(model.clone());
+    }
+    config.api_key = env_value(&args.api_key_env)?;
+    let mut session = (*config.session).clone();
+    session.async_scheduling = args.async_scheduling;
     session.naming = naming;
     session.filler_delay =
         (args.filler_delay_ms > 0).then(|| Duration::from_millis(args.filler_delay_ms));
     // Notes, refusals and every call are logged through `tracing` (see `init_logging`).
     if let Some(tag) = &args.markers {
         let tag = MarkerTag::new(tag).map_err(|e| format!("--markers: {e}"))?;
-        let flow = MarkerFlowConfig::for_registry(tag, &registry, |d| needs_auth.contains(&d.name));
+        let needs_auth = &tools.needs_auth;
+        let flow = MarkerFlowConfig::for_registry(tag, registry, |d| needs_auth.contains(&d.name));
         session.markers = Some(Arc::new(flow));
     }
-    if let Some(live) = live_catalog {
+    if let Some(live) = tools.live_catalog {
         session.live_tools = Some(live);
     }
     config.session = Arc::new(session);
-
     if let Some(path) = &args.auth_tokens {
         let tokens = StaticTokens::from_file(path).map_err(|e| format!("--auth-tokens {e}"))?;
         config.authorizer = Some(Arc::new(tokens));
@@ -256,38 +304,7 @@ async fn run(args: Args) -> Result<(), String> {
     if !args.allow_origins.is_empty() {
         config.allowed_origins = Some(args.allow_origins.clone());
     }
-
-    let relay = Relay::bind(&args.listen, registry.clone(), config)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
-    let addr = relay.local_addr().map_err(|e| e.to_string())?;
-    if args.auth_tokens.is_none() && !args.insecure_no_auth && !addr.ip().is_loopback() {
-        return Err(format!(
-            "refusing to listen on {addr} without authentication: anyone who reaches it would get \
-             a model session on your API key. Give --auth-tokens FILE (lines `TOKEN USER_ID`), \
-             listen on 127.0.0.1, or pass --insecure-no-auth behind an authenticating proxy"
-        ));
-    }
-    // The first line is machine-readable: tests and scripts read the bound address from it.
-    let mut banner = format!(
-        "listening on ws://{addr}/\nupstream {upstream} ({})\ntools: {}\n",
-        args.provider,
-        registry.names().collect::<Vec<_>>().join(", ")
-    );
-    if let Some(tag) = &args.markers {
-        banner.push_str(&format!("markers: {tag}\n"));
-    }
-    banner.push_str(&match &args.auth_tokens {
-        Some(path) => format!("auth: bearer tokens from {}\n", path.display()),
-        None => "auth: none (every browser that reaches the port gets a session)\n".to_owned(),
-    });
-    // A server keeps serving when whoever started it stopped reading its output.
-    let mut stdout = std::io::stdout();
-    let _ = stdout
-        .write_all(banner.as_bytes())
-        .and_then(|()| stdout.flush());
-    relay.serve().await;
-    Ok(())
+    Ok(config)
 }
 
 /// Logs to stderr, filtered by `RUST_LOG` (default `info`: sessions, refusals, failed and

@@ -266,11 +266,6 @@ pub fn live_input(top: &TopLevel<'_>) -> Result<LiveInput, Refused> {
     }
 }
 
-/// The lowerCamel JSON name of a Live member as written in either spelling.
-pub fn camel_name(name: &str) -> std::borrow::Cow<'_, str> {
-    camel(name)
-}
-
 /// Checks a Gemini Live client message from the browser (already read strictly). Every field
 /// is read in both spellings; a field the guard looks into that is not the shape the API
 /// defines (`turns` or `parts` that are not lists, a part that is not an object) is refused,

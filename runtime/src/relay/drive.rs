@@ -29,6 +29,18 @@ use super::{relay_error, RelayConfig, RelayLimits, RelayStats};
 use crate::realtime::{Output, Reconnect, Session, SessionEvents, Verdict};
 use std::sync::atomic::AtomicU64;
 
+/// A websocket as a session is driven over it: frames in, frames out (tokio-tungstenite's
+/// stream, or any pair a test makes).
+pub trait Socket:
+    Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin
+{
+}
+
+impl<T> Socket for T where
+    T: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin
+{
+}
+
 /// How many already-received frames are forwarded before the writes are flushed: batching the
 /// flush saves a syscall per frame under load without delaying a lone frame.
 const BATCH: usize = 64;
@@ -120,12 +132,8 @@ pub async fn run_session<B, M>(
     close_grace: Duration,
 ) -> Ended
 where
-    B: Stream<Item = Result<Message, WsError>>
-        + Sink<Message, Error = WsError>
-        + Unpin
-        + Send
-        + 'static,
-    M: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin,
+    B: Socket + Send + 'static,
+    M: Socket,
 {
     let options = DriveOptions::new(close_grace);
     run_session_with(session, events, browser, model, &options).await
@@ -146,12 +154,8 @@ pub async fn run_session_with<B, M>(
     options: &DriveOptions,
 ) -> Ended
 where
-    B: Stream<Item = Result<Message, WsError>>
-        + Sink<Message, Error = WsError>
-        + Unpin
-        + Send
-        + 'static,
-    M: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin,
+    B: Socket + Send + 'static,
+    M: Socket,
 {
     type NoConnector<M> = fn(u32) -> std::future::Ready<Result<M, String>>;
     drive(
@@ -179,12 +183,8 @@ pub async fn run_session_resumable<B, M, C, F>(
     options: &DriveOptions,
 ) -> Ended
 where
-    B: Stream<Item = Result<Message, WsError>>
-        + Sink<Message, Error = WsError>
-        + Unpin
-        + Send
-        + 'static,
-    M: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin,
+    B: Socket + Send + 'static,
+    M: Socket,
     C: FnMut(u32) -> F,
     F: Future<Output = Result<M, String>>,
 {
@@ -210,12 +210,8 @@ async fn drive<B, M, C, F>(
     options: &DriveOptions,
 ) -> Ended
 where
-    B: Stream<Item = Result<Message, WsError>>
-        + Sink<Message, Error = WsError>
-        + Unpin
-        + Send
-        + 'static,
-    M: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin,
+    B: Socket + Send + 'static,
+    M: Socket,
     C: FnMut(u32) -> F,
     F: Future<Output = Result<M, String>>,
 {
@@ -285,7 +281,7 @@ where
                 while let Some(event) = events.try_recv() {
                     session.on_event(event);
                 }
-                match flush(&mut session, &mut to_browser, &mut to_model, false).await {
+                match flush(&mut session, &mut to_browser, &mut to_model).await {
                     Err(Ended::Browser) => break Ended::Browser,
                     other => model_side = other,
                 }
@@ -353,91 +349,164 @@ where
                 break Ended::Browser;
             }
         }
-        // The model reads input now: what waited goes, in order.
-        if session.upstream_ready() && to_model.is_attached() {
-            if moving.as_ref().is_some_and(|m| m.connecting.is_none()) {
-                moving = None;
-                tracing::info!("the session resumed on a new model connection");
-            }
-            if to_model.release().await.is_err() {
-                model_side = Err(Ended::Model);
-            }
-        }
-        if let Some(dropped) = to_model.take_dropped() {
-            if let Some(stats) = &options.stats {
-                stats
-                    .held_input_dropped
-                    .fetch_add(dropped, std::sync::atomic::Ordering::Relaxed);
-            }
-        }
-        // A `goAway`: move now if the session is at a resumable point, else by its deadline.
-        match session.reconnect_due() {
-            Reconnect::No => {}
-            Reconnect::Now if moving.is_none() => model_side = Err(Ended::Model),
-            Reconnect::Now => {}
-            Reconnect::Within(left) => {
-                if move_by.is_none() && moving.is_none() {
-                    let left = left.unwrap_or(options.go_away_margin * 2);
-                    let at = Instant::now() + left.saturating_sub(options.go_away_margin);
-                    move_by = Some(at);
-                    move_timer.as_mut().reset(at);
-                }
-            }
-        }
-        if model_side.is_ok() {
+        let after = after_turn(
+            &session,
+            &mut to_model,
+            &mut moving,
+            &mut move_by,
+            move_timer.as_mut(),
+            options,
+        )
+        .await;
+        if model_side.is_ok() && after.is_ok() {
             continue;
         }
-        // The model connection ended, or must be left: move to a new one, or end.
-        let in_move = moving.is_some();
-        let resumable = connect.is_some() && session.can_resume().is_ok();
-        if !resumable || in_move {
-            if in_move {
-                let why = match model_close.take() {
-                    Some(frame) => format!(
-                        "the model refused to resume the session ({}: {})",
-                        u16::from(frame.code),
-                        frame.reason
-                    ),
-                    None => "the new model connection closed before the session resumed".into(),
-                };
-                break fail_move(&mut session, &mut to_browser, &why, options).await;
+        let left = leave_model(
+            &mut session,
+            &mut to_browser,
+            &mut to_model,
+            moving.is_some(),
+            &mut connect,
+            &mut model_close,
+            options,
+        )
+        .await;
+        match left {
+            Ok(move_now) => {
+                move_by = None;
+                move_timer.as_mut().reset(Instant::now() + far);
+                from_model = None;
+                moving = Some(move_now);
             }
-            // The model's close code (a policy violation, a server error) reaches the page;
-            // without one, the page still gets a close frame that says why.
-            let frame = model_close.take().unwrap_or_else(|| CloseFrame {
-                code: CloseCode::Error,
-                reason: "the model connection ended".into(),
-            });
-            let _ = to_browser.send(Message::Close(Some(frame)));
-            break Ended::Model;
+            Err(ended) => break ended,
         }
-        let setup = match session.resume_setup() {
-            Ok(setup) => setup,
-            Err(why) => {
-                break fail_move(&mut session, &mut to_browser, &why.to_string(), options).await
-            }
-        };
-        tracing::info!("the model connection is ending: moving the session to a new one");
-        model_close = None;
-        move_by = None;
-        move_timer.as_mut().reset(Instant::now() + far);
-        from_model = None;
-        to_model.detach().await;
-        // The session's cancellations (page notices) go now; results wait for the new model.
-        if flush(&mut session, &mut to_browser, &mut to_model, false).await == Err(Ended::Browser) {
-            break Ended::Browser;
-        }
-        let connecting = connect.as_mut().map(|connect| Box::pin(connect(0)));
-        moving = Some(Moving {
-            connecting,
-            setup,
-            attempts: 0,
-        });
     };
+    end_session(
+        ended,
+        &mut session,
+        &mut events,
+        &mut to_browser,
+        &mut to_model,
+        options,
+    )
+    .await;
+    ended
+}
+
+/// After each turn of the loop: what waited for the model goes once the model reads input,
+/// dropped page audio is counted, and a `goAway` sets when to move. `Err`: the model
+/// connection must be left now.
+async fn after_turn<M, F>(
+    session: &Session,
+    to_model: &mut ModelOut<SplitSink<M, Message>>,
+    moving: &mut Option<Moving<F>>,
+    move_by: &mut Option<Instant>,
+    move_timer: Pin<&mut tokio::time::Sleep>,
+    options: &DriveOptions,
+) -> Result<(), Ended>
+where
+    M: Sink<Message, Error = WsError> + Unpin,
+{
+    let mut result = Ok(());
+    if session.upstream_ready() && to_model.is_attached() {
+        if moving.as_ref().is_some_and(|m| m.connecting.is_none()) {
+            *moving = None;
+            tracing::info!("the session resumed on a new model connection");
+        }
+        result = to_model.release().await;
+    }
+    if let Some(dropped) = to_model.take_dropped() {
+        if let Some(stats) = &options.stats {
+            stats
+                .held_input_dropped
+                .fetch_add(dropped, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    // A `goAway`: move now if the session is at a resumable point, else by its deadline.
+    match session.reconnect_due() {
+        Reconnect::No => {}
+        Reconnect::Now if moving.is_none() => result = Err(Ended::Model),
+        Reconnect::Now => {}
+        Reconnect::Within(left) => {
+            if move_by.is_none() && moving.is_none() {
+                let left = left.unwrap_or(options.go_away_margin * 2);
+                let at = Instant::now() + left.saturating_sub(options.go_away_margin);
+                *move_by = Some(at);
+                move_timer.reset(at);
+            }
+        }
+    }
+    result
+}
+
+/// The model connection ended or must be left: the move to a new one that starts now, or how
+/// the session ends (the page told why, with a close frame).
+async fn leave_model<M, C, F>(
+    session: &mut Session,
+    to_browser: &mut BrowserOut,
+    to_model: &mut ModelOut<SplitSink<M, Message>>,
+    in_move: bool,
+    connect: &mut Option<C>,
+    model_close: &mut Option<CloseFrame>,
+    options: &DriveOptions,
+) -> Result<Moving<F>, Ended>
+where
+    M: Sink<Message, Error = WsError> + Unpin,
+    C: FnMut(u32) -> F,
+{
+    if in_move {
+        let why = match model_close.take() {
+            Some(frame) => format!(
+                "the model refused to resume the session ({}: {})",
+                u16::from(frame.code),
+                frame.reason
+            ),
+            None => "the new model connection closed before the session resumed".into(),
+        };
+        return Err(fail_move(session, to_browser, &why, options).await);
+    }
+    if connect.is_none() || session.can_resume().is_err() {
+        // The model's close code (a policy violation, a server error) reaches the page;
+        // without one, the page still gets a close frame that says why.
+        let frame = model_close.take().unwrap_or_else(|| CloseFrame {
+            code: CloseCode::Error,
+            reason: "the model connection ended".into(),
+        });
+        let _ = to_browser.send(Message::Close(Some(frame)));
+        return Err(Ended::Model);
+    }
+    let setup = match session.resume_setup() {
+        Ok(setup) => setup,
+        Err(why) => return Err(fail_move(session, to_browser, &why.to_string(), options).await),
+    };
+    tracing::info!("the model connection is ending: moving the session to a new one");
+    *model_close = None;
+    to_model.detach().await;
+    // The session's cancellations (page notices) go now; results wait for the new model.
+    if flush(session, to_browser, to_model).await == Err(Ended::Browser) {
+        return Err(Ended::Browser);
+    }
+    Ok(Moving {
+        connecting: connect.as_mut().map(|connect| Box::pin(connect(0))),
+        setup,
+        attempts: 0,
+    })
+}
+
+/// The session is over: when the browser left, its open calls fail and their results reach
+/// the model within the close grace; when the model left, the browser's side closes.
+async fn end_session<M>(
+    ended: Ended,
+    session: &mut Session,
+    events: &mut SessionEvents,
+    to_browser: &mut BrowserOut,
+    to_model: &mut ModelOut<SplitSink<M, Message>>,
+    options: &DriveOptions,
+) where
+    M: Sink<Message, Error = WsError> + Unpin,
+{
     match ended {
         Ended::Browser => {
-            // Fail the browser's open calls now and let their results reach the model before
-            // the model connection closes.
             to_browser.close();
             session.browser_closed();
             let until = Instant::now() + options.close_grace;
@@ -462,7 +531,6 @@ where
             to_browser.close();
         }
     }
-    ended
 }
 
 /// A move to a new model connection failed: the page hears why, the session's calls end, and
@@ -773,7 +841,7 @@ where
             None => break,
         }
     }
-    flush(session, to_browser, to_model, from == Side::Browser).await
+    flush(session, to_browser, to_model).await
 }
 
 /// One frame to the other side, as the session decides; `Err` names the side whose connection
@@ -829,13 +897,12 @@ where
     }
 }
 
-/// Sends what the session queued, then flushes the model side if it was written to
-/// (`model_dirty`: the caller fed it); `Err` names the side whose connection failed.
+/// Sends what the session queued, then flushes the model side if anything was written to it;
+/// `Err` names the side whose connection failed.
 async fn flush<M>(
     session: &mut Session,
     to_browser: &mut BrowserOut,
     to_model: &mut ModelOut<SplitSink<M, Message>>,
-    _model_dirty: bool,
 ) -> Result<(), Ended>
 where
     M: Sink<Message, Error = WsError> + Unpin,

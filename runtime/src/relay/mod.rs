@@ -21,7 +21,9 @@ pub use auth::{Authorizer, Handshake, Refusal, StaticTokens};
 /// The axum the relay is built on, so an app mounting [`RelayService::router`] needs no
 /// `axum` dependency of its own (or can match this version exactly).
 pub use axum;
-pub use drive::{run_session, run_session_resumable, run_session_with, DriveOptions, Ended};
+pub use drive::{
+    run_session, run_session_resumable, run_session_with, DriveOptions, Ended, Socket,
+};
 pub use service::RelayService;
 
 use std::fmt;

@@ -274,7 +274,11 @@ fn calls_of(message: Map<String, Value>, kinds: &[&str]) -> Result<Read, Unreada
     }
     if kinds.contains(&"toolCall") {
         let tool_call = object_or_empty(body("toolCall")?, "`toolCall` is not an object")?;
-        for call in list(tool_call, "functionCalls", "`toolCall.functionCalls`")? {
+        for call in list(
+            tool_call,
+            "functionCalls",
+            "`toolCall.functionCalls` is not a list",
+        )? {
             calls.push(function_call(call)?);
         }
     }
@@ -283,7 +287,11 @@ fn calls_of(message: Map<String, Value>, kinds: &[&str]) -> Result<Read, Unreada
             body("toolCallCancellation")?,
             "`toolCallCancellation` is not an object",
         )?;
-        for id in list(cancellation, "ids", "`toolCallCancellation.ids`")? {
+        for id in list(
+            cancellation,
+            "ids",
+            "`toolCallCancellation.ids` is not a list",
+        )? {
             match id {
                 Value::String(id) => cancelled.push(id.clone()),
                 _ => return Err(Unreadable::Shape("a cancelled call id is not a string")),
@@ -305,20 +313,17 @@ fn calls_of(message: Map<String, Value>, kinds: &[&str]) -> Result<Read, Unreada
     }))
 }
 
-/// `object[field]` as a list (none when absent); anything but a list is unreadable.
+/// `object[field]` as a list (none when absent); anything but a list is unreadable, with
+/// `not_a_list` as the reason.
 fn list<'a>(
     object: &'a Map<String, Value>,
     field: &str,
-    what: &'static str,
+    not_a_list: &'static str,
 ) -> Result<&'a [Value], Unreadable> {
     match spelling::value(object, field)? {
         None | Some(Value::Null) => Ok(&[]),
         Some(Value::Array(items)) => Ok(items),
-        Some(_) => Err(Unreadable::Shape(match what {
-            "`toolCall.functionCalls`" => "`toolCall.functionCalls` is not a list",
-            "`toolCallCancellation.ids`" => "`toolCallCancellation.ids` is not a list",
-            _ => "`modelTurn.parts` is not a list",
-        })),
+        Some(_) => Err(Unreadable::Shape(not_a_list)),
     }
 }
 
@@ -332,7 +337,7 @@ fn model_turn_parts(content: &Map<String, Value>) -> Result<Vec<&Map<String, Val
             ))
         }
     };
-    list(turn, "parts", "`modelTurn.parts`")?
+    list(turn, "parts", "`modelTurn.parts` is not a list")?
         .iter()
         .map(|part| {
             part.as_object()

@@ -18,10 +18,9 @@ impl Session {
         // driver may drop when too much waits for a model that is not ready; nothing else is.
         self.last_input_audio = match top.kind.as_deref() {
             Some(kind) => kind == "input_audio_buffer.append",
-            None => top
-                .first_member
-                .as_deref()
-                .is_some_and(|m| guard::camel_name(m) == "realtimeInput"),
+            None => top.first_member.as_deref().is_some_and(|m| {
+                crate::realtime::gemini_live::spelling::camel(m) == "realtimeInput"
+            }),
         };
         let kind = match top.kind {
             Some(kind) => kind,

@@ -124,24 +124,11 @@ impl Session {
         // Every call reported after the handle is unknown to the resumed session: nothing
         // about it may go there. Those still running take the cancellation path; those that
         // resolved (a fire-and-forget call, a result waiting for its batch) just keep quiet.
-        let mut lost: Vec<(u64, String, bool)> = self
-            .calls
-            .iter()
-            .filter(|(_, info)| info.seq > reported)
-            .map(|(id, info)| {
-                let running = self.tracker.is_open(id) || info.background;
-                (info.seq, id.clone(), running)
-            })
-            .collect();
-        lost.sort();
-        for (_, call_id, _) in &lost {
+        let lost = self.calls_in_order(|_, info| info.seq > reported);
+        for call_id in &lost {
             self.forget_result(call_id);
         }
-        let running: Vec<String> = lost
-            .into_iter()
-            .filter(|(_, _, running)| *running)
-            .map(|(_, id, _)| id)
-            .collect();
+        let running: Vec<String> = lost.into_iter().filter(|id| self.running(id)).collect();
         self.provider_cancel(&running);
         self.open_batch = None;
         self.live.ready = false;
@@ -157,14 +144,7 @@ impl Session {
     /// The page gets an `error` event (`upstream_resume_failed`), every open call is cancelled
     /// (its executor's signal, `toolc.cancel` to the page) and none of them answers the model.
     pub fn resume_failed(&mut self, why: &str) {
-        let mut open: Vec<(u64, String)> = self
-            .calls
-            .iter()
-            .filter(|(id, info)| self.tracker.is_open(id) || info.background)
-            .map(|(id, info)| (info.seq, id.clone()))
-            .collect();
-        open.sort();
-        let open: Vec<String> = open.into_iter().map(|(_, id)| id).collect();
+        let open = self.calls_in_order(|id, _| self.running(id));
         self.provider_cancel(&open);
         Counters::bump(&self.counters_ref().failed_reconnections);
         let error = json!({
@@ -179,6 +159,23 @@ impl Session {
         self.note(Note::ResumeFailed {
             why: why.to_owned(),
         });
+    }
+
+    /// The ids of the session's calls that `keep` accepts, in the order they were reported.
+    fn calls_in_order(&self, keep: impl Fn(&str, &CallInfo) -> bool) -> Vec<String> {
+        let mut ids: Vec<(u64, &String)> = self
+            .calls
+            .iter()
+            .filter(|(id, info)| keep(id, info))
+            .map(|(id, info)| (info.seq, id))
+            .collect();
+        ids.sort();
+        ids.into_iter().map(|(_, id)| id.clone()).collect()
+    }
+
+    /// Whether a call still runs: open, or a background call whose result has not gone yet.
+    fn running(&self, call_id: &str) -> bool {
+        self.tracker.is_open(call_id) || self.calls.get(call_id).is_some_and(|c| c.background)
     }
 
     /// `setup` for a connection: the application's settings, the declarations, and the
