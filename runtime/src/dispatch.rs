@@ -9,15 +9,14 @@
 
 use std::fmt;
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::context::{CallContext, SessionScope};
-use crate::error::{CallError, CallErrorKind, ToolError};
-use crate::{Location, Registry, DEFAULT_CLIENT_TIMEOUT};
+use crate::context::SessionScope;
+use crate::error::{CallError, ToolError};
+use crate::{Location, Registry};
 
 /// One tool call in provider-neutral form, on every path (realtime, chat, markers, MCP).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -180,6 +179,12 @@ pub enum Route {
         /// The validated arguments.
         arguments: Value,
     },
+    /// A tool of the conversation's live tools ([`crate::live::LiveTools`]), not the
+    /// registry's: its arguments are JSON, checked by the tools' source against its own schema.
+    Live {
+        /// The arguments, parsed.
+        arguments: Value,
+    },
     /// The call cannot run (unknown tool, invalid JSON, invalid arguments).
     Reject(CallError),
 }
@@ -189,31 +194,20 @@ impl Route {
     pub fn is_client(&self) -> bool {
         matches!(self, Route::Client { .. } | Route::Notify { .. })
     }
-}
 
-/// Validates a call and decides its route, without running it.
-pub fn plan(registry: &Registry, call: &ToolCall) -> Route {
-    let arguments = match registry.validate_arguments(&call.name, &call.arguments) {
-        Ok(value) => value,
-        Err(e) => return Route::Reject(e),
-    };
-    let Some(def) = registry.definition(&call.name) else {
-        // validate_arguments already rejected unknown names; stay total anyway.
-        return Route::Reject(CallError::new(
-            CallErrorKind::UnknownTool,
-            &call.name,
-            format!("There is no tool named `{}`.", call.name),
-        ));
-    };
-    match def.location {
-        Location::Server => Route::Server { arguments },
-        Location::Client if !def.wait_for_response => Route::Notify { arguments },
-        Location::Client => Route::Client {
-            arguments,
-            deadline: def.effective_timeout().unwrap_or(DEFAULT_CLIENT_TIMEOUT),
-        },
+    /// The validated arguments; `None` for a call that cannot run.
+    pub fn arguments(&self) -> Option<&Value> {
+        match self {
+            Route::Server { arguments }
+            | Route::Client { arguments, .. }
+            | Route::Notify { arguments }
+            | Route::Live { arguments } => Some(arguments),
+            Route::Reject(_) => None,
+        }
     }
 }
+
+pub use crate::engine::plan;
 
 /// How a call ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -314,227 +308,20 @@ pub fn client_failure(tool: &str, failure: &ClientFailure) -> CallError {
     CallError::tool_failed(tool, ToolError::new(message).with_code(code))
 }
 
-/// Routes one call to completion: validation, then the server executor, the client (with its
-/// deadline) or a fire-and-forget delivery. Never panics on model or client input.
-/// `scope` is the session the call belongs to: its executor sees the scope's principal and ids.
+/// Routes one call to completion, on its own (no toolsets, no repeats: see
+/// [`crate::engine::Conversation`] for a conversation's calls): validation, the user's approval
+/// through `client` when the tool needs it, then the server executor, the client (with its
+/// deadline) or a fire-and-forget delivery. Never panics on model or client input. `scope` is
+/// the session the call belongs to: its executor sees the scope's principal and ids.
 pub async fn route(
     registry: &Registry,
     scope: &SessionScope,
     call: &ToolCall,
     client: &dyn ClientPath,
 ) -> CallOutcome {
-    let planned = plan(registry, call);
+    let admission = crate::engine::Admission::alone(registry, call.clone());
     let ctx = scope.call(&call.name, &call.call_id);
-    run_planned(registry, ctx, call, planned, client).await
-}
-
-/// [`route`] for a call already planned with [`plan`] (so a caller that needed the route first,
-/// e.g. to hide server calls from a browser, does not validate twice).
-///
-/// Each call runs in a `toolc.call` span (tool, call id, session, location, and once it is over
-/// its outcome, error kind and duration), so an executor's own events nest in it. Arguments
-/// and results are never in it; a `trace`-level event at the `toolc::payloads` target carries
-/// them for those who turn that target on.
-pub async fn run_planned(
-    registry: &Registry,
-    ctx: CallContext,
-    call: &ToolCall,
-    route: Route,
-    client: &dyn ClientPath,
-) -> CallOutcome {
-    let location = match &route {
-        Route::Server { .. } => "server",
-        Route::Client { .. } => "client",
-        Route::Notify { .. } => "client_notify",
-        Route::Reject(_) => "rejected",
-    };
-    let session = ctx.session_id().to_owned();
-    let run = run_route(registry, ctx, call, route, client);
-    traced(call, &session, location, run).await
-}
-
-/// Runs `run` (one call, routed to `location`) inside its `toolc.call` span, and records the
-/// outcome, error kind and duration on the span once it is over (see [`run_planned`] and
-/// [`crate::telemetry`]).
-pub(crate) async fn traced(
-    call: &ToolCall,
-    session: &str,
-    location: &'static str,
-    run: impl std::future::Future<Output = CallOutcome>,
-) -> CallOutcome {
-    use tracing::Instrument;
-    let span = crate::telemetry::call_span(call, session, location);
-    tracing::trace!(target: "toolc::payloads", parent: &span, arguments = %call.arguments, "call");
-    let started = std::time::Instant::now();
-    let outcome = run.instrument(span.clone()).await;
-    let took = started.elapsed();
-    crate::telemetry::record_outcome(&span, &outcome, took);
-    if let Status::Failed(error) = &outcome.status {
-        let _entered = span.enter();
-        match error.kind() {
-            crate::CallErrorKind::Timeout => {
-                let duration_ms = took.as_secs_f64() * 1e3;
-                tracing::warn!(tool = %call.name, duration_ms, "call timed out")
-            }
-            kind => tracing::info!(tool = %call.name, error = kind.as_str(), "call failed"),
-        }
-    }
-    tracing::trace!(target: "toolc::payloads", parent: &span, output = %outcome.output, "result");
-    outcome
-}
-
-/// Asks `client` for the approval a call of `approval: required` needs; `None` when it may run,
-/// else the outcome the model gets instead. A call cancelled while it waits (the user
-/// interrupted, the session ended) ends as cancelled.
-pub(crate) async fn approval_gate(
-    registry: &Registry,
-    ctx: &CallContext,
-    call: &ToolCall,
-    route: &Route,
-    client: &dyn ClientPath,
-) -> Option<CallOutcome> {
-    let (arguments, location) = match route {
-        Route::Server { arguments } => (arguments, Location::Server),
-        Route::Client { arguments, .. } | Route::Notify { arguments } => {
-            (arguments, Location::Client)
-        }
-        Route::Reject(_) => return None,
-    };
-    if !registry
-        .definition(&call.name)
-        .is_some_and(|d| d.requires_approval())
-    {
-        return None;
-    }
-    let asked = client.approve(ApprovalRequest {
-        tool_call: validated(call, arguments),
-        location,
-    });
-    let decision = tokio::select! {
-        decision = asked => decision,
-        () = ctx.cancelled() => {
-            return Some(CallOutcome::failed(&call.call_id, CallError::interrupted(&call.name)));
-        }
-    };
-    let error = match decision {
-        Decision::Approved => return None,
-        Decision::Denied { reason } => CallError::approval_denied(&call.name, reason.as_deref()),
-        Decision::TimedOut { after } => CallError::approval_timeout(&call.name, after),
-        Decision::Unavailable(why) => CallError::approval_unavailable(&call.name, &why),
-    };
-    tracing::info!(tool = %call.name, code = error.code().unwrap_or_default(), "call not approved");
-    Some(CallOutcome::failed(&call.call_id, error))
-}
-
-/// `call` with its validated arguments in place of the model's text.
-fn validated(call: &ToolCall, arguments: &Value) -> ToolCall {
-    ToolCall {
-        call_id: call.call_id.clone(),
-        name: call.name.clone(),
-        arguments: arguments.to_string(),
-        synthesized_id: call.synthesized_id,
-    }
-}
-
-async fn run_route(
-    registry: &Registry,
-    ctx: CallContext,
-    call: &ToolCall,
-    route: Route,
-    client: &dyn ClientPath,
-) -> CallOutcome {
-    if let Some(refused) = approval_gate(registry, &ctx, call, &route, client).await {
-        return refused;
-    }
-    run_approved(registry, ctx, call, route, client).await
-}
-
-/// Runs a routed call whose approval, if it needed one, was given.
-pub(crate) async fn run_approved(
-    registry: &Registry,
-    ctx: CallContext,
-    call: &ToolCall,
-    route: Route,
-    client: &dyn ClientPath,
-) -> CallOutcome {
-    match route {
-        Route::Reject(error) => CallOutcome::failed(&call.call_id, error),
-        // `plan` validated these arguments against this registry: run without a second check.
-        Route::Server { arguments } => {
-            match registry.call_prevalidated(ctx, &call.name, arguments).await {
-                Ok(value) => CallOutcome::ok(&call.call_id, value.to_string()),
-                Err(error) => CallOutcome::failed(&call.call_id, error),
-            }
-        }
-        Route::Notify { arguments } => {
-            let delivered = client.notify(ClientCall {
-                tool_call: validated(call, &arguments),
-                deadline: None,
-            });
-            match delivered {
-                Ok(()) => CallOutcome::acknowledged(&call.call_id, &call.name),
-                Err(failure) => {
-                    CallOutcome::failed(&call.call_id, client_failure(&call.name, &failure))
-                }
-            }
-        }
-        Route::Client {
-            arguments,
-            deadline,
-        } => {
-            let reply = client.call(ClientCall {
-                tool_call: validated(call, &arguments),
-                deadline: Some(deadline),
-            });
-            match with_deadline(deadline, reply).await {
-                Some(Ok(output)) => match check_client_output(registry, &call.name, &output) {
-                    Ok(()) => CallOutcome::ok(&call.call_id, output),
-                    Err(error) => CallOutcome::failed(&call.call_id, error),
-                },
-                Some(Err(failure)) => {
-                    CallOutcome::failed(&call.call_id, client_failure(&call.name, &failure))
-                }
-                None => CallOutcome::failed(&call.call_id, client_timeout(&call.name, deadline)),
-            }
-        }
-    }
-}
-
-/// A client's result checked against the tool's `returns` schema, as a server result is: the
-/// browser is the less trusted side, and the model should not read a result of another shape
-/// than the one declared. Output that is not JSON counts as a JSON string. An object whose only
-/// member is a string `error` (what the generated TypeScript dispatcher sends when a handler
-/// fails) passes: it is the client's report of a failure, for the model to read.
-fn check_client_output(registry: &Registry, name: &str, output: &str) -> Result<(), CallError> {
-    if registry
-        .definition(name)
-        .is_none_or(|def| def.returns.is_none())
-    {
-        return Ok(());
-    }
-    let value =
-        serde_json::from_str::<Value>(output).unwrap_or_else(|_| Value::String(output.to_owned()));
-    let is_error_report = value
-        .as_object()
-        .is_some_and(|o| o.len() == 1 && o.get("error").is_some_and(Value::is_string));
-    if is_error_report {
-        return Ok(());
-    }
-    registry.check_output(name, &value)
-}
-
-/// Awaits `fut` for at most `deadline`; `None` when it passed. Outside a Tokio runtime with
-/// timers (a configuration problem, not model input) the deadline cannot be kept, and the call
-/// is treated as timed out rather than waiting forever or panicking.
-async fn with_deadline<T>(
-    deadline: Duration,
-    fut: Pin<Box<dyn Future<Output = T> + Send>>,
-) -> Option<T> {
-    if tokio::runtime::Handle::try_current().is_err() {
-        return None;
-    }
-    let timed = catch_unwind(AssertUnwindSafe(|| tokio::time::timeout(deadline, fut))).ok()?;
-    timed.await.ok()
+    admission.run(registry, ctx, client).await
 }
 
 #[cfg(test)]
@@ -548,6 +335,7 @@ mod tests {
     use super::*;
     use crate::error::ToolError;
     use crate::executor_fn;
+    use crate::CallErrorKind;
     use crate::ToolDefinition;
 
     fn def(name: &str, location: Location) -> ToolDefinition {

@@ -14,7 +14,7 @@ pub mod chat;
 mod content;
 pub mod context;
 pub mod dispatch;
-mod duplicates;
+pub mod engine;
 pub mod error;
 pub mod executor;
 pub mod live;

@@ -1,10 +1,10 @@
 //! The turn runner: every call of one model turn, run concurrently, one result per call id.
 //!
-//! Routing one call (validate → server executor, or client path under its deadline, or
-//! fire-and-forget acknowledgement) is [`crate::dispatch::route`], shared with the realtime
-//! dispatcher; this module adds what a request/response turn needs around it: strict-mode nulls
-//! mapped back to "absent", duplicate call ids run once, all calls polled together, and the
-//! results kept in the order of the calls.
+//! What happens to a call (toolsets, validation, repeats, approval, background, and the run
+//! itself) is the call engine's ([`crate::engine`]), shared with the realtime session and the
+//! MCP server; this module adds what a request/response turn needs around it: strict-mode nulls
+//! mapped back to "absent", duplicate call ids run once, all calls polled together, approvals
+//! handed to the application, and the results kept in the order of the calls.
 
 use std::fmt;
 use std::future::Future;
@@ -18,10 +18,8 @@ use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::{CallResult, Codec, DecodeError, ToolCall};
 use crate::context::SessionScope;
-use crate::dispatch::{
-    self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath, Route,
-};
-use crate::duplicates::{Repeat, Seen};
+use crate::dispatch::{self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath};
+use crate::engine::{Admission, Conversation, Next};
 use crate::error::CallError;
 use crate::executor::panic_message;
 use crate::Location;
@@ -45,8 +43,9 @@ pub struct TurnRunner {
     strip_strict_nulls: bool,
     scope: SessionScope,
     background: Arc<Background>,
-    /// The conversation's calls that later ones may repeat (the tools' `on_duplicate`).
-    seen: Arc<Mutex<Seen>>,
+    /// The call engine of the conversation: the calls later ones may repeat (the tools'
+    /// `on_duplicate`), shared by the runner's clones of one scope.
+    conversation: Arc<Mutex<Conversation>>,
     /// The tools the conversation offers, when it chose toolsets.
     selection: Option<crate::ToolSelection>,
 }
@@ -89,10 +88,8 @@ impl BackgroundResult {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingApproval {
     call: ToolCall,
-    routed: ToolCall,
-    route: Route,
-    arguments: Value,
-    location: Location,
+    /// The engine's decision on the call as routed (strict-mode nulls removed).
+    admission: Admission,
 }
 
 impl PendingApproval {
@@ -103,12 +100,14 @@ impl PendingApproval {
 
     /// The validated arguments, to show the user.
     pub fn arguments(&self) -> &Value {
-        &self.arguments
+        // A call waits for approval only once its arguments were valid.
+        const NONE: &Value = &Value::Null;
+        self.admission.arguments().unwrap_or(NONE)
     }
 
     /// Where the tool runs, to show the user.
     pub fn location(&self) -> Location {
-        self.location
+        self.admission.location()
     }
 
     /// The user said yes: the call runs when resolved.
@@ -229,12 +228,12 @@ impl TurnRunner {
     /// A runner without a client: client tools fail as "disconnected" (a readable result).
     pub fn new(registry: Arc<Registry>) -> TurnRunner {
         TurnRunner {
-            registry,
+            registry: registry.clone(),
             client: Arc::new(dispatch::NoClient),
             strip_strict_nulls: true,
             scope: SessionScope::new(),
             background: Arc::default(),
-            seen: Arc::default(),
+            conversation: Arc::new(Mutex::new(Conversation::new(registry.clone()))),
             selection: None,
         }
     }
@@ -256,9 +255,9 @@ impl TurnRunner {
         self.selection.as_ref()
     }
 
-    fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+    fn conversation(&self) -> std::sync::MutexGuard<'_, Conversation> {
         // Nothing panics while holding it; recover rather than spread a poison.
-        self.seen.lock().unwrap_or_else(|e| e.into_inner())
+        self.conversation.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The conversation these turns belong to: its id and authenticated principal reach every
@@ -268,7 +267,7 @@ impl TurnRunner {
     pub fn with_scope(mut self, scope: SessionScope) -> TurnRunner {
         self.scope = scope;
         // Another conversation: its calls are nobody else's repeats.
-        self.seen = Arc::default();
+        self.conversation = Arc::new(Mutex::new(Conversation::new(self.registry.clone())));
         self
     }
 
@@ -317,7 +316,8 @@ impl TurnRunner {
             );
             let refused = CallOutcome::failed(&pending.call.call_id, error);
             // Not run: a repeat is not held back by it.
-            self.seen().finished(&pending.routed.call_id, &refused);
+            self.conversation()
+                .finished(&pending.admission.call().call_id, &refused);
             outcome
                 .results
                 .push(CallResult::new(pending.call.clone(), refused));
@@ -331,33 +331,15 @@ impl TurnRunner {
     /// Runs the calls the user decided on: approved ones now (concurrently), denied ones become
     /// results that say so. One result per resolution, in the order given.
     pub async fn resolve(&self, resolutions: Vec<Resolution>) -> Vec<CallResult> {
-        let registry = self.registry.as_ref();
-        let client = self.client.as_ref();
         let futures: Vec<Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>> = resolutions
             .iter()
             .map(|r| {
-                let p = &r.pending;
-                let call = &p.routed;
-                if r.approved {
-                    let ctx = self.scope.call(&call.name, &call.call_id);
-                    let route = p.route.clone();
-                    Box::pin(async move {
-                        if self
-                            .registry
-                            .definition(&call.name)
-                            .is_some_and(|d| d.runs_in_background())
-                        {
-                            return self.start_background(p.call.clone(), call.clone(), route);
-                        }
-                        dispatch::run_approved(registry, ctx, call, route, client).await
-                    }) as Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>
-                } else {
-                    let error = CallError::approval_denied(&call.name, r.reason.as_deref());
-                    Box::pin(std::future::ready(CallOutcome::failed(
-                        &call.call_id,
-                        error,
-                    )))
+                let admission = &r.pending.admission;
+                if !r.approved {
+                    let declined = admission.declined(r.reason.as_deref());
+                    return Box::pin(std::future::ready(declined)) as Pin<Box<_>>;
                 }
+                self.start(&r.pending.call, admission.clone().approved())
             })
             .collect();
         let outcomes = join_all(futures).await;
@@ -373,15 +355,33 @@ impl TurnRunner {
                 });
                 // Run or declined, it is over: a repeat gets this result, or (declined) runs
                 // and asks again.
-                self.seen().finished(&r.pending.routed.call_id, &outcome);
+                self.conversation()
+                    .finished(&r.pending.admission.call().call_id, &outcome);
                 CallResult::new(call, outcome)
             })
             .collect()
     }
 
+    /// The future of an admitted call's one outcome: a background call starts on a Tokio task
+    /// and answers "started" at once; any other runs (or is answered) when polled.
+    fn start(
+        &self,
+        call: &ToolCall,
+        admission: Admission,
+    ) -> Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>> {
+        if admission.runs_in_background() {
+            return Box::pin(std::future::ready(
+                self.start_background(call.clone(), admission),
+            ));
+        }
+        let routed = admission.call();
+        let ctx = self.scope.call(&routed.name, &routed.call_id);
+        Box::pin(admission.run(&self.registry, ctx, self.client.as_ref()))
+    }
+
     /// Starts a background call's work on a Tokio task and answers "started"; the work's result
     /// is kept for [`TurnRunner::background_results`].
-    fn start_background(&self, call: ToolCall, routed: ToolCall, route: Route) -> CallOutcome {
+    fn start_background(&self, call: ToolCall, admission: Admission) -> CallOutcome {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return CallOutcome::failed(&call.call_id, CallError::no_runtime(&call.name));
         };
@@ -390,12 +390,12 @@ impl TurnRunner {
         let background = self.background.clone();
         let ctx = self.scope.call(&call.name, &call.call_id);
         let started = CallOutcome::started(&call.call_id, &call.name);
-        let session = self.scope.session_id().to_owned();
         // The work's span nests in the turn's, though it outlives the turn.
         let span = tracing::Span::current();
         let task = async move {
-            let work = dispatch::run_approved(&registry, ctx, &routed, route, client.as_ref());
-            let outcome = dispatch::traced(&routed, &session, "server_async", work).await;
+            let outcome = admission
+                .run_in_background(&registry, ctx, client.as_ref())
+                .await;
             let result = CallResult::new(call.clone(), outcome);
             if let Ok(mut done) = background.done.lock() {
                 done.push(BackgroundResult { call, result });
@@ -450,88 +450,38 @@ impl TurnRunner {
                 }
             }
         }
-        // Repeats of earlier calls are decided first (the tools' `on_duplicate`): a reused or
-        // refused call neither runs nor asks for approval. Calls that need approval wait for
-        // the application; the others run now.
-        let mut pending = Vec::new();
-        let mut runnable: Vec<(&ToolCall, ToolCall, Route, Option<Repeat>)> = Vec::new();
         let order: Vec<String> = unique.iter().map(|c| c.call_id.clone()).collect();
-        for call in unique {
-            let routed = self.prepare(call);
-            // A registry tool the conversation does not offer is as unknown as any.
-            let route = match self
-                .selection
-                .as_ref()
-                .and_then(|s| s.refusal(&self.registry, &routed.name))
-            {
-                Some(refused) => Route::Reject(refused),
-                None => dispatch::plan(&self.registry, &routed),
-            };
-            let def = self.registry.definition(&routed.name);
-            let (arguments, location) = match &route {
-                Route::Server { arguments } => (Some(arguments), Location::Server),
-                Route::Client { arguments, .. } | Route::Notify { arguments } => {
-                    (Some(arguments), Location::Client)
-                }
-                Route::Reject(_) => (None, Location::Server),
-            };
-            if let (Some(def), Some(arguments)) = (def, arguments) {
-                match self.seen().check(def, &routed.call_id, arguments) {
-                    Repeat::First => {}
-                    repeat => {
-                        runnable.push((call, routed, route, Some(repeat)));
-                        continue;
-                    }
-                }
-            }
-            match arguments {
-                Some(arguments) if def.is_some_and(|d| d.requires_approval()) => {
-                    pending.push(PendingApproval {
-                        call: call.clone(),
-                        arguments: arguments.clone(),
-                        routed,
-                        route,
-                        location,
-                    })
-                }
-                _ => runnable.push((call, routed, route, None)),
+        // Every rule is the engine's (toolsets, validation, repeats, approval, background).
+        // Calls that need approval wait for the application; the others run now.
+        let admitted: Vec<(&ToolCall, Admission)> = {
+            let mut conversation = self.conversation();
+            conversation.set_selection(self.selection.clone());
+            unique
+                .into_iter()
+                .map(|call| (call, conversation.admit(self.prepare(call))))
+                .collect()
+        };
+        let mut pending = Vec::new();
+        let mut runnable = Vec::with_capacity(admitted.len());
+        for (call, admission) in admitted {
+            if admission.needs_approval() {
+                pending.push(PendingApproval {
+                    call: call.clone(),
+                    admission,
+                });
+            } else {
+                runnable.push((call, admission));
             }
         }
-        let registry = self.registry.as_ref();
-        let client = self.client.as_ref();
         let futures: Vec<Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>> = runnable
             .iter()
-            .map(|(call, routed, route, repeat)| {
-                if let Some(repeat) = repeat {
-                    let now = answer_repeat(&routed.name, &routed.call_id, repeat);
-                    return Box::pin(std::future::ready(now))
-                        as Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>;
-                }
-                let background = matches!(route, Route::Server { .. })
-                    && registry
-                        .definition(&routed.name)
-                        .is_some_and(|d| d.runs_in_background());
-                if background {
-                    let started =
-                        self.start_background((*call).clone(), routed.clone(), route.clone());
-                    return Box::pin(std::future::ready(started))
-                        as Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>;
-                }
-                let ctx = self.scope.call(&routed.name, &routed.call_id);
-                Box::pin(dispatch::run_planned(
-                    registry,
-                    ctx,
-                    routed,
-                    route.clone(),
-                    client,
-                )) as Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>
-            })
+            .map(|(call, admission)| self.start(call, admission.clone()))
             .collect();
         let outcomes = join_all(futures).await;
         let mut results: Vec<CallResult> = runnable
             .iter()
             .zip(outcomes)
-            .map(|((call, _, _, _), outcome)| {
+            .map(|((call, _), outcome)| {
                 let outcome = outcome.unwrap_or_else(|panic| {
                     let error =
                         CallError::panic(&call.name, format!("the client path panicked: {panic}"));
@@ -540,31 +490,27 @@ impl TurnRunner {
                 CallResult::new((*call).clone(), outcome)
             })
             .collect();
-        // What ran is what later repeats get; a repeat of a call of this same turn gets its
-        // result now.
-        let mut seen = self.seen();
-        for (result, (_, routed, _, repeat)) in results.iter().zip(&runnable) {
-            if repeat.is_none() {
+        // What ran is what later repeats get; a repeat of a call of this same turn that waited
+        // for it gets its result now.
+        let mut answers = std::collections::HashMap::new();
+        let mut conversation = self.conversation();
+        for (result, (_, admission)) in results.iter().zip(&runnable) {
+            if let Next::Run { .. } = admission.next() {
                 let outcome = CallOutcome {
-                    call_id: routed.call_id.clone(),
+                    call_id: admission.call().call_id.clone(),
                     output: result.output.clone(),
                     status: result.status.clone(),
                 };
-                seen.finished(&routed.call_id, &outcome);
+                for theirs in conversation.finished(&outcome.call_id, &outcome) {
+                    answers.insert(theirs.call_id.clone(), theirs);
+                }
             }
         }
-        drop(seen);
-        for i in 0..results.len() {
-            let Some(Repeat::WaitFor(first)) = &runnable[i].3 else {
-                continue;
-            };
-            let of_first = results
-                .iter()
-                .find(|r| r.call.call_id == *first)
-                .map(|r| (r.output.clone(), r.status.clone()));
-            if let Some((output, status)) = of_first {
-                results[i].output = output;
-                results[i].status = status;
+        drop(conversation);
+        for result in &mut results {
+            if let Some(theirs) = answers.remove(&result.call.call_id) {
+                result.output = theirs.output;
+                result.status = theirs.status;
             }
         }
         TurnOutcome {
@@ -625,22 +571,6 @@ async fn join_all<'a, T>(
         }
     })
     .await
-}
-
-/// The answer to a repeated call that does not run: the first call's result, or the refusal.
-/// A repeat of a call still running (of this same turn) gets a refusal here, replaced by the
-/// first call's result once the turn's calls have run.
-fn answer_repeat(tool: &str, call_id: &str, repeat: &Repeat) -> CallOutcome {
-    match repeat {
-        Repeat::Reuse(outcome) => outcome.clone(),
-        Repeat::WaitFor(first) => {
-            CallOutcome::failed(call_id, CallError::duplicate(tool, first, true))
-        }
-        Repeat::Refuse { first, running } => {
-            CallOutcome::failed(call_id, CallError::duplicate(tool, first, *running))
-        }
-        Repeat::First => CallOutcome::failed(call_id, CallError::duplicate(tool, call_id, false)),
-    }
 }
 
 /// A client path over an async callback: `client_fn(|call| async move { Ok(output_json) })`.

@@ -28,7 +28,8 @@ use serde_json::Value;
 use super::logging::{LevelSetting, Route};
 use super::tasks::Tasks;
 use super::McpError;
-use crate::duplicates::{Repeat, Seen};
+use crate::dispatch::{CallOutcome, ToolCall};
+use crate::engine::{Admission, Conversation, Next};
 use crate::{Location, Principal, Registry, SessionScope, ToolDefinition};
 
 /// Maps an HTTP request (its method, URI and headers, as the streamable HTTP transport saw them)
@@ -44,15 +45,31 @@ pub struct McpServer {
     tools: Arc<Vec<Tool>>,
     info: Implementation,
     principal: Option<Arc<PrincipalFn>>,
-    /// This MCP session's calls that later ones may repeat (the tools' `on_duplicate`), and a
-    /// signal for repeats waiting on a first call that is still running.
-    seen: Arc<(std::sync::Mutex<Seen>, tokio::sync::Notify)>,
+    /// This MCP session's call engine (the calls later ones may repeat, the tools'
+    /// `on_duplicate`) and the repeats waiting on a first call that is still running.
+    calls: Arc<std::sync::Mutex<Calls>>,
     /// How long a client may keep `tools/list` (`ttlMs`), and who may share it (`cacheScope`).
     list_cache: ListCache,
     /// This MCP session's tasks (`mode: async` tools, for clients with the tasks extension).
     tasks: Arc<Tasks>,
     /// The level this MCP session's client asked for with `logging/setLevel`.
     log_level: LevelSetting,
+}
+
+/// One MCP session's call engine, and where the repeats that wait for a running first call
+/// get their answer.
+struct Calls {
+    conversation: Conversation,
+    waiting: std::collections::HashMap<String, tokio::sync::oneshot::Sender<CallOutcome>>,
+}
+
+impl Calls {
+    fn new(registry: &Arc<Registry>) -> Arc<std::sync::Mutex<Calls>> {
+        Arc::new(std::sync::Mutex::new(Calls {
+            conversation: Conversation::new(registry.clone()),
+            waiting: Default::default(),
+        }))
+    }
 }
 
 /// The cache hints of `tools/list` (MCP 2026-07-28: `ttlMs`, `cacheScope`). A registry's tools
@@ -105,12 +122,13 @@ impl McpServer {
             ttl: registry.mcp_list_ttl().unwrap_or(DEFAULT_LIST_TTL),
             ..ListCache::default()
         };
+        let calls = Calls::new(&registry);
         McpServer {
             registry,
             tools: Arc::new(tools),
             info: Implementation::new("toolc", env!("CARGO_PKG_VERSION")),
             principal: None,
-            seen: Arc::default(),
+            calls,
             list_cache,
             tasks: Arc::default(),
             log_level: Arc::default(),
@@ -127,43 +145,57 @@ impl McpServer {
     /// matched against the same client's calls).
     fn for_new_session(&self) -> McpServer {
         McpServer {
-            seen: Arc::default(),
+            calls: Calls::new(&self.registry),
             tasks: Arc::default(),
             log_level: Arc::default(),
             ..self.clone()
         }
     }
 
-    /// Whether a call repeats an earlier one of this session; a repeat of a call still running
-    /// waits for it (`reuse`), so the answer is the first call's result or a refusal.
-    async fn repeat_of(
+    fn calls(&self) -> std::sync::MutexGuard<'_, Calls> {
+        // Nothing panics while holding it; recover rather than spread a poison.
+        self.calls.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The engine's decision on a call, and for a repeat of a call still running the channel
+    /// its answer comes on (registered under the same lock, so the first's end cannot be
+    /// missed).
+    fn admit(
         &self,
-        name: &str,
-        call_id: &str,
-        arguments: &Value,
-    ) -> Option<CallToolResult> {
-        let def = self.registry.definition(name)?;
-        loop {
-            let changed = self.seen.1.notified();
-            let repeat = self
-                .seen
-                .0
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .check(def, call_id, arguments);
-            match repeat {
-                Repeat::First => return None,
-                Repeat::WaitFor(_) => changed.await,
-                Repeat::Reuse(outcome) => {
-                    let value = serde_json::from_str(&outcome.output).unwrap_or(Value::Null);
-                    return Some(self.success(name, value));
-                }
-                Repeat::Refuse { first, running } => {
-                    let error = crate::CallError::duplicate(name, &first, running);
-                    return Some(CallToolResult::error(vec![ContentBlock::text(
-                        error.model_text(),
-                    )]));
-                }
+        call: ToolCall,
+    ) -> (
+        Admission,
+        Option<tokio::sync::oneshot::Receiver<CallOutcome>>,
+    ) {
+        let mut calls = self.calls();
+        let admission = calls.conversation.admit(call);
+        let waits = matches!(admission.next(), Next::Wait { .. }).then(|| {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            calls.waiting.insert(admission.call().call_id.clone(), tx);
+            rx
+        });
+        (admission, waits)
+    }
+
+    /// `call_id` ended: later repeats get its outcome, and those waiting for it get it now.
+    fn finished(&self, call_id: &str, outcome: &CallOutcome) {
+        let mut calls = self.calls();
+        for theirs in calls.conversation.finished(call_id, outcome) {
+            if let Some(tx) = calls.waiting.remove(&theirs.call_id) {
+                let _ = tx.send(theirs);
+            }
+        }
+    }
+
+    /// A call answered without running (a repeat), as MCP gives it.
+    fn answer(&self, name: &str, outcome: &CallOutcome) -> CallToolResult {
+        match &outcome.status {
+            crate::dispatch::Status::Failed(_) => {
+                CallToolResult::error(vec![ContentBlock::text(outcome.output.clone())])
+            }
+            _ => {
+                let value = serde_json::from_str(&outcome.output).unwrap_or(Value::Null);
+                self.success(name, value)
             }
         }
     }
@@ -259,31 +291,49 @@ impl McpServer {
         )
     }
 
-    /// Runs one call; `cancelled` is what cancels it (the request's own token for a plain
-    /// call, the task's for a task).
+    /// Runs one admitted call; `cancelled` is what cancels it (the request's own token for a
+    /// plain call, the task's for a task).
     async fn call(
         &self,
-        request: CallToolRequestParams,
+        admission: Admission,
+        waits: Option<tokio::sync::oneshot::Receiver<CallOutcome>>,
         context: RequestContext<RoleServer>,
         cancelled: tokio_util::sync::CancellationToken,
     ) -> CallToolResult {
-        let name = request.name.as_ref();
-        // MCP's way to ask the user (elicitation) is not used yet, and the host's own
-        // confirmation cannot be relied on: a call that needs approval does not run here.
-        if self
-            .registry
-            .definition(name)
-            .is_some_and(|d| d.requires_approval())
-        {
-            tracing::info!(
-                tool = name,
-                "MCP call refused: the tool needs the user's approval"
-            );
-            let error = crate::CallError::approval_unavailable(
-                name,
-                "this MCP server cannot ask the user for approval",
-            );
-            return CallToolResult::error(vec![ContentBlock::text(error.model_text())]);
+        let name = admission.call().name.clone();
+        let name = name.as_str();
+        match admission.next() {
+            // A repeat: the first call's result, or the tool's refusal.
+            Next::Answer(outcome) if admission.arguments().is_some() => {
+                return self.answer(name, outcome)
+            }
+            Next::Wait { first } => {
+                let outcome = match waits {
+                    Some(rx) => rx.await.ok(),
+                    None => None,
+                };
+                let outcome = outcome.unwrap_or_else(|| {
+                    let error = crate::CallError::duplicate(name, first, true);
+                    CallOutcome::failed(&admission.call().call_id, error)
+                });
+                return self.answer(name, &outcome);
+            }
+            // MCP's way to ask the user (elicitation) is not used yet, and the host's own
+            // confirmation cannot be relied on: a call that needs approval does not run here.
+            Next::Run { approval: true, .. } => {
+                tracing::info!(
+                    tool = name,
+                    "MCP call refused: the tool needs the user's approval"
+                );
+                let error = crate::CallError::approval_unavailable(
+                    name,
+                    "this MCP server cannot ask the user for approval",
+                );
+                let refused = CallOutcome::failed(&admission.call().call_id, error);
+                self.finished(&admission.call().call_id, &refused);
+                return CallToolResult::error(vec![ContentBlock::text(refused.output)]);
+            }
+            _ => {}
         }
         let principal = match (
             &self.principal,
@@ -316,18 +366,10 @@ impl McpServer {
                 let _ = tx.send(p);
             }));
         }
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let call_id = context.id.to_string();
-        if let Some(answer) = self.repeat_of(name, &call_id, &arguments).await {
-            return answer;
-        }
+        let call_id = admission.call().call_id.clone();
         // The MCP client's `notifications/cancelled` fires the executor's signal; the call then
         // ends as the executor ends it (its timeout bounds one that does not listen).
-        let traced = crate::dispatch::ToolCall::new(
-            call_id.clone(),
-            name,
-            serde_json::to_string(&arguments).unwrap_or_default(),
-        );
+        let traced = admission.call().clone();
         // A client that set a log level gets the events recorded while its call runs.
         let level = *self.log_level.lock().unwrap_or_else(|e| e.into_inner());
         let mut logs = None;
@@ -343,10 +385,8 @@ impl McpServer {
             None => crate::telemetry::call_span(&traced, scope.session_id(), "mcp"),
         };
         let started = std::time::Instant::now();
-        let call = tracing::Instrument::instrument(
-            self.registry.call_value_with_context(ctx, arguments),
-            span.clone(),
-        );
+        let call =
+            tracing::Instrument::instrument(admission.run_value(&self.registry, ctx), span.clone());
         tokio::pin!(call);
         let outcome = tokio::select! {
             outcome = &mut call => outcome,
@@ -357,25 +397,22 @@ impl McpServer {
         };
         // One outcome for the span and for later repeats; its text is only written when one of
         // them reads it (payload capture, or a first call a repeat may reuse).
-        {
-            let mut seen = self.seen.0.lock().unwrap_or_else(|e| e.into_inner());
-            let recorded = match &outcome {
-                Ok(value) => {
-                    let wanted = crate::telemetry::captures_payloads() || seen.remembers(&call_id);
-                    let text = if wanted {
-                        value.to_string()
-                    } else {
-                        String::new()
-                    };
-                    crate::dispatch::CallOutcome::ok(&call_id, text)
-                }
-                Err(error) => crate::dispatch::CallOutcome::failed(&call_id, error.clone()),
-            };
-            crate::telemetry::record_outcome(&span, &recorded, started.elapsed());
-            // Later repeats get this result (a failed call is not repeated: the next one runs).
-            seen.finished(&call_id, &recorded);
-        }
-        self.seen.1.notify_waiters();
+        let remembered = self.calls().conversation.remembers(&call_id);
+        let recorded = match &outcome {
+            Ok(value) => {
+                let wanted = crate::telemetry::captures_payloads() || remembered;
+                let text = if wanted {
+                    value.to_string()
+                } else {
+                    String::new()
+                };
+                CallOutcome::ok(&call_id, text)
+            }
+            Err(error) => CallOutcome::failed(&call_id, error.clone()),
+        };
+        crate::telemetry::record_outcome(&span, &recorded, started.elapsed());
+        // Later repeats get this result (a failed call is not repeated: the next one runs).
+        self.finished(&call_id, &recorded);
         // The reports go out before the result: the finished call dropped its context, so the
         // forwarder ends once it has sent them (bounded, for an executor that kept a copy).
         if let Some(forwarder) = forwarder {
@@ -524,20 +561,23 @@ impl ServerHandler for McpServer {
                 None,
             ));
         }
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let call = ToolCall::new(
+            context.id.to_string(),
+            request.name.as_ref(),
+            serde_json::to_string(&arguments).unwrap_or_default(),
+        );
+        let (admission, waits) = self.admit(call);
         // A background (`mode: async`) tool is a task for a client that takes tasks: it gets
         // the task at once and polls for the result; any other client waits for the result.
-        let background = self
-            .registry
-            .definition(&request.name)
-            .is_some_and(|d| d.runs_in_background() && !d.requires_approval());
         let takes_tasks = context
             .client_capabilities()
             .is_some_and(|c| c.supports_tasks());
-        if background && takes_tasks {
+        if admission.runs_in_background() && !admission.needs_approval() && takes_tasks {
             let (id, cancel, task) = self.tasks.start()?;
             let server = self.clone();
             tokio::spawn(async move {
-                let result = server.call(request, context, cancel).await;
+                let result = server.call(admission, waits, context, cancel).await;
                 server.tasks.complete(&id, &result);
             });
             return Ok(CallToolResponse::Task(rmcp::model::CreateTaskResult::new(
@@ -545,7 +585,7 @@ impl ServerHandler for McpServer {
             )));
         }
         let cancelled = context.ct.clone();
-        Ok(self.call(request, context, cancelled).await.into())
+        Ok(self.call(admission, waits, context, cancelled).await.into())
     }
 }
 

@@ -9,7 +9,7 @@ impl Session {
     pub(super) fn send_to_browser_now(&mut self, call: &ToolCall, route: &Route) {
         let arguments = match route {
             Route::Client { arguments, .. } | Route::Notify { arguments } => arguments,
-            Route::Server { .. } | Route::Reject(_) => return,
+            Route::Server { .. } | Route::Live { .. } | Route::Reject(_) => return,
         };
         let traceparent = crate::telemetry::traceparent(&self.response_span(&call.call_id));
         let mut state = lock(&self.browser.state);
@@ -34,29 +34,26 @@ impl Session {
         self.outputs.push_back(Output::ToBrowser(text));
     }
 
-    pub(super) fn spawn_call(&mut self, call: ToolCall, route: Route) {
+    pub(super) fn spawn_call(&mut self, admission: Admission) {
+        let call_id = admission.call().call_id.clone();
         if tokio::runtime::Handle::try_current().is_err() {
-            let error = CallError::no_runtime(&call.name);
-            let outcome = CallOutcome::failed(&call.call_id, error);
-            let call_id = call.call_id.clone();
-            self.finish(&call_id, outcome);
-            return;
+            let error = CallError::no_runtime(&admission.call().name);
+            return self.finish(&call_id, CallOutcome::failed(&call_id, error));
         }
-        let span = self.response_span(&call.call_id);
+        let span = self.response_span(&call_id);
         let registry = self.registry.clone();
         let path = self.browser.clone();
-        let ctx = self.call_context(&call);
+        let ctx = self.call_context(admission.call());
         let guard = DoneGuard {
             tx: self.browser.tx.clone(),
-            call_id: call.call_id.clone(),
-            tool: call.name.clone(),
+            call_id,
+            tool: admission.call().name.clone(),
             sent: false,
         };
         // The call's span nests in its response's, which nests in whatever span drives the
         // session (the relay's `toolc.session`): a spawned task does not inherit it by itself.
         let task = async move {
-            let outcome = dispatch::run_planned(&registry, ctx, &call, route, &path).await;
-            guard.send(outcome);
+            guard.send(admission.run(&registry, ctx, &path).await);
         };
         tokio::spawn(tracing::Instrument::instrument(task, span));
     }
@@ -90,10 +87,11 @@ impl Session {
     /// A `mode: async` server call: once approved (if it must be), the model gets "started"
     /// as the call's result and the conversation goes on; the work's own result comes back as
     /// [`Inner::Background`] and is added at the next point where no response is in progress.
-    pub(super) fn spawn_background_call(&mut self, call: ToolCall, route: Route) {
+    pub(super) fn spawn_background_call(&mut self, admission: Admission) {
+        let call = admission.call().clone();
         if tokio::runtime::Handle::try_current().is_err() {
             let outcome = CallOutcome::failed(&call.call_id, CallError::no_runtime(&call.name));
-            return self.finish(&call.call_id.clone(), outcome);
+            return self.finish(&call.call_id, outcome);
         }
         let span = self.response_span(&call.call_id);
         let registry = self.registry.clone();
@@ -109,18 +107,15 @@ impl Session {
             tool: call.name.clone(),
             sent: false,
         };
-        let session = self.scope.session_id().to_owned();
         let task = async move {
-            if let Some(refused) =
-                dispatch::approval_gate(&registry, &ctx, &call, &route, &path).await
-            {
-                return guard.send(refused);
-            }
-            guard.send(CallOutcome::started(&call.call_id, &call.name));
-            let work = dispatch::run_approved(&registry, ctx, &call, route, &path);
-            let outcome = dispatch::traced(&call, &session, "server_async", work).await;
+            let approved = match admission.ask(&ctx, &path).await {
+                Ok(approved) => approved,
+                Err(refused) => return guard.send(refused),
+            };
+            guard.send(approved.started());
+            let outcome = approved.run_in_background(&registry, ctx, &path).await;
             let _ = tx.send(Inner::Background {
-                call_id: call.call_id.clone(),
+                call_id: call.call_id,
                 outcome,
             });
         };
@@ -248,45 +243,6 @@ impl Session {
         }
     }
 
-    /// A call of a name the registry does not know, for the live tools (which may have gained
-    /// it since the session started). It runs like a server call: hidden from the browser.
-    pub(super) fn spawn_live_call(&mut self, call: ToolCall) {
-        let Some(live) = self.config.live_tools.clone() else {
-            return;
-        };
-        if tokio::runtime::Handle::try_current().is_err() {
-            let outcome = CallOutcome::failed(&call.call_id, CallError::no_runtime(&call.name));
-            return self.finish(&call.call_id.clone(), outcome);
-        }
-        let span = self.response_span(&call.call_id);
-        let ctx = self.scope.call(&call.name, &call.call_id);
-        let guard = DoneGuard {
-            tx: self.browser.tx.clone(),
-            call_id: call.call_id.clone(),
-            tool: call.name.clone(),
-            sent: false,
-        };
-        let session = self.scope.session_id().to_owned();
-        let task = async move {
-            let run = async {
-                match serde_json::from_str::<Value>(&call.arguments) {
-                    Err(e) => {
-                        CallOutcome::failed(&call.call_id, CallError::invalid_json(&call.name, &e))
-                    }
-                    Ok(arguments) => match live.call(ctx, &call.name, arguments).await {
-                        Ok(value) => CallOutcome::ok(&call.call_id, value.to_string()),
-                        Err(e) => CallOutcome::failed(
-                            &call.call_id,
-                            CallError::tool_failed(&call.name, e),
-                        ),
-                    },
-                }
-            };
-            guard.send(dispatch::traced(&call, &session, "server_live", run).await);
-        };
-        tokio::spawn(tracing::Instrument::instrument(task, span));
-    }
-
     /// Sends a `session.update` with the current declarations when the live tools or the
     /// chosen toolsets changed since the model was last told.
     pub(super) fn redeclare_if_changed(&mut self) {
@@ -406,12 +362,8 @@ impl Session {
             return;
         }
         // Later repeats get this result; those that waited for it get it now.
-        self.seen.finished(call_id, &outcome);
-        for repeat in self.repeats_waiting.remove(call_id).unwrap_or_default() {
-            let theirs = CallOutcome {
-                call_id: repeat.clone(),
-                ..outcome.clone()
-            };
+        for theirs in self.conversation.finished(call_id, &outcome) {
+            let repeat = theirs.call_id.clone();
             self.finish(&repeat, theirs);
         }
         if let Status::Failed(error) = &outcome.status {

@@ -25,10 +25,10 @@ use super::provider::Provider;
 use super::tracker::{Resolved, Tracker};
 use crate::context::{CallContext, SessionScope};
 use crate::dispatch::{
-    self, ApprovalFuture, ApprovalRequest, CallOutcome, ClientCall, ClientFailure, ClientFuture,
+    ApprovalFuture, ApprovalRequest, CallOutcome, ClientCall, ClientFailure, ClientFuture,
     ClientPath, Decision, Route, Status, ToolCall,
 };
-use crate::duplicates::{Repeat, Seen};
+use crate::engine::{Admission, Conversation, Next};
 use crate::error::{CallError, CallErrorKind};
 use crate::live::LiveTools;
 use crate::Registry;
@@ -332,10 +332,9 @@ pub struct Session {
     tracker: Tracker,
     /// The `toolc.response` spans of responses whose calls are still being reported.
     response_spans: HashMap<String, tracing::Span>,
-    /// Calls later ones may repeat (the tools' `on_duplicate`), across the session's responses.
-    seen: Seen,
-    /// Repeats waiting for the result of the first call, by the first call's id.
-    repeats_waiting: HashMap<String, Vec<String>>,
+    /// The call engine: toolsets, validation, repeats (across the session's responses),
+    /// approval and background decided for every call.
+    conversation: Conversation,
     calls: HashMap<String, CallInfo>,
     /// Visibility to the browser of function-call items and calls, by item id and by call id.
     item_visible: HashMap<String, bool>,
@@ -361,8 +360,6 @@ pub struct Session {
     /// The registry's declarations the session offers: the config's, until
     /// [`Session::select_toolsets`] changes them.
     own_declarations: Vec<Value>,
-    /// The tools offered, when toolsets were chosen.
-    selection: Option<crate::ToolSelection>,
     /// The model has not yet been told of the toolsets chosen last.
     selection_changed: bool,
     /// The instructions the application or the browser set last, without the marker catalog:
@@ -444,7 +441,9 @@ impl Session {
         };
         let markers = config.markers.clone().map(MarkerFlow::new);
         let own_declarations = config.declarations.clone();
-        let selection = config.selection.clone();
+        let conversation = Conversation::new(registry.clone())
+            .with_selection(config.selection.clone())
+            .with_live_tools(config.live_tools.clone());
         let (declarations, live_generation) = declared_now(&own_declarations, &config);
         let their_instructions = config
             .session
@@ -456,8 +455,7 @@ impl Session {
             config,
             tracker: Tracker::new(),
             response_spans: HashMap::new(),
-            seen: Seen::default(),
-            repeats_waiting: HashMap::new(),
+            conversation,
             calls: HashMap::new(),
             item_visible: HashMap::new(),
             call_visible: HashMap::new(),
@@ -473,7 +471,6 @@ impl Session {
             declarations,
             live_generation,
             own_declarations,
-            selection,
             selection_changed: false,
             their_instructions,
             background_done: VecDeque::new(),
@@ -522,7 +519,7 @@ impl Session {
                 .definitions()
                 .filter(|d| selection.offers(&d.name)),
         );
-        self.selection = Some(selection);
+        self.conversation.set_selection(Some(selection));
         self.selection_changed = true;
         if self.current_response.is_none() {
             self.redeclare_if_changed();
@@ -532,7 +529,7 @@ impl Session {
 
     /// The toolsets chosen last, if any ([`Session::select_toolsets`]).
     pub fn toolsets(&self) -> Option<&[String]> {
-        self.selection.as_ref().map(|s| s.toolsets())
+        self.conversation.selection().map(|s| s.toolsets())
     }
 
     /// Uses `naming` for calls sent to this session's browser from now on.
@@ -671,21 +668,9 @@ impl Session {
         }
         Counters::bump(&self.counters_ref().calls);
         let call = ToolCall::new(call_id, name, arguments);
-        // A registry tool the session does not offer is as unknown to the model as any.
-        let route = match self
-            .selection
-            .as_ref()
-            .and_then(|s| s.refusal(&self.registry, name))
-        {
-            Some(refused) => Route::Reject(refused),
-            None => dispatch::plan(&self.registry, &call),
-        };
-        // A name the registry does not know may be one of the live tools now.
-        let live = self.config.live_tools.is_some()
-            && matches!(&route, Route::Reject(e) if e.kind() == CallErrorKind::UnknownTool);
-        let kind = match &route {
-            _ if live => CallKind::Server,
-            Route::Server { .. } => CallKind::Server,
+        let admission = self.conversation.admit(call);
+        let kind = match admission.route() {
+            Route::Server { .. } | Route::Live { .. } => CallKind::Server,
             Route::Client { .. } => CallKind::Client,
             Route::Notify { .. } => CallKind::Notify,
             Route::Reject(_) => CallKind::Invalid,
@@ -700,70 +685,32 @@ impl Session {
         self.next_seq += 1;
         self.calls
             .insert(call_id.to_owned(), CallInfo::new(name, kind, self.next_seq));
-        let registry = self.registry.clone();
-        let def = registry.definition(name);
-        if let Some(def) = def {
-            if self.repeat_answered(def, call_id, &route) {
-                return;
+        match admission.next() {
+            Next::Answer(outcome) => {
+                // A call that cannot run is not a repeat; a reused or refused one is.
+                if kind != CallKind::Invalid {
+                    Counters::bump(&self.counters_ref().repeated_calls);
+                }
+                return self.finish(call_id, outcome.clone());
             }
+            // The first call's end answers it (`finish`).
+            Next::Wait { .. } => return Counters::bump(&self.counters_ref().repeated_calls),
+            Next::Run { .. } => {}
         }
-        let needs_approval = def.is_some_and(|d| d.requires_approval());
-        let background = kind == CallKind::Server && def.is_some_and(|d| d.runs_in_background());
+        let background = admission.runs_in_background();
         // A slow call deserves "let me check", the browser's or the server's; a background
         // call answers at once.
         if kind == CallKind::Client || (kind == CallKind::Server && !background) {
             self.schedule_filler(call_id, name);
         }
-        match route {
-            Route::Reject(_) if live => self.spawn_live_call(call),
-            Route::Reject(error) => {
-                let outcome = CallOutcome::failed(call_id, error);
-                self.finish(call_id, outcome);
-            }
-            route if background => self.spawn_background_call(call, route),
-            route => {
-                // A call that waits for approval reaches the browser only once approved.
-                if !needs_approval {
-                    self.send_to_browser_now(&call, &route);
-                }
-                self.spawn_call(call, route)
-            }
+        if background {
+            return self.spawn_background_call(admission);
         }
-    }
-
-    /// A call that repeats an earlier one of this session (same tool and arguments, within the
-    /// tool's window) is answered without running, as the tool's `on_duplicate` says: with the
-    /// first call's result (now, or when the first ends) or a refusal. `false`: run it.
-    fn repeat_answered(
-        &mut self,
-        def: &crate::ToolDefinition,
-        call_id: &str,
-        route: &Route,
-    ) -> bool {
-        let arguments = match route {
-            Route::Server { arguments }
-            | Route::Client { arguments, .. }
-            | Route::Notify { arguments } => arguments,
-            Route::Reject(_) => return false,
-        };
-        let outcome = match self.seen.check(def, call_id, arguments) {
-            Repeat::First => return false,
-            Repeat::WaitFor(first) => {
-                self.repeats_waiting
-                    .entry(first)
-                    .or_default()
-                    .push(call_id.to_owned());
-                Counters::bump(&self.counters_ref().repeated_calls);
-                return true;
-            }
-            Repeat::Reuse(outcome) => outcome,
-            Repeat::Refuse { first, running } => {
-                CallOutcome::failed(call_id, CallError::duplicate(&def.name, &first, running))
-            }
-        };
-        Counters::bump(&self.counters_ref().repeated_calls);
-        self.finish(call_id, outcome);
-        true
+        // A call that waits for approval reaches the browser only once approved.
+        if !admission.needs_approval() {
+            self.send_to_browser_now(admission.call(), admission.route());
+        }
+        self.spawn_call(admission)
     }
 
     // ---- call tasks ------------------------------------------------------------------------

@@ -25,7 +25,7 @@ const MAX_KEPT_RESULT: usize = 256 * 1024;
 
 /// What to do with a call.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Repeat {
+pub(super) enum Repeat {
     /// Not a repeat (or the tool runs every call): run it.
     First,
     /// A repeat whose first call succeeded: answer with its result, under this call's id.
@@ -60,7 +60,7 @@ type Key = (String, u64);
 
 /// The calls of one conversation that later calls may repeat.
 #[derive(Debug, Default)]
-pub(crate) struct Seen {
+pub(super) struct Seen {
     entries: HashMap<Key, Entry>,
     key_of: HashMap<String, Key>,
     hasher: std::collections::hash_map::RandomState,
@@ -69,7 +69,7 @@ pub(crate) struct Seen {
 impl Seen {
     /// Looks the (validated) `arguments` of a call of `def` up, and remembers the call if it is
     /// the first of its kind. Tools whose policy is `run` are not remembered.
-    pub(crate) fn check(
+    pub(super) fn check(
         &mut self,
         def: &ToolDefinition,
         call_id: &str,
@@ -127,13 +127,12 @@ impl Seen {
 
     /// Whether `call_id` is a first call whose result later repeats may get (so its outcome is
     /// worth handing to [`Seen::finished`]).
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn remembers(&self, call_id: &str) -> bool {
+    pub(super) fn remembers(&self, call_id: &str) -> bool {
         self.key_of.contains_key(call_id)
     }
 
     /// The first call `call_id` ended: later repeats get (or, failed, no longer match) this.
-    pub(crate) fn finished(&mut self, call_id: &str, outcome: &CallOutcome) {
+    pub(super) fn finished(&mut self, call_id: &str, outcome: &CallOutcome) {
         let Some(key) = self.key_of.get(call_id) else {
             return;
         };
@@ -173,7 +172,7 @@ impl Seen {
 
 /// The arguments in one spelling: object keys sorted at every depth, numbers and strings as
 /// serde_json writes them.
-pub(crate) fn canonical_value(value: &Value) -> String {
+fn canonical_value(value: &Value) -> String {
     let mut out = String::new();
     write_canonical(value, &mut out);
     out

@@ -1,0 +1,354 @@
+//! The call engine: what happens to a tool call, decided in one place for every adapter.
+//!
+//! A realtime session, the chat runner and the MCP server each read calls off their own wire,
+//! but the rules a call goes through are one sequence, and they are written here only:
+//!
+//! 1. **toolsets**: a registry tool the conversation does not offer is as unknown as any;
+//! 2. **validation**: the arguments against the tool's schema ([`plan`]), before anything runs;
+//! 3. **duplicates**: a repeat of an earlier call of the conversation is answered as the tool's
+//!    `on_duplicate` says, with the first call's result (now, or once it ends) or a refusal;
+//! 4. **approval**: a tool with `approval: required` waits for the user;
+//! 5. **background**: a `mode: async` server tool answers "started" and its work goes on.
+//!
+//! [`Conversation::admit`] takes a call and decides all of that without I/O, returning an
+//! [`Admission`]: answer now, wait for a first call, or run (after approval, in the background
+//! or not). Running is the adapter's to schedule (a realtime session spawns a task per call, the
+//! chat runner polls a turn's calls together, MCP answers one request), but what a run does is
+//! again one place, [`Admission::run`] and its kin in `run.rs`: the approval question, the
+//! executor, the client under its deadline, the fire-and-forget delivery, each in its
+//! `toolc.call` span. When a call ends, [`Conversation::finished`] records its outcome for later
+//! repeats and returns the answers of the repeats that waited for it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+#[cfg(test)]
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::dispatch::{CallOutcome, Route, ToolCall};
+use crate::error::{CallError, CallErrorKind};
+use crate::live::LiveTools;
+use crate::{Location, Registry, ToolSelection};
+
+mod duplicates;
+mod run;
+
+use duplicates::{Repeat, Seen};
+pub use run::plan;
+
+/// More repeats waiting than this (for first calls that may never end, e.g. approvals never
+/// answered) and further ones are refused: a model cannot grow the table without bound.
+const MAX_WAITING: usize = 1024;
+
+/// One conversation's calls (a realtime session, a chat runner's scope, an MCP session): the
+/// tools it offers and the calls later ones may repeat. A repeat is only ever matched against
+/// calls of the same conversation.
+pub struct Conversation {
+    registry: Arc<Registry>,
+    selection: Option<ToolSelection>,
+    live: Option<Arc<dyn LiveTools>>,
+    seen: Seen,
+    /// Repeats waiting for a first call that is still running, by the first call's id.
+    waiting: HashMap<String, Vec<String>>,
+}
+
+impl std::fmt::Debug for Conversation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conversation")
+            .field("selection", &self.selection)
+            .field("live_tools", &self.live.is_some())
+            .field("waiting", &self.waiting.len())
+            .finish()
+    }
+}
+
+/// What a call becomes: where it goes and what happens next.
+#[derive(Clone)]
+pub struct Admission {
+    call: ToolCall,
+    route: Route,
+    next: Next,
+    /// The live tools a [`Route::Live`] call goes to.
+    live: Option<Arc<dyn LiveTools>>,
+}
+
+/// Two admissions are equal when they are of the same call, route and next step.
+impl PartialEq for Admission {
+    fn eq(&self, other: &Admission) -> bool {
+        self.call == other.call && self.route == other.route && self.next == other.next
+    }
+}
+
+impl std::fmt::Debug for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admission")
+            .field("call", &self.call)
+            .field("route", &self.route)
+            .field("next", &self.next)
+            .finish()
+    }
+}
+
+/// What happens to an admitted call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Next {
+    /// Answered without running: the call cannot run ([`Route::Reject`]), or it repeats an
+    /// earlier call whose result it reuses or whose repeat the tool refuses.
+    Answer(CallOutcome),
+    /// A repeat of a call still running: [`Conversation::finished`] of `first` answers it.
+    Wait {
+        /// The id of the first call.
+        first: String,
+    },
+    /// It runs.
+    Run {
+        /// The user must approve it first (`approval: required`).
+        approval: bool,
+        /// A `mode: async` server call: "started" now, its work in the background.
+        background: bool,
+    },
+}
+
+impl Conversation {
+    /// A conversation over `registry` that offers every tool and has seen no call yet.
+    pub fn new(registry: Arc<Registry>) -> Conversation {
+        Conversation {
+            registry,
+            selection: None,
+            live: None,
+            seen: Seen::default(),
+            waiting: HashMap::new(),
+        }
+    }
+
+    /// Offers only the tools of `selection` (`None`: every tool).
+    pub fn with_selection(mut self, selection: Option<ToolSelection>) -> Conversation {
+        self.selection = selection;
+        self
+    }
+
+    /// Tools beyond the registry's: a call of a name the registry does not know goes to them.
+    pub fn with_live_tools(mut self, live: Option<Arc<dyn LiveTools>>) -> Conversation {
+        self.live = live;
+        self
+    }
+
+    /// Changes the tools offered from the next call on.
+    pub fn set_selection(&mut self, selection: Option<ToolSelection>) {
+        self.selection = selection;
+    }
+
+    /// The tools offered, when toolsets were chosen.
+    pub fn selection(&self) -> Option<&ToolSelection> {
+        self.selection.as_ref()
+    }
+
+    /// The registry the calls run against.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Decides what happens to `call`: every rule but running it.
+    pub fn admit(&mut self, call: ToolCall) -> Admission {
+        // 1. A registry tool the conversation does not offer is as unknown to the model as any.
+        let refused = self
+            .selection
+            .as_ref()
+            .and_then(|s| s.refusal(&self.registry, &call.name));
+        // 2. Validation, and where the call goes.
+        let route = match refused {
+            Some(error) => Route::Reject(error),
+            None => plan(&self.registry, &call),
+        };
+        let route = match route {
+            // A name the registry does not know may be one of the live tools now; they check
+            // the arguments against their own schema.
+            Route::Reject(e)
+                if e.kind() == CallErrorKind::UnknownTool
+                    && self.live.is_some()
+                    && self.registry.definition(&call.name).is_none() =>
+            {
+                match serde_json::from_str::<Value>(&call.arguments) {
+                    Ok(arguments) => Route::Live { arguments },
+                    Err(e) => Route::Reject(CallError::invalid_json(&call.name, &e)),
+                }
+            }
+            route => route,
+        };
+        let next = self.next(&call, &route);
+        let live = match route {
+            Route::Live { .. } => self.live.clone(),
+            _ => None,
+        };
+        Admission {
+            call,
+            route,
+            next,
+            live,
+        }
+    }
+
+    fn next(&mut self, call: &ToolCall, route: &Route) -> Next {
+        let arguments = match route {
+            Route::Reject(error) => {
+                return Next::Answer(CallOutcome::failed(&call.call_id, error.clone()))
+            }
+            Route::Live { .. } => {
+                return Next::Run {
+                    approval: false,
+                    background: false,
+                }
+            }
+            Route::Server { arguments }
+            | Route::Client { arguments, .. }
+            | Route::Notify { arguments } => arguments,
+        };
+        let Some(def) = self.registry.definition(&call.name) else {
+            // `plan` routes only registry tools; stay total anyway.
+            return Next::Run {
+                approval: false,
+                background: false,
+            };
+        };
+        // 3. A repeat of an earlier call is answered without running (nor asking anyone).
+        match self.seen.check(def, &call.call_id, arguments) {
+            Repeat::First => {}
+            Repeat::Reuse(outcome) => return Next::Answer(outcome),
+            Repeat::WaitFor(first)
+                if self.waiting.values().map(Vec::len).sum::<usize>() >= MAX_WAITING =>
+            {
+                let error = CallError::duplicate(&def.name, &first, true);
+                return Next::Answer(CallOutcome::failed(&call.call_id, error));
+            }
+            Repeat::WaitFor(first) => {
+                self.waiting
+                    .entry(first.clone())
+                    .or_default()
+                    .push(call.call_id.clone());
+                return Next::Wait { first };
+            }
+            Repeat::Refuse { first, running } => {
+                let error = CallError::duplicate(&def.name, &first, running);
+                return Next::Answer(CallOutcome::failed(&call.call_id, error));
+            }
+        }
+        // 4. and 5.
+        Next::Run {
+            approval: def.requires_approval(),
+            background: matches!(route, Route::Server { .. }) && def.runs_in_background(),
+        }
+    }
+
+    /// `call_id` ended with `outcome` (or will never run: a declined approval is an outcome
+    /// too). Later repeats get this result (a failed call is no first: the next one runs), and
+    /// the repeats that waited for it get it now, under their own ids, in the order they came.
+    pub fn finished(&mut self, call_id: &str, outcome: &CallOutcome) -> Vec<CallOutcome> {
+        self.seen.finished(call_id, outcome);
+        self.waiting
+            .remove(call_id)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|repeat| CallOutcome {
+                call_id: repeat,
+                ..outcome.clone()
+            })
+            .collect()
+    }
+
+    /// Whether `call_id` is a first call whose result later repeats may get: an adapter that
+    /// can skip writing a result's text keeps it for these.
+    pub fn remembers(&self, call_id: &str) -> bool {
+        self.seen.remembers(call_id)
+    }
+}
+
+impl Admission {
+    /// A call planned on its own, with no conversation around it: no toolsets, no repeats.
+    /// A background tool runs in the foreground here (nothing would take its later result).
+    pub fn alone(registry: &Registry, call: ToolCall) -> Admission {
+        let route = plan(registry, &call);
+        let next = match &route {
+            Route::Reject(error) => Next::Answer(CallOutcome::failed(&call.call_id, error.clone())),
+            _ => Next::Run {
+                approval: registry
+                    .definition(&call.name)
+                    .is_some_and(|d| d.requires_approval()),
+                background: false,
+            },
+        };
+        Admission {
+            call,
+            route,
+            next,
+            live: None,
+        }
+    }
+
+    /// The call as it was admitted.
+    pub fn call(&self) -> &ToolCall {
+        &self.call
+    }
+
+    /// Where it goes.
+    pub fn route(&self) -> &Route {
+        &self.route
+    }
+
+    /// What happens next.
+    pub fn next(&self) -> &Next {
+        &self.next
+    }
+
+    /// The validated arguments (`None` when the call cannot run).
+    pub fn arguments(&self) -> Option<&Value> {
+        self.route.arguments()
+    }
+
+    /// Where the tool runs, to show the user who approves it.
+    pub fn location(&self) -> Location {
+        match self.route {
+            Route::Client { .. } | Route::Notify { .. } => Location::Client,
+            _ => Location::Server,
+        }
+    }
+
+    /// Whether it runs only once the user approved it.
+    pub fn needs_approval(&self) -> bool {
+        matches!(self.next, Next::Run { approval: true, .. })
+    }
+
+    /// Whether it is a background (`mode: async`) call.
+    pub fn runs_in_background(&self) -> bool {
+        matches!(
+            self.next,
+            Next::Run {
+                background: true,
+                ..
+            }
+        )
+    }
+
+    /// The user approved it out of band (the chat runner's application asked): it runs
+    /// without asking again.
+    pub fn approved(mut self) -> Admission {
+        if let Next::Run { approval, .. } = &mut self.next {
+            *approval = false;
+        }
+        self
+    }
+
+    /// The user declined: the outcome the model reads.
+    pub fn declined(&self, reason: Option<&str>) -> CallOutcome {
+        let error = CallError::approval_denied(&self.call.name, reason);
+        CallOutcome::failed(&self.call.call_id, error)
+    }
+
+    /// The first result of a background call: the work started.
+    pub fn started(&self) -> CallOutcome {
+        CallOutcome::started(&self.call.call_id, &self.call.name)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,364 @@
+//! Every rule of a call, tested once, against the engine; the adapters' tests check their wire.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::dispatch::{
+    ApprovalFuture, ApprovalRequest, ClientCall, ClientFailure, ClientFuture, ClientPath, Decision,
+    NoClient, Status,
+};
+use crate::{definitions_from_str, executor_fn, CallContext, SessionScope, ToolFuture};
+
+const MANIFEST: &str = r#"
+version: 1
+toolsets:
+  orders: { description: Orders. }
+tools:
+  - name: search
+    description: Search.
+    location: server
+    parameters:
+      type: object
+      properties: { q: { type: string } }
+      required: [q]
+  - name: create
+    description: Create a thing.
+    location: server
+    annotations: { idempotent: false }
+    parameters:
+      type: object
+      properties: { a: { type: number } }
+  - name: delete
+    description: Delete a thing.
+    location: server
+    annotations: { idempotent: false, destructive: true }
+  - name: refund
+    description: Refund an order.
+    location: server
+    approval: required
+    toolset: orders
+    parameters:
+      type: object
+      properties: { order: { type: string } }
+  - name: export
+    description: Export everything.
+    location: server
+    mode: async
+  - name: highlight
+    description: Highlight an element.
+    location: client
+  - name: confetti
+    description: Throw confetti.
+    location: client
+    wait_for_response: false
+"#;
+
+/// The registry, and how many times each server executor ran.
+fn registry() -> (Arc<Registry>, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = |runs: &Arc<AtomicUsize>| {
+        let runs = runs.clone();
+        executor_fn(move |args: Value| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            async move { Ok(json!({ "got": args })) }
+        })
+    };
+    let registry = Registry::builder()
+        .definitions(definitions_from_str("e.tools.yaml", MANIFEST).unwrap())
+        .toolset("orders", "Orders.", ["refund"])
+        .executor("search", counted(&runs))
+        .executor("create", counted(&runs))
+        .executor("delete", counted(&runs))
+        .executor("refund", counted(&runs))
+        .executor("export", counted(&runs))
+        .build()
+        .unwrap();
+    (Arc::new(registry), runs)
+}
+
+fn conversation() -> Conversation {
+    Conversation::new(registry().0)
+}
+
+fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+    ToolCall::new(id, name, arguments)
+}
+
+fn refusal_kind(admission: &Admission) -> Option<CallErrorKind> {
+    match admission.next() {
+        Next::Answer(CallOutcome {
+            status: Status::Failed(e),
+            ..
+        }) => Some(e.kind()),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_tool_outside_the_chosen_toolsets_is_unknown() {
+    let (registry, _) = registry();
+    let none: &[&str] = &[];
+    let mut conversation =
+        Conversation::new(registry.clone()).with_selection(Some(registry.selection(none).unwrap()));
+    let refused = conversation.admit(call("c1", "refund", "{}"));
+    assert_eq!(refusal_kind(&refused), Some(CallErrorKind::UnknownTool));
+    assert!(matches!(refused.route(), Route::Reject(_)));
+    // Tools in no toolset stay offered; choosing the toolset offers the tool.
+    let search = conversation.admit(call("c2", "search", r#"{"q":"x"}"#));
+    assert!(matches!(search.next(), Next::Run { .. }));
+    conversation.set_selection(Some(registry.selection(&["orders"]).unwrap()));
+    let offered = conversation.admit(call("c3", "refund", "{}"));
+    assert!(offered.needs_approval());
+}
+
+#[test]
+fn arguments_are_validated_before_anything_else() {
+    let mut conversation = conversation();
+    let invalid = conversation.admit(call("c1", "search", r#"{"q":1}"#));
+    assert_eq!(
+        refusal_kind(&invalid),
+        Some(CallErrorKind::InvalidArguments)
+    );
+    let not_json = conversation.admit(call("c2", "search", "{"));
+    assert_eq!(refusal_kind(&not_json), Some(CallErrorKind::InvalidJson));
+    let unknown = conversation.admit(call("c3", "nope", "{}"));
+    assert_eq!(refusal_kind(&unknown), Some(CallErrorKind::UnknownTool));
+    // A refused call is not remembered: the same call, valid, is a first.
+    let valid = conversation.admit(call("c4", "search", r#"{"q":"a"}"#));
+    assert_eq!(valid.arguments(), Some(&json!({"q": "a"})));
+}
+
+#[test]
+fn where_a_call_goes_follows_its_location() {
+    let mut conversation = conversation();
+    let client = conversation.admit(call("c1", "highlight", "{}"));
+    assert!(matches!(client.route(), Route::Client { .. }));
+    assert_eq!(client.location(), Location::Client);
+    let notify = conversation.admit(call("c2", "confetti", "{}"));
+    assert!(matches!(notify.route(), Route::Notify { .. }));
+    let server = conversation.admit(call("c3", "search", r#"{"q":"a"}"#));
+    assert!(matches!(server.route(), Route::Server { .. }));
+    assert_eq!(server.location(), Location::Server);
+}
+
+#[test]
+fn a_repeat_waits_for_its_first_call_and_then_reuses_its_result() {
+    let mut conversation = conversation();
+    let first = conversation.admit(call("c1", "create", r#"{"a":1}"#));
+    assert!(matches!(first.next(), Next::Run { .. }));
+    // The same arguments in another spelling are the same call.
+    let waits = conversation.admit(call("c2", "create", r#"{ "a" : 1.0 }"#));
+    assert_eq!(waits.next(), &Next::Wait { first: "c1".into() });
+    let answered = conversation.finished("c1", &CallOutcome::ok("c1", r#"{"id":7}"#.into()));
+    assert_eq!(answered, vec![CallOutcome::ok("c2", r#"{"id":7}"#.into())]);
+    // Nothing waits any more; a later repeat gets the result at once.
+    assert!(conversation
+        .finished("c1", &CallOutcome::ok("c1", r#"{"id":7}"#.into()))
+        .is_empty());
+    let later = conversation.admit(call("c3", "create", r#"{"a":1}"#));
+    assert_eq!(
+        later.next(),
+        &Next::Answer(CallOutcome::ok("c3", r#"{"id":7}"#.into()))
+    );
+    // Other arguments are another call.
+    let other = conversation.admit(call("c4", "create", r#"{"a":2}"#));
+    assert!(matches!(other.next(), Next::Run { .. }));
+}
+
+#[test]
+fn a_failed_first_call_is_no_first_and_its_waiters_get_its_failure() {
+    let mut conversation = conversation();
+    conversation.admit(call("c1", "create", "{}"));
+    conversation.admit(call("c2", "create", "{}"));
+    let failure = CallOutcome::failed("c1", CallError::timeout("create", Duration::from_secs(1)));
+    let answered = conversation.finished("c1", &failure);
+    assert_eq!(answered.len(), 1);
+    assert_eq!(answered[0].call_id, "c2");
+    assert!(answered[0].is_error());
+    let again = conversation.admit(call("c3", "create", "{}"));
+    assert!(
+        matches!(again.next(), Next::Run { .. }),
+        "the next one runs"
+    );
+}
+
+#[test]
+fn a_destructive_repeat_is_refused_and_never_runs() {
+    let mut conversation = conversation();
+    conversation.admit(call("c1", "delete", "{}"));
+    let running = conversation.admit(call("c2", "delete", "{}"));
+    assert_eq!(refusal_kind(&running), Some(CallErrorKind::Duplicate));
+    conversation.finished("c1", &CallOutcome::ok("c1", "{}".into()));
+    let done = conversation.admit(call("c3", "delete", "{}"));
+    assert_eq!(refusal_kind(&done), Some(CallErrorKind::Duplicate));
+}
+
+#[test]
+fn waiting_repeats_are_bounded() {
+    let mut conversation = conversation();
+    conversation.admit(call("first", "create", "{}"));
+    for i in 0..MAX_WAITING {
+        let waits = conversation.admit(call(&format!("r{i}"), "create", "{}"));
+        assert!(matches!(waits.next(), Next::Wait { .. }));
+    }
+    let over = conversation.admit(call("over", "create", "{}"));
+    assert_eq!(refusal_kind(&over), Some(CallErrorKind::Duplicate));
+    let answered = conversation.finished("first", &CallOutcome::ok("first", "{}".into()));
+    assert_eq!(answered.len(), MAX_WAITING);
+}
+
+#[test]
+fn approval_and_background_are_decided_from_the_tool() {
+    let (registry, _) = registry();
+    let mut conversation = Conversation::new(registry);
+    let refund = conversation.admit(call("c1", "refund", "{}"));
+    assert!(refund.needs_approval() && !refund.runs_in_background());
+    assert!(!refund.clone().approved().needs_approval());
+    let declined = refund.declined(Some("not today"));
+    assert!(declined.output.contains("not today"), "{}", declined.output);
+    let export = conversation.admit(call("c2", "export", "{}"));
+    assert!(export.runs_in_background() && !export.needs_approval());
+    assert!(export.started().output.contains("background"));
+    let search = conversation.admit(call("c3", "search", r#"{"q":"a"}"#));
+    assert!(!search.needs_approval() && !search.runs_in_background());
+}
+
+/// A client that answers approvals as told and counts what it was asked.
+struct Asks {
+    decision: Mutex<Option<Decision>>,
+    asked: AtomicUsize,
+}
+
+impl ClientPath for Asks {
+    fn call(&self, _call: ClientCall) -> ClientFuture {
+        Box::pin(async { Err(ClientFailure::Disconnected) })
+    }
+    fn notify(&self, _call: ClientCall) -> Result<(), ClientFailure> {
+        Err(ClientFailure::Disconnected)
+    }
+    fn approve(&self, _request: ApprovalRequest) -> ApprovalFuture {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        let decision = self.decision.lock().unwrap().take().unwrap();
+        Box::pin(async move { decision })
+    }
+}
+
+#[tokio::test]
+async fn a_call_that_needs_approval_runs_only_once_approved() {
+    let (registry, runs) = registry();
+    let scope = SessionScope::new();
+    let mut conversation = Conversation::new(registry.clone());
+    let refund = conversation.admit(call("c1", "refund", "{}"));
+    let denies = Asks {
+        decision: Mutex::new(Some(Decision::Denied { reason: None })),
+        asked: AtomicUsize::new(0),
+    };
+    let ctx = scope.call("refund", "c1");
+    let outcome = refund.clone().run(&registry, ctx, &denies).await;
+    assert_eq!(denies.asked.load(Ordering::SeqCst), 1);
+    assert!(matches!(&outcome.status, Status::Failed(e) if e.kind() == CallErrorKind::NotApproved));
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "a declined call never runs");
+
+    let approves = Asks {
+        decision: Mutex::new(Some(Decision::Approved)),
+        asked: AtomicUsize::new(0),
+    };
+    let outcome = refund
+        .run(&registry, scope.call("refund", "c1"), &approves)
+        .await;
+    assert_eq!(outcome.status, Status::Ok, "{}", outcome.output);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    // Approved out of band (the chat runner's application asked): not asked again.
+    let again = conversation
+        .admit(call("c2", "refund", r#"{"order":"o2"}"#))
+        .approved();
+    let never = Asks {
+        decision: Mutex::new(None),
+        asked: AtomicUsize::new(0),
+    };
+    let outcome = again
+        .run(&registry, scope.call("refund", "c2"), &never)
+        .await;
+    assert_eq!(never.asked.load(Ordering::SeqCst), 0);
+    assert_eq!(outcome.status, Status::Ok);
+    // And an adapter with nobody to ask refuses it rather than running it.
+    let unasked = conversation.admit(call("c3", "refund", r#"{"order":"o3"}"#));
+    let refused = unasked
+        .run_value(&registry, scope.call("refund", "c3"))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.kind(), CallErrorKind::NotApproved);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn answers_and_waiting_repeats_never_run() {
+    let (registry, runs) = registry();
+    let scope = SessionScope::new();
+    let mut conversation = Conversation::new(registry.clone());
+    let first = conversation.admit(call("c1", "create", "{}"));
+    let waits = conversation.admit(call("c2", "create", "{}"));
+    let rejected = conversation.admit(call("c3", "search", "{}"));
+    for admission in [waits, rejected] {
+        let id = admission.call().call_id.clone();
+        let outcome = admission
+            .run(&registry, scope.call("x", &id), &NoClient)
+            .await;
+        assert!(outcome.is_error());
+        assert_eq!(outcome.call_id, id);
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let outcome = first
+        .run(&registry, scope.call("create", "c1"), &NoClient)
+        .await;
+    assert_eq!(outcome.status, Status::Ok);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+/// Live tools that have one tool, `weather`.
+struct Weather;
+
+impl LiveTools for Weather {
+    fn declarations(&self) -> (u64, Arc<Vec<Value>>) {
+        (1, Arc::new(vec![]))
+    }
+    fn is_live(&self, name: &str) -> bool {
+        name == "weather"
+    }
+    fn call(&self, _ctx: CallContext, name: &str, arguments: Value) -> ToolFuture {
+        let name = name.to_owned();
+        Box::pin(async move {
+            if name == "weather" {
+                Ok(json!({ "sunny": arguments }))
+            } else {
+                Err(crate::ToolError::new(format!("no live tool `{name}`")))
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_name_the_registry_does_not_know_goes_to_the_live_tools() {
+    let (registry, _) = registry();
+    let scope = SessionScope::new();
+    let none: &[&str] = &[];
+    let mut conversation = Conversation::new(registry.clone())
+        .with_live_tools(Some(Arc::new(Weather)))
+        .with_selection(Some(registry.selection(none).unwrap()));
+    let weather = conversation.admit(call("c1", "weather", r#"{"city":"Oslo"}"#));
+    assert!(matches!(weather.route(), Route::Live { .. }));
+    let outcome = weather
+        .run(&registry, scope.call("weather", "c1"), &NoClient)
+        .await;
+    assert_eq!(outcome.output, r#"{"sunny":{"city":"Oslo"}}"#);
+    let not_json = conversation.admit(call("c2", "weather", "{"));
+    assert_eq!(refusal_kind(&not_json), Some(CallErrorKind::InvalidJson));
+    // A registry tool the conversation does not offer stays unknown: it is not the live
+    // tools' to take.
+    let refund = conversation.admit(call("c3", "refund", "{}"));
+    assert_eq!(refusal_kind(&refund), Some(CallErrorKind::UnknownTool));
+}
