@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::{CallContext, ToolFuture};
+use crate::{CallContext, ToolDefinition, ToolFuture};
 
 /// A source of server tools that may change while sessions run.
 pub trait LiveTools: Send + Sync + 'static {
-    /// The tools' realtime declarations (`session.tools` entries) now, and a generation
-    /// number that changes whenever they do.
-    fn declarations(&self) -> (u64, Arc<Vec<Value>>);
+    /// The tools' definitions now, and a generation number that changes whenever they do.
+    /// Each session declares them in its provider's shape.
+    fn current(&self) -> (u64, Arc<Vec<ToolDefinition>>);
 
     /// Whether `name` is or was one of these tools: its declaration in the session is theirs to
     /// replace or remove.

@@ -97,7 +97,7 @@ async fn the_tools_of_a_python_sdk_server_join_a_registry() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_the_server_adds_later_is_seen_and_callable() {
     let tools = python_server().await;
-    let (before, _) = tools.declarations();
+    let (before, _) = tools.current();
     assert!(!tools.is_live("tide"));
     let registry = tools
         .merge_into(Registry::builder(), &[])
@@ -119,9 +119,9 @@ async fn a_tool_the_server_adds_later_is_seen_and_callable() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let (after, declarations) = tools.declarations();
+    let (after, declarations) = tools.current();
     assert_ne!(before, after, "a new generation");
-    assert!(declarations.iter().any(|d| d["name"] == "tide"));
+    assert!(declarations.iter().any(|d| d.name == "tide"));
     let tide = tools
         .call(
             CallContext::detached("tide", "c1"),

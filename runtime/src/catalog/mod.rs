@@ -795,7 +795,7 @@ pub struct LiveCatalog {
 
 struct LiveState {
     generation: u64,
-    declarations: Arc<Vec<Value>>,
+    definitions: Arc<Vec<ToolDefinition>>,
     /// Every name the catalog has had: their declarations are the catalog's to replace.
     names: BTreeSet<String>,
     /// The tools that require authorization now.
@@ -808,7 +808,7 @@ impl fmt::Debug for LiveCatalog {
         f.debug_struct("LiveCatalog")
             .field("client", &self.client)
             .field("generation", &state.generation)
-            .field("tools", &state.declarations.len())
+            .field("tools", &state.definitions.len())
             .finish()
     }
 }
@@ -822,7 +822,7 @@ impl LiveCatalog {
             authorization: authorization.map(Arc::from),
             state: Arc::new(std::sync::Mutex::new(LiveState {
                 generation: 0,
-                declarations: Arc::new(Vec::new()),
+                definitions: Arc::new(Vec::new()),
                 names: BTreeSet::new(),
                 requires_auth: BTreeSet::new(),
             })),
@@ -852,11 +852,7 @@ impl LiveCatalog {
 
 /// Takes in a fetched catalog: a new generation when its declarations differ.
 fn observe(state: &std::sync::Mutex<LiveState>, catalog: &Catalog) {
-    let declarations: Vec<Value> = catalog
-        .tools
-        .iter()
-        .map(|t| crate::realtime::openai::declaration(&t.definition()))
-        .collect();
+    let definitions: Vec<ToolDefinition> = catalog.tools.iter().map(|t| t.definition()).collect();
     let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
     state
         .names
@@ -867,16 +863,16 @@ fn observe(state: &std::sync::Mutex<LiveState>, catalog: &Catalog) {
         .filter(|t| t.requires_auth)
         .map(|t| t.name.clone())
         .collect();
-    if *state.declarations != declarations {
-        state.declarations = Arc::new(declarations);
+    if *state.definitions != definitions {
+        state.definitions = Arc::new(definitions);
         state.generation += 1;
     }
 }
 
 impl crate::live::LiveTools for LiveCatalog {
-    fn declarations(&self) -> (u64, Arc<Vec<Value>>) {
+    fn current(&self) -> (u64, Arc<Vec<ToolDefinition>>) {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        (state.generation, state.declarations.clone())
+        (state.generation, state.definitions.clone())
     }
 
     fn is_live(&self, name: &str) -> bool {

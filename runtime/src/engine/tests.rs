@@ -323,7 +323,7 @@ async fn answers_and_waiting_repeats_never_run() {
 struct Weather;
 
 impl LiveTools for Weather {
-    fn declarations(&self) -> (u64, Arc<Vec<Value>>) {
+    fn current(&self) -> (u64, Arc<Vec<crate::ToolDefinition>>) {
         (1, Arc::new(vec![]))
     }
     fn is_live(&self, name: &str) -> bool {

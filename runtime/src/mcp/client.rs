@@ -48,11 +48,10 @@ impl std::fmt::Debug for McpTools {
 #[derive(Default)]
 struct State {
     generation: u64,
-    definitions: Vec<ToolDefinition>,
+    definitions: Arc<Vec<ToolDefinition>>,
     /// The compiled `inputSchema` of each definition, for live calls (which bypass the
     /// registry), compiled once when the tools are listed.
     validators: std::collections::HashMap<String, Arc<jsonschema::Validator>>,
-    declarations: Arc<Vec<Value>>,
     /// Every name the server has had: their declarations are its to replace.
     names: BTreeSet<String>,
     /// Tools left out, with the reason (a name toolc cannot use, a schema that does not compile).
@@ -257,7 +256,7 @@ impl McpTools {
     /// The server tools as they are now, each with the calls' deadline.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
         let timeout = self.timeout();
-        let mut definitions = lock(&self.state).definitions.clone();
+        let mut definitions = lock(&self.state).definitions.to_vec();
         for d in &mut definitions {
             d.timeout = Some(timeout);
         }
@@ -311,9 +310,9 @@ impl McpTools {
 }
 
 impl crate::live::LiveTools for McpTools {
-    fn declarations(&self) -> (u64, Arc<Vec<Value>>) {
+    fn current(&self) -> (u64, Arc<Vec<ToolDefinition>>) {
         let state = lock(&self.state);
-        (state.generation, state.declarations.clone())
+        (state.generation, state.definitions.clone())
     }
 
     fn is_live(&self, name: &str) -> bool {
@@ -541,18 +540,13 @@ fn observe(state: &Mutex<State>, tools: &[Tool]) {
             Err(why) => skipped.push((tool.name.to_string(), why)),
         }
     }
-    let declarations: Vec<Value> = definitions
-        .iter()
-        .map(crate::realtime::openai::declaration)
-        .collect();
     let mut state = lock(state);
     state
         .names
         .extend(definitions.iter().map(|d| d.name.clone()));
     state.skipped = skipped;
-    if *state.declarations != declarations {
-        state.declarations = Arc::new(declarations);
-        state.definitions = definitions;
+    if *state.definitions != definitions {
+        state.definitions = Arc::new(definitions);
         state.validators = validators;
         state.generation += 1;
     }

@@ -183,14 +183,14 @@ impl MarkerFlowConfig {
         let (Some(live), Some(source)) = (live, &self.source) else {
             return std::borrow::Cow::Borrowed(&self.instructions);
         };
-        let (_, declarations) = live.declarations();
+        let (_, theirs) = live.current();
         let mut tools: Vec<ToolDefinition> = source
             .definitions
             .iter()
             .filter(|d| !live.is_live(&d.name))
             .cloned()
             .collect();
-        tools.extend(declarations.iter().filter_map(live_definition));
+        tools.extend(theirs.iter().cloned());
         let text = catalog_instructions(&tools, &self.tag, |d| {
             source.requires_auth.contains(&d.name) || live.requires_auth(&d.name)
         });
@@ -288,30 +288,6 @@ pub(crate) fn merge(theirs: Option<&str>, catalog: &str) -> String {
         Some(t) if !t.is_empty() => format!("{t}\n\n{catalog}"),
         _ => catalog.to_owned(),
     }
-}
-
-/// A live tool's realtime declaration as the definition the catalog text is made from.
-fn live_definition(declaration: &Value) -> Option<ToolDefinition> {
-    Some(ToolDefinition {
-        title: None,
-        annotations: Default::default(),
-        policy: Default::default(),
-        name: declaration.get("name")?.as_str()?.to_owned(),
-        description: declaration
-            .get("description")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        location: crate::Location::Server,
-        parameters: declaration
-            .get("parameters")
-            .cloned()
-            .unwrap_or_else(ToolDefinition::empty_parameters),
-        returns: None,
-        timeout: None,
-        wait_for_response: true,
-        filler: Vec::new(),
-    })
 }
 
 /// What the scanner found in a model event, for the session to run.

@@ -254,7 +254,7 @@ impl Session {
             .config
             .live_tools
             .as_ref()
-            .is_some_and(|live| self.live_generation != Some(live.declarations().0));
+            .is_some_and(|live| self.live_generation != Some(live.current().0));
         if !live_changed && !self.selection_changed {
             return;
         }

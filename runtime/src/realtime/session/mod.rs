@@ -231,14 +231,14 @@ fn declared_now(own: &[Value], config: &SessionConfig) -> (Vec<Value>, Option<u6
     let Some(live) = &config.live_tools else {
         return (own.to_vec(), None);
     };
-    let (generation, theirs) = live.declarations();
+    let (generation, theirs) = live.current();
     let name = |d: &Value| d.get("name").and_then(Value::as_str).map(str::to_owned);
     let mut declarations: Vec<Value> = own
         .iter()
         .filter(|d| !name(d).is_some_and(|n| live.is_live(&n)))
         .cloned()
         .collect();
-    declarations.extend(theirs.iter().cloned());
+    declarations.extend(config.provider.declarations(theirs.iter()));
     (declarations, Some(generation))
 }
 
