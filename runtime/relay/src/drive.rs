@@ -1,0 +1,928 @@
+//! Driving one session between a browser's websocket and the model's: the loop that reads both
+//! sides, hands every frame to the transport-free [`Session`], and writes what it decides.
+//!
+//! - Every frame from the model is read, text or binary (Google's Live servers send JSON in
+//!   binary frames): a binary frame that is UTF-8 goes through the same path as text, and the
+//!   page gets it as a text frame; one that is not is dropped and counted (fail closed).
+//! - What goes to the model waits while the model is not ready ([`Session::upstream_ready`]:
+//!   before Gemini Live's `setupComplete`, and while the session moves to a new connection),
+//!   within [`DriveOptions::held_bytes`] (past it the oldest page audio is dropped, never
+//!   anything else); then it is sent in order.
+//! - With a connector ([`run_session_resumable`]), a Gemini Live session moves to a new model
+//!   connection on `goAway` or when its connection ends, resuming with the latest handle.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
+
+use super::{relay_error, RelayConfig, RelayLimits, RelayStats};
+use std::sync::atomic::AtomicU64;
+use toolc_realtime::{Output, Reconnect, Session, SessionEvents, Verdict};
+
+/// A websocket as a session is driven over it: frames in, frames out (tokio-tungstenite's
+/// stream, or any pair a test makes).
+pub trait Socket:
+    Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin
+{
+}
+
+impl<T> Socket for T where
+    T: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin
+{
+}
+
+/// How many already-received frames are forwarded before the writes are flushed: batching the
+/// flush saves a syscall per frame under load without delaying a lone frame.
+const BATCH: usize = 64;
+
+/// How many times in a row a move to a new model connection may fail to connect before the
+/// conversation ends.
+const CONNECT_ATTEMPTS: u32 = 3;
+
+/// Who ended a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// The browser went away: it closed, disconnected, stalled or idled out.
+    Browser,
+    /// The model connection closed or failed (and could not be resumed).
+    Model,
+}
+
+/// How a session is driven: the relay's limits, or the defaults for [`run_session`].
+#[derive(Clone, Debug)]
+pub struct DriveOptions {
+    /// After the browser leaves, how long the session may still send the failed results of its
+    /// open calls upstream before the model connection is closed.
+    pub close_grace: Duration,
+    /// `None`: no idle limit.
+    pub idle_timeout: Option<Duration>,
+    /// `None`: no pings.
+    pub ping_interval: Option<Duration>,
+    /// How long one write to the browser may take before it is disconnected as stalled.
+    pub write_timeout: Duration,
+    /// Frames queued for the browser before it is disconnected as stalled (at least 1).
+    pub browser_queue: usize,
+    /// Bytes of the page's input held while the model is not ready (before `setupComplete`,
+    /// during a move to a new connection). Past it the oldest held page audio is dropped and
+    /// counted; nothing else is (results, the page's text turns).
+    pub held_bytes: usize,
+    /// How long before a `goAway`'s time is up the session moves, when no resumable point came
+    /// first.
+    pub go_away_margin: Duration,
+    /// Where to count the session's events; `None` counts nothing.
+    pub stats: Option<Arc<RelayStats>>,
+}
+
+impl DriveOptions {
+    /// Options for [`run_session`]: `close_grace`, no idle limit, no pings, the default write
+    /// timeout, queue and held input, no counters.
+    pub fn new(close_grace: Duration) -> DriveOptions {
+        let limits = RelayLimits::default();
+        DriveOptions {
+            close_grace,
+            idle_timeout: None,
+            ping_interval: None,
+            write_timeout: limits.write_timeout,
+            browser_queue: limits.browser_queue,
+            held_bytes: limits.held_input_bytes,
+            go_away_margin: limits.go_away_margin,
+            stats: None,
+        }
+    }
+
+    /// The options of a session of the relay configured by `config`, counted in `stats`.
+    pub fn from_config(config: &RelayConfig, stats: Option<Arc<RelayStats>>) -> DriveOptions {
+        let limits = &config.limits;
+        DriveOptions {
+            close_grace: config.close_grace,
+            idle_timeout: Some(limits.idle_timeout),
+            ping_interval: Some(limits.ping_interval),
+            write_timeout: limits.write_timeout,
+            browser_queue: limits.browser_queue.max(1),
+            held_bytes: limits.held_input_bytes,
+            go_away_margin: limits.go_away_margin,
+            stats,
+        }
+    }
+
+    fn count(&self, counter: impl Fn(&RelayStats) -> &AtomicU64) {
+        if let Some(stats) = &self.stats {
+            RelayStats::bump(counter(stats));
+        }
+    }
+}
+
+/// Runs one session between two connected websockets until either side goes away. Usable with
+/// any pair of message streams (a test may pass in its own).
+pub async fn run_session<B, M>(
+    session: Session,
+    events: SessionEvents,
+    browser: B,
+    model: M,
+    close_grace: Duration,
+) -> Ended
+where
+    B: Socket + Send + 'static,
+    M: Socket,
+{
+    let options = DriveOptions::new(close_grace);
+    run_session_with(session, events, browser, model, &options).await
+}
+
+/// [`run_session`] with the relay's limits: idle timeout and pings, the browser's write
+/// deadline and queue, and counters. The model connection is not replaced when it ends.
+///
+/// Frames for the browser go through a bounded queue to a writer task of their own, so a
+/// browser that stops reading never holds up the model's side: a client call's timeout result
+/// reaches the model at its deadline, and the stalled browser is disconnected when its queue
+/// fills or one write takes longer than the write timeout.
+pub async fn run_session_with<B, M>(
+    session: Session,
+    events: SessionEvents,
+    browser: B,
+    model: M,
+    options: &DriveOptions,
+) -> Ended
+where
+    B: Socket + Send + 'static,
+    M: Socket,
+{
+    type NoConnector<M> = fn(u32) -> std::future::Ready<Result<M, String>>;
+    drive(
+        session,
+        events,
+        browser,
+        model,
+        None::<NoConnector<M>>,
+        options,
+    )
+    .await
+}
+
+/// [`run_session_with`], and when a Gemini Live model connection ends (`goAway`, a close, a
+/// failure) the session moves to a new one from `connect` (called with the attempt, 0 first)
+/// and resumes there with the latest handle ([`Session::resume_setup`]). The page notices
+/// nothing but an optional `toolc.upstream` event; when the move fails it gets an `error`
+/// event (`upstream_resume_failed`) and the session ends.
+pub async fn run_session_resumable<B, M, C, F>(
+    session: Session,
+    events: SessionEvents,
+    browser: B,
+    model: M,
+    connect: C,
+    options: &DriveOptions,
+) -> Ended
+where
+    B: Socket + Send + 'static,
+    M: Socket,
+    C: FnMut(u32) -> F,
+    F: Future<Output = Result<M, String>>,
+{
+    drive(session, events, browser, model, Some(connect), options).await
+}
+
+/// A move to a new model connection under way.
+struct Moving<F> {
+    /// The connection being opened.
+    connecting: Option<Pin<Box<F>>>,
+    /// The `setup` to send first on it.
+    setup: String,
+    /// Connection attempts so far.
+    attempts: u32,
+}
+
+async fn drive<B, M, C, F>(
+    mut session: Session,
+    mut events: SessionEvents,
+    browser: B,
+    model: M,
+    mut connect: Option<C>,
+    options: &DriveOptions,
+) -> Ended
+where
+    B: Socket + Send + 'static,
+    M: Socket,
+    C: FnMut(u32) -> F,
+    F: Future<Output = Result<M, String>>,
+{
+    let (browser_sink, mut from_browser) = browser.split();
+    let (tx, rx) = mpsc::channel(options.browser_queue.max(1));
+    let mut writer = tokio::spawn(write_browser(browser_sink, rx, options.write_timeout));
+    let queue = options.browser_queue.max(1);
+    let mut to_browser = BrowserOut {
+        tx: Some(tx),
+        // A batch of model frames, plus as many again for what the session adds meanwhile.
+        headroom: (2 * BATCH).min(queue),
+    };
+    let (sink, stream) = model.split();
+    let mut to_model = ModelOut::new(sink, options.held_bytes);
+    let mut from_model: Option<SplitStream<M>> = Some(stream);
+    if to_model
+        .send_first(Message::text(session.session_update()))
+        .await
+        .is_err()
+    {
+        let _ = to_browser.send(relay_error("the model connection closed"));
+        to_browser.close();
+        return Ended::Model;
+    }
+    let far = Duration::from_secs(86_400 * 365);
+    let idle = options.idle_timeout;
+    let ping_every = options.ping_interval.unwrap_or(far);
+    let mut last_heard = Instant::now();
+    let mut ping = tokio::time::interval_at(Instant::now() + ping_every, ping_every);
+    ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // One idle timer for the session, moved only when it fires early: a browser frame just
+    // notes when it came, so no timer is registered per frame.
+    let idle_timer = tokio::time::sleep_until(last_heard + idle.unwrap_or(far));
+    tokio::pin!(idle_timer);
+    // When a `goAway`'s connection must be left at the latest.
+    let move_timer = tokio::time::sleep_until(Instant::now() + far);
+    tokio::pin!(move_timer);
+    let mut move_by: Option<Instant> = None;
+    let mut moving: Option<Moving<F>> = None;
+    let mut model_close: Option<CloseFrame> = None;
+    let ended = loop {
+        // What the model side did in this turn of the loop: `Err` when its connection ended.
+        let mut model_side: Result<(), Ended> = Ok(());
+        tokio::select! {
+            msg = next_of(&mut from_model), if from_model.is_some() && to_browser.has_room() => {
+                let source = from_model.as_mut().expect("guarded by is_some");
+                let batch = relay_batch(&mut session, Side::Model, msg, source, &mut to_browser, &mut to_model, &mut model_close);
+                match batch.await {
+                    Err(Ended::Browser) => break Ended::Browser,
+                    other => model_side = other,
+                }
+            }
+            msg = from_browser.next() => {
+                last_heard = Instant::now();
+                if let Some(Err(e)) = &msg {
+                    refuse_browser_error(e, &mut to_browser, options);
+                }
+                let batch = relay_batch(&mut session, Side::Browser, msg, &mut from_browser, &mut to_browser, &mut to_model, &mut model_close);
+                match batch.await {
+                    Err(Ended::Browser) => break Ended::Browser,
+                    other => model_side = other,
+                }
+            }
+            () = to_browser.room(), if !to_browser.has_room() => {}
+            Some(event) = events.recv() => {
+                session.on_event(event);
+                while let Some(event) = events.try_recv() {
+                    session.on_event(event);
+                }
+                match flush(&mut session, &mut to_browser, &mut to_model).await {
+                    Err(Ended::Browser) => break Ended::Browser,
+                    other => model_side = other,
+                }
+            }
+            connected = connecting_of(&mut moving), if moving.as_ref().is_some_and(|m| m.connecting.is_some()) => {
+                let state = moving.as_mut().expect("guarded by is_some");
+                state.connecting = None;
+                let opened = match connected {
+                    Ok(model) => {
+                        let (sink, stream) = model.split();
+                        to_model.attach(sink);
+                        match to_model.send_first(Message::text(state.setup.clone())).await {
+                            Ok(()) => {
+                                from_model = Some(stream);
+                                Ok(())
+                            }
+                            Err(_) => Err("the new model connection closed at once".to_owned()),
+                        }
+                    }
+                    Err(why) => Err(why),
+                };
+                if let Err(why) = opened {
+                    to_model.detach().await;
+                    state.attempts += 1;
+                    if state.attempts >= CONNECT_ATTEMPTS {
+                        break fail_move(&mut session, &mut to_browser, &why, options).await;
+                    }
+                    tracing::info!(error = %why, attempt = state.attempts, "the new model connection failed; trying again");
+                    if let Some(connect) = connect.as_mut() {
+                        state.connecting = Some(Box::pin(connect(state.attempts)));
+                    }
+                }
+            }
+            () = &mut move_timer, if move_by.is_some() => {
+                move_by = None;
+                move_timer.as_mut().reset(Instant::now() + far);
+                model_side = Err(Ended::Model);
+                model_close = None;
+            }
+            _ = ping.tick(), if options.ping_interval.is_some() => {
+                if to_browser.send(Message::Ping(Default::default())).is_err() {
+                    options.count(|s| &s.stalled_browsers);
+                    break Ended::Browser;
+                }
+            }
+            () = &mut idle_timer, if idle.is_some() => {
+                let idle_at = last_heard + idle.unwrap_or(far);
+                if idle_at > Instant::now() {
+                    // The browser spoke since the timer was set: wait for the new deadline.
+                    idle_timer.as_mut().reset(idle_at);
+                    continue;
+                }
+                options.count(|s| &s.idle_browsers);
+                tracing::info!("browser idle: disconnected");
+                let _ = to_browser.send(Message::Close(Some(CloseFrame {
+                    code: CloseCode::Policy,
+                    reason: "idle".into(),
+                })));
+                break Ended::Browser;
+            }
+            _ = &mut writer => {
+                // The writer gave up: the browser stopped reading or its connection failed.
+                options.count(|s| &s.stalled_browsers);
+                tracing::warn!("browser stopped reading: disconnected");
+                break Ended::Browser;
+            }
+        }
+        let after = after_turn(
+            &session,
+            &mut to_model,
+            &mut moving,
+            &mut move_by,
+            move_timer.as_mut(),
+            options,
+        )
+        .await;
+        if model_side.is_ok() && after.is_ok() {
+            continue;
+        }
+        let left = leave_model(
+            &mut session,
+            &mut to_browser,
+            &mut to_model,
+            moving.is_some(),
+            &mut connect,
+            &mut model_close,
+            options,
+        )
+        .await;
+        match left {
+            Ok(move_now) => {
+                move_by = None;
+                move_timer.as_mut().reset(Instant::now() + far);
+                from_model = None;
+                moving = Some(move_now);
+            }
+            Err(ended) => break ended,
+        }
+    };
+    end_session(
+        ended,
+        &mut session,
+        &mut events,
+        &mut to_browser,
+        &mut to_model,
+        options,
+    )
+    .await;
+    ended
+}
+
+/// After each turn of the loop: what waited for the model goes once the model reads input,
+/// dropped page audio is counted, and a `goAway` sets when to move. `Err`: the model
+/// connection must be left now.
+async fn after_turn<M, F>(
+    session: &Session,
+    to_model: &mut ModelOut<SplitSink<M, Message>>,
+    moving: &mut Option<Moving<F>>,
+    move_by: &mut Option<Instant>,
+    move_timer: Pin<&mut tokio::time::Sleep>,
+    options: &DriveOptions,
+) -> Result<(), Ended>
+where
+    M: Sink<Message, Error = WsError> + Unpin,
+{
+    let mut result = Ok(());
+    if session.upstream_ready() && to_model.is_attached() {
+        if moving.as_ref().is_some_and(|m| m.connecting.is_none()) {
+            *moving = None;
+            tracing::info!("the session resumed on a new model connection");
+        }
+        result = to_model.release().await;
+    }
+    if let Some(dropped) = to_model.take_dropped() {
+        if let Some(stats) = &options.stats {
+            stats
+                .held_input_dropped
+                .fetch_add(dropped, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    // A `goAway`: move now if the session is at a resumable point, else by its deadline.
+    match session.reconnect_due() {
+        Reconnect::No => {}
+        Reconnect::Now if moving.is_none() => result = Err(Ended::Model),
+        Reconnect::Now => {}
+        Reconnect::Within(left) => {
+            if move_by.is_none() && moving.is_none() {
+                let left = left.unwrap_or(options.go_away_margin * 2);
+                let at = Instant::now() + left.saturating_sub(options.go_away_margin);
+                *move_by = Some(at);
+                move_timer.reset(at);
+            }
+        }
+    }
+    result
+}
+
+/// The model connection ended or must be left: the move to a new one that starts now, or how
+/// the session ends (the page told why, with a close frame).
+async fn leave_model<M, C, F>(
+    session: &mut Session,
+    to_browser: &mut BrowserOut,
+    to_model: &mut ModelOut<SplitSink<M, Message>>,
+    in_move: bool,
+    connect: &mut Option<C>,
+    model_close: &mut Option<CloseFrame>,
+    options: &DriveOptions,
+) -> Result<Moving<F>, Ended>
+where
+    M: Sink<Message, Error = WsError> + Unpin,
+    C: FnMut(u32) -> F,
+{
+    if in_move {
+        let why = match model_close.take() {
+            Some(frame) => format!(
+                "the model refused to resume the session ({}: {})",
+                u16::from(frame.code),
+                frame.reason
+            ),
+            None => "the new model connection closed before the session resumed".into(),
+        };
+        return Err(fail_move(session, to_browser, &why, options).await);
+    }
+    if connect.is_none() || session.can_resume().is_err() {
+        // The model's close code (a policy violation, a server error) reaches the page;
+        // without one, the page still gets a close frame that says why.
+        let frame = model_close.take().unwrap_or_else(|| CloseFrame {
+            code: CloseCode::Error,
+            reason: "the model connection ended".into(),
+        });
+        let _ = to_browser.send(Message::Close(Some(frame)));
+        return Err(Ended::Model);
+    }
+    let setup = match session.resume_setup() {
+        Ok(setup) => setup,
+        Err(why) => return Err(fail_move(session, to_browser, &why.to_string(), options).await),
+    };
+    tracing::info!("the model connection is ending: moving the session to a new one");
+    *model_close = None;
+    to_model.detach().await;
+    // The session's cancellations (page notices) go now; results wait for the new model.
+    if flush(session, to_browser, to_model).await == Err(Ended::Browser) {
+        return Err(Ended::Browser);
+    }
+    Ok(Moving {
+        connecting: connect.as_mut().map(|connect| Box::pin(connect(0))),
+        setup,
+        attempts: 0,
+    })
+}
+
+/// The session is over: when the browser left, its open calls fail and their results reach
+/// the model within the close grace; when the model left, the browser's side closes.
+async fn end_session<M>(
+    ended: Ended,
+    session: &mut Session,
+    events: &mut SessionEvents,
+    to_browser: &mut BrowserOut,
+    to_model: &mut ModelOut<SplitSink<M, Message>>,
+    options: &DriveOptions,
+) where
+    M: Sink<Message, Error = WsError> + Unpin,
+{
+    match ended {
+        Ended::Browser => {
+            to_browser.close();
+            session.browser_closed();
+            let until = Instant::now() + options.close_grace;
+            while session.open_calls() > 0 {
+                match tokio::time::timeout_at(until, events.recv()).await {
+                    Ok(Some(event)) => session.on_event(event),
+                    _ => break,
+                }
+            }
+            let ready = session.upstream_ready();
+            for out in session.drain_outputs() {
+                if let Output::ToModel(text) = out {
+                    if !ready || to_model.feed_now(Message::text(text)).await.is_err() {
+                        break;
+                    }
+                }
+            }
+            to_model.close().await;
+        }
+        Ended::Model => {
+            session.browser_closed();
+            to_browser.close();
+        }
+    }
+}
+
+/// A move to a new model connection failed: the page hears why, the session's calls end, and
+/// so does the session.
+async fn fail_move(
+    session: &mut Session,
+    to_browser: &mut BrowserOut,
+    why: &str,
+    options: &DriveOptions,
+) -> Ended {
+    tracing::warn!(error = %why, "the session could not move to a new model connection");
+    options.count(|s| &s.upstream_failures);
+    session.resume_failed(why);
+    while let Some(out) = session.pop_output() {
+        if let Output::ToBrowser(text) = out {
+            let _ = to_browser.send(Message::text(text));
+        }
+    }
+    let _ = to_browser.send(Message::Close(Some(CloseFrame {
+        code: CloseCode::Error,
+        reason: "the conversation could not be resumed".into(),
+    })));
+    Ended::Model
+}
+
+async fn next_of<S>(stream: &mut Option<S>) -> Option<Result<Message, WsError>>
+where
+    S: Stream<Item = Result<Message, WsError>> + Unpin,
+{
+    match stream {
+        Some(stream) => stream.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn connecting_of<F: Future>(moving: &mut Option<Moving<F>>) -> F::Output {
+    match moving.as_mut().and_then(|m| m.connecting.as_mut()) {
+        Some(connecting) => connecting.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A browser frame that broke the protocol or the limits: counted, and answered with a close
+/// frame (1009 for a message over the size limit, 1002 otherwise) before the session ends.
+fn refuse_browser_error(error: &WsError, to_browser: &mut BrowserOut, options: &DriveOptions) {
+    if matches!(
+        error,
+        WsError::ConnectionClosed | WsError::AlreadyClosed | WsError::Io(_)
+    ) {
+        return;
+    }
+    options.count(|s| &s.browser_protocol_errors);
+    tracing::warn!(error = %error, "browser broke the websocket protocol or the limits");
+    let code = if matches!(error, WsError::Capacity(_)) {
+        CloseCode::Size
+    } else {
+        CloseCode::Protocol
+    };
+    let _ = to_browser.send(Message::Close(Some(CloseFrame {
+        code,
+        reason: "the relay refused this message".into(),
+    })));
+}
+
+/// Frames for the browser, queued for its writer task. Sending never waits: a full queue means
+/// the browser stopped reading. The model's frames are read only while the queue has room for
+/// a batch ([`BrowserOut::has_room`]), so a burst from the model (audio arrives faster than
+/// real time) waits for a slow but live browser instead of overflowing its queue, while the
+/// session's own work (deadlines, results, the browser's events) goes on.
+struct BrowserOut {
+    tx: Option<mpsc::Sender<Message>>,
+    /// Free places the queue must have before another batch from the model is read.
+    headroom: usize,
+}
+
+impl BrowserOut {
+    fn has_room(&self) -> bool {
+        self.tx
+            .as_ref()
+            .is_none_or(|tx| tx.capacity() >= self.headroom)
+    }
+
+    /// Resolves once the queue has room for a batch again.
+    async fn room(&self) {
+        if let Some(tx) = &self.tx {
+            // The permits are given back at once: this only waits for the writer to catch up.
+            let _ = tx.reserve_many(self.headroom).await;
+        }
+    }
+
+    fn send(&mut self, msg: Message) -> Result<(), Ended> {
+        match &self.tx {
+            Some(tx) => tx.try_send(msg).map_err(|_| Ended::Browser),
+            None => Err(Ended::Browser),
+        }
+    }
+
+    /// Lets the writer send what is queued, then close the connection.
+    fn close(&mut self) {
+        self.tx = None;
+    }
+}
+
+/// What goes to the model: straight to its connection while the model reads input, else held
+/// in order (within a byte bound) until it does.
+struct ModelOut<S> {
+    sink: Option<S>,
+    /// Frames waiting for the model, oldest first; `true` for the page's audio, which may be
+    /// dropped.
+    held: VecDeque<(Message, bool)>,
+    held_bytes: usize,
+    limit: usize,
+    /// Page audio frames dropped from the held queue since the last [`ModelOut::take_dropped`].
+    dropped: u64,
+    /// Written to since the last flush.
+    dirty: bool,
+}
+
+impl<M> ModelOut<SplitSink<M, Message>>
+where
+    M: Sink<Message, Error = WsError> + Unpin,
+{
+    fn new(sink: SplitSink<M, Message>, limit: usize) -> Self {
+        ModelOut {
+            sink: Some(sink),
+            held: VecDeque::new(),
+            held_bytes: 0,
+            limit,
+            dropped: 0,
+            dirty: false,
+        }
+    }
+
+    fn is_attached(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    fn attach(&mut self, sink: SplitSink<M, Message>) {
+        self.sink = Some(sink);
+        self.dirty = false;
+    }
+
+    /// Leaves the current connection (closing it briefly, politely); what is held stays.
+    async fn detach(&mut self) {
+        if let Some(mut sink) = self.sink.take() {
+            let _ = tokio::time::timeout(Duration::from_millis(250), sink.close()).await;
+        }
+    }
+
+    async fn close(&mut self) {
+        if let Some(mut sink) = self.sink.take() {
+            let _ = sink.close().await;
+        }
+    }
+
+    /// The first message of a connection, ahead of anything held.
+    async fn send_first(&mut self, msg: Message) -> Result<(), Ended> {
+        match self.sink.as_mut() {
+            Some(sink) => sink.send(msg).await.map_err(|_| Ended::Model),
+            None => Err(Ended::Model),
+        }
+    }
+
+    /// Sends now, bypassing the held queue.
+    async fn feed_now(&mut self, msg: Message) -> Result<(), Ended> {
+        match self.sink.as_mut() {
+            Some(sink) => {
+                self.dirty = true;
+                sink.feed(msg).await.map_err(|_| Ended::Model)
+            }
+            None => Err(Ended::Model),
+        }
+    }
+
+    /// Sends `msg` if the model reads input (`ready`) and nothing waits before it; else holds
+    /// it. `audio`: the page's audio, which may be dropped when the held bytes overflow; no
+    /// other frame is (a call's result, the page's text turn).
+    async fn feed(&mut self, msg: Message, ready: bool, audio: bool) -> Result<(), Ended> {
+        if ready && self.held.is_empty() && self.sink.is_some() {
+            return self.feed_now(msg).await;
+        }
+        self.held_bytes += msg.len();
+        self.held.push_back((msg, audio));
+        while self.held_bytes > self.limit {
+            let Some(oldest) = self.held.iter().position(|(_, audio)| *audio) else {
+                break;
+            };
+            if let Some((msg, _)) = self.held.remove(oldest) {
+                self.held_bytes -= msg.len();
+                self.dropped += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends everything held, in order, and flushes.
+    async fn release(&mut self) -> Result<(), Ended> {
+        while let Some((msg, _)) = self.held.pop_front() {
+            self.held_bytes -= msg.len();
+            self.feed_now(msg).await?;
+        }
+        self.flush().await
+    }
+
+    async fn flush(&mut self) -> Result<(), Ended> {
+        if !std::mem::take(&mut self.dirty) {
+            return Ok(());
+        }
+        match self.sink.as_mut() {
+            Some(sink) => sink.flush().await.map_err(|_| Ended::Model),
+            None => Ok(()),
+        }
+    }
+
+    fn take_dropped(&mut self) -> Option<u64> {
+        (self.dropped > 0).then(|| std::mem::take(&mut self.dropped))
+    }
+}
+
+/// Writes queued frames to the browser, flushing once per burst; ends when a write takes longer
+/// than `write_timeout` or fails, after a close frame, or when the session closed the queue.
+async fn write_browser<S>(mut sink: S, mut rx: mpsc::Receiver<Message>, write_timeout: Duration)
+where
+    S: Sink<Message, Error = WsError> + Unpin,
+{
+    while let Some(first) = rx.recv().await {
+        let burst = async {
+            let mut closing = matches!(first, Message::Close(_));
+            sink.feed(first).await?;
+            while !closing {
+                match rx.try_recv() {
+                    Ok(msg) => {
+                        closing = matches!(msg, Message::Close(_));
+                        sink.feed(msg).await?;
+                    }
+                    Err(_) => break,
+                }
+            }
+            sink.flush().await.map(|()| closing)
+        };
+        // Most bursts complete at once (the socket is writable): only one that has to wait
+        // arms the write deadline, which saves a timer registration per burst.
+        let mut burst = std::pin::pin!(burst);
+        let written = match (&mut burst).now_or_never() {
+            Some(done) => Ok(done),
+            None => tokio::time::timeout(write_timeout, burst).await,
+        };
+        match written {
+            Ok(Ok(false)) => {}
+            Ok(Ok(true)) | Ok(Err(_)) | Err(_) => return,
+        }
+    }
+    let _ = tokio::time::timeout(write_timeout, sink.close()).await;
+}
+
+/// The side a frame comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    Model,
+    Browser,
+}
+
+impl Side {
+    /// How the session ends when this side's connection fails.
+    fn ended(self) -> Ended {
+        match self {
+            Side::Model => Ended::Model,
+            Side::Browser => Ended::Browser,
+        }
+    }
+}
+
+/// Relays `first` and then every frame already waiting on `source` (at most [`BATCH`], so that
+/// one busy side cannot starve the other), then flushes the model side if written to. `Err`
+/// names the side whose connection failed or closed; a close frame from the model is kept in
+/// `model_close` (the page gets it if the session ends).
+async fn relay_batch<R, M>(
+    session: &mut Session,
+    from: Side,
+    first: Option<Result<Message, WsError>>,
+    source: &mut R,
+    to_browser: &mut BrowserOut,
+    to_model: &mut ModelOut<SplitSink<M, Message>>,
+    model_close: &mut Option<CloseFrame>,
+) -> Result<(), Ended>
+where
+    R: Stream<Item = Result<Message, WsError>> + Unpin,
+    M: Sink<Message, Error = WsError> + Unpin,
+{
+    let mut next = first;
+    let mut relayed = 0;
+    loop {
+        match next {
+            Some(Ok(Message::Close(Some(frame)))) if from == Side::Model => {
+                *model_close = Some(frame);
+                return Err(Ended::Model);
+            }
+            None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return Err(from.ended()),
+            Some(Ok(m)) => relay_frame(session, from, m, to_browser, to_model).await?,
+        }
+        relayed += 1;
+        // The model's frames wait in their socket while the browser's queue is short of room.
+        if relayed == BATCH || (from == Side::Model && !to_browser.has_room()) {
+            break;
+        }
+        match source.next().now_or_never() {
+            Some(m) => next = m,
+            None => break,
+        }
+    }
+    flush(session, to_browser, to_model).await
+}
+
+/// One frame to the other side, as the session decides; `Err` names the side whose connection
+/// failed.
+async fn relay_frame<M>(
+    session: &mut Session,
+    from: Side,
+    msg: Message,
+    to_browser: &mut BrowserOut,
+    to_model: &mut ModelOut<SplitSink<M, Message>>,
+) -> Result<(), Ended>
+where
+    M: Sink<Message, Error = WsError> + Unpin,
+{
+    let text = match (msg, from) {
+        (Message::Text(text), _) => text,
+        // Google's Live servers send JSON in binary frames: read it as text (no copy); what is
+        // not UTF-8 is dropped and noted.
+        (Message::Binary(bytes), Side::Model) => match Utf8Bytes::try_from(bytes) {
+            Ok(text) => text,
+            Err(_) => {
+                session.unreadable_model_binary();
+                return Ok(());
+            }
+        },
+        (Message::Binary(_), Side::Browser) => {
+            session.on_browser_binary();
+            return Ok(());
+        }
+        // tungstenite answers pings itself; close frames end the batch in the caller.
+        (Message::Ping(_) | Message::Pong(_) | Message::Frame(_) | Message::Close(_), _) => {
+            return Ok(())
+        }
+    };
+    let verdict = match from {
+        Side::Model => session.on_model_event(text.as_str()),
+        Side::Browser => session.on_browser_event(text.as_str()),
+    };
+    // The page always gets text frames: it speaks JSON text, whatever frame the model used.
+    let out = match verdict {
+        Verdict::Forward => Message::Text(text),
+        Verdict::Replace(t) => Message::text(t),
+        Verdict::Drop => return Ok(()),
+    };
+    match from {
+        Side::Model => to_browser.send(out),
+        Side::Browser => {
+            let ready = session.upstream_ready();
+            to_model
+                .feed(out, ready, session.last_input_was_audio())
+                .await
+        }
+    }
+}
+
+/// Sends what the session queued, then flushes the model side if anything was written to it;
+/// `Err` names the side whose connection failed.
+async fn flush<M>(
+    session: &mut Session,
+    to_browser: &mut BrowserOut,
+    to_model: &mut ModelOut<SplitSink<M, Message>>,
+) -> Result<(), Ended>
+where
+    M: Sink<Message, Error = WsError> + Unpin,
+{
+    let mut browser_ok = true;
+    let ready = session.upstream_ready();
+    while let Some(out) = session.pop_output() {
+        match out {
+            Output::ToModel(t) => to_model.feed(Message::text(t), ready, false).await?,
+            Output::ToBrowser(t) => {
+                if browser_ok && to_browser.send(Message::text(t)).is_err() {
+                    browser_ok = false;
+                }
+            }
+        }
+    }
+    // Flush only when written to: a flush is a write syscall when frames are buffered.
+    to_model.flush().await?;
+    if !browser_ok {
+        return Err(Ended::Browser);
+    }
+    Ok(())
+}

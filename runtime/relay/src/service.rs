@@ -1,0 +1,446 @@
+//! The relay's HTTP side: the websocket handshake as an axum handler. It checks, in order, that
+//! the request is a websocket upgrade, the page's `Origin`, the session limits and the
+//! authorizer; only then does it answer 101 and open the model connection. A refused browser
+//! costs no upstream connection and no model session.
+//!
+//! The upgrade is taken from hyper directly (not through axum's `WebSocketUpgrade`) so that the
+//! browser's frames stay tungstenite messages end to end: pass-through forwards them without
+//! converting or copying.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use serde_json::json;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
+use tokio_tungstenite::WebSocketStream;
+
+use super::auth::{origin_allowed, Handshake, Refusal, BEARER_SUBPROTOCOL_PREFIX, SUBPROTOCOL};
+use super::{
+    connect_upstream, relay_error, run_session_resumable, upstream_request_for, DriveOptions,
+    RelayConfig, RelayLimits, RelayStats, UpstreamSocket,
+};
+use crate::context::{Principal, SessionScope};
+use crate::Registry;
+use toolc_realtime::{Naming, Session};
+
+/// The relay as a service of an axum application: [`RelayService::router`] answers at `/` of
+/// wherever it is nested, and [`RelayService::handle`] serves one request from a handler of
+/// the application's own (to run extractors first).
+#[derive(Clone, Debug)]
+pub struct RelayService {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    registry: Arc<Registry>,
+    config: RelayConfig,
+    stats: Arc<RelayStats>,
+    /// Open sessions by principal id, for `max_sessions_per_principal`.
+    per_principal: Mutex<HashMap<Arc<str>, usize>>,
+}
+
+impl RelayService {
+    /// A service relaying browsers to the model for `registry`, as `config` says.
+    pub fn new(registry: Arc<Registry>, config: RelayConfig) -> RelayService {
+        RelayService {
+            inner: Arc::new(Inner {
+                registry,
+                config,
+                stats: Arc::new(RelayStats::default()),
+                per_principal: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The service's counters, shared by every session it serves.
+    pub fn stats(&self) -> Arc<RelayStats> {
+        self.inner.stats.clone()
+    }
+
+    /// The limits the service enforces.
+    pub fn limits(&self) -> &RelayLimits {
+        &self.inner.config.limits
+    }
+
+    /// A router that upgrades `GET /` to a relay session; mount it with
+    /// `app.nest_service("/voice", relay.router())` or `Router::merge`.
+    pub fn router(&self) -> Router {
+        let service = self.clone();
+        let stats = self.stats();
+        Router::new()
+            .route(
+                "/",
+                axum::routing::any(move |request: Request| {
+                    let service = service.clone();
+                    async move { service.handle(request).await }
+                }),
+            )
+            .fallback(move || {
+                RelayStats::bump(&stats.handshakes_refused);
+                RelayStats::bump(&stats.refused_not_websocket);
+                std::future::ready(refusal_response(&Refusal::with_status(
+                    StatusCode::NOT_FOUND,
+                    "browsers connect at /",
+                )))
+            })
+    }
+
+    /// Serves one browser request: a 101 and a relay session, or a refusal.
+    pub async fn handle(&self, mut request: Request) -> Response {
+        let inner = &self.inner;
+        let stats = &inner.stats;
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0);
+        let refuse = |counter: &std::sync::atomic::AtomicU64, refusal: Refusal| {
+            RelayStats::bump(&stats.handshakes_refused);
+            RelayStats::bump(counter);
+            tracing::warn!(
+                status = refusal.status().as_u16(),
+                peer = ?peer,
+                reason = refusal.message(),
+                "relay handshake refused"
+            );
+            refusal_response(&refusal)
+        };
+        let key = match websocket_key(&request) {
+            Ok(key) => key,
+            Err(refusal) => return refuse(&stats.refused_not_websocket, refusal),
+        };
+        let handshake = Handshake {
+            uri: request.uri().clone(),
+            headers: request.headers().clone(),
+            remote: request
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0),
+        };
+        if let (Some(allowed), Some(origin)) = (&inner.config.allowed_origins, handshake.origin()) {
+            if !origin_allowed(allowed, origin) {
+                let refusal =
+                    Refusal::forbidden(format!("pages from {origin} may not open relay sessions"));
+                return refuse(&stats.refused_origin, refusal);
+            }
+        }
+        let limits = &inner.config.limits;
+        let principal = match &inner.config.authorizer {
+            None => None,
+            Some(authorizer) => {
+                let decided = tokio::time::timeout(
+                    limits.handshake_timeout,
+                    authorizer.authorize(handshake.clone()),
+                )
+                .await;
+                match decided {
+                    Ok(Ok(principal)) => Some(principal),
+                    Ok(Err(refusal)) => return refuse(&stats.refused_unauthorized, refusal),
+                    Err(_) => {
+                        let refusal = Refusal::with_status(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            "the authorizer did not answer in time",
+                        );
+                        return refuse(&stats.refused_unauthorized, refusal);
+                    }
+                }
+            }
+        };
+        let slot = match self.take_slot(principal.as_ref()) {
+            Ok(slot) => slot,
+            Err(refusal) => return refuse(&stats.refused_capacity, refusal),
+        };
+        let mut naming = inner.config.session.naming;
+        if let Some(n) = handshake.query("naming").and_then(Naming::parse) {
+            naming = n;
+        }
+        let Some(on_upgrade) = request
+            .extensions_mut()
+            .remove::<hyper::upgrade::OnUpgrade>()
+        else {
+            // The server this handler runs in does not support upgrades (HTTP/2 without
+            // extended CONNECT, or a test harness): a server problem, not the browser's.
+            let refusal = Refusal::with_status(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "this server cannot upgrade connections to websockets",
+            );
+            return refuse(&stats.refused_not_websocket, refusal);
+        };
+        let subprotocol = choose_subprotocol(&handshake);
+        let service = self.clone();
+        tokio::spawn(async move {
+            let Ok(upgraded) = on_upgrade.await else {
+                return;
+            };
+            let limits = &service.inner.config.limits;
+            let config = WebSocketConfig::default()
+                .max_message_size(Some(limits.max_message_size))
+                .max_frame_size(Some(limits.max_frame_size));
+            let browser = WebSocketStream::from_raw_socket(
+                hyper_util::rt::TokioIo::new(upgraded),
+                Role::Server,
+                Some(config),
+            )
+            .await;
+            service.run(browser, principal, naming, slot).await;
+        });
+        let mut response = Response::new(Body::empty());
+        *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+        let headers = response.headers_mut();
+        headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+        headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+        if let Ok(accept) = HeaderValue::from_str(&derive_accept_key(key.as_bytes())) {
+            headers.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
+        }
+        if let Some(protocol) = subprotocol.and_then(|p| HeaderValue::from_str(&p).ok()) {
+            headers.insert(header::SEC_WEBSOCKET_PROTOCOL, protocol);
+        }
+        response
+    }
+
+    /// Opens the model connection and runs the session until either side leaves.
+    async fn run<S>(
+        &self,
+        mut browser: WebSocketStream<S>,
+        principal: Option<Principal>,
+        naming: Naming,
+        _slot: SessionSlot,
+    ) where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        use futures_util::SinkExt;
+        let inner = &self.inner;
+        let config = &inner.config;
+        let upstream = connect_model(config).await;
+        let upstream = match upstream {
+            Ok(ws) => ws,
+            Err(e) => {
+                RelayStats::bump(&inner.stats.upstream_failures);
+                tracing::warn!(error = %e, "the relay could not reach the model");
+                // The error names the URL's problem, never the key.
+                let _ = browser
+                    .send(relay_error(&format!(
+                        "the relay could not reach the model: {e}"
+                    )))
+                    .await;
+                // A close frame with a reason, so a page that missed the error event still
+                // learns why (1011: the server could not go on).
+                let _ = browser
+                    .close(Some(CloseFrame {
+                        code: CloseCode::Error,
+                        reason: "the relay could not reach the model".into(),
+                    }))
+                    .await;
+                return;
+            }
+        };
+        set_nodelay(&upstream);
+        RelayStats::bump(&inner.stats.sessions_opened);
+        let (mut session, events) = Session::new(inner.registry.clone(), config.session.clone());
+        session.set_naming(naming);
+        let scope = SessionScope::new().with_principal(principal);
+        // The session's span: every call span and event of the session nests in it.
+        let span = tracing::info_span!(
+            "toolc.session",
+            "otel.name" = "realtime session",
+            "gen_ai.provider.name" = config.session.provider.otel_name(),
+            "gen_ai.conversation.id" = %scope.session_id(),
+            session = %scope.session_id(),
+            principal = scope.principal().map(|p| p.id()),
+            ended_by = tracing::field::Empty,
+        );
+        session.set_scope(scope);
+        let options = DriveOptions::from_config(config, Some(inner.stats.clone()));
+        let ended = {
+            use tracing::Instrument;
+            // A Live session that must move to a new model connection opens it the same way,
+            // after a short pause on a retry.
+            let connect = |attempt: u32| {
+                let config = config.clone();
+                async move {
+                    if attempt > 0 {
+                        let pause = 250u64 << attempt.min(4);
+                        tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+                    }
+                    connect_model(&config).await.inspect(set_nodelay)
+                }
+            };
+            run_session_resumable(session, events, browser, upstream, connect, &options)
+                .instrument(span.clone())
+                .await
+        };
+        span.record(
+            "ended_by",
+            match ended {
+                super::Ended::Browser => "browser",
+                super::Ended::Model => "model",
+            },
+        );
+    }
+
+    /// Counts a session against the limits, or refuses it.
+    fn take_slot(&self, principal: Option<&Principal>) -> Result<SessionSlot, Refusal> {
+        let inner = &self.inner;
+        let limits = &inner.config.limits;
+        let active = inner
+            .stats
+            .sessions_active
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut slot = SessionSlot {
+            service: self.clone(),
+            principal: None,
+        };
+        if active >= limits.max_sessions as u64 {
+            return Err(Refusal::with_status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the relay is at its session limit; try again later",
+            ));
+        }
+        if let Some(p) = principal {
+            let mut open = lock(&inner.per_principal);
+            let count = open.entry(Arc::from(p.id())).or_insert(0);
+            if *count >= limits.max_sessions_per_principal {
+                return Err(Refusal::with_status(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "this user has too many sessions open; close one first",
+                ));
+            }
+            *count += 1;
+            slot.principal = Some(Arc::from(p.id()));
+        }
+        Ok(slot)
+    }
+}
+
+/// Opens the model connection `config` names, within its connect timeout; the error names the
+/// URL's problem, never the key.
+async fn connect_model(config: &RelayConfig) -> Result<UpstreamSocket, String> {
+    let request = upstream_request_for(
+        config.session.provider,
+        &config.upstream,
+        config.api_key.as_deref(),
+    )
+    .map_err(|e| e.to_string())?;
+    match tokio::time::timeout(
+        config.limits.upstream_connect_timeout,
+        connect_upstream(request),
+    )
+    .await
+    {
+        Ok(connected) => connected.map_err(|e| e.to_string()),
+        Err(_) => Err("the connection timed out".to_owned()),
+    }
+}
+
+fn set_nodelay(ws: &UpstreamSocket) {
+    if let tokio_tungstenite::MaybeTlsStream::Plain(tcp) = ws.get_ref() {
+        let _ = tcp.set_nodelay(true);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// One session counted against the limits; dropping it (the session ended, or the handshake
+/// was refused after counting) gives the place back.
+#[derive(Debug)]
+struct SessionSlot {
+    service: RelayService,
+    principal: Option<Arc<str>>,
+}
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        let inner = &self.service.inner;
+        inner
+            .stats
+            .sessions_active
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(id) = &self.principal {
+            let mut open = lock(&inner.per_principal);
+            if let Some(count) = open.get_mut(id) {
+                *count -= 1;
+                if *count == 0 {
+                    open.remove(id);
+                }
+            }
+        }
+    }
+}
+
+/// The `Sec-WebSocket-Key` of a valid upgrade request, or a 400/426 refusal.
+fn websocket_key(request: &Request) -> Result<String, Refusal> {
+    let headers = request.headers();
+    let has_token = |name: header::HeaderName, token: &str| {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case(token))
+    };
+    if request.method() != Method::GET
+        || !has_token(header::UPGRADE, "websocket")
+        || !has_token(header::CONNECTION, "upgrade")
+    {
+        return Err(Refusal::with_status(
+            StatusCode::UPGRADE_REQUIRED,
+            "connect with a websocket (GET with `Upgrade: websocket`)",
+        ));
+    }
+    if headers
+        .get(header::SEC_WEBSOCKET_VERSION)
+        .and_then(|v| v.to_str().ok())
+        != Some("13")
+    {
+        return Err(Refusal::with_status(
+            StatusCode::BAD_REQUEST,
+            "unsupported websocket version; use 13",
+        ));
+    }
+    headers
+        .get(header::SEC_WEBSOCKET_KEY)
+        .and_then(|v| v.to_str().ok())
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| Refusal::with_status(StatusCode::BAD_REQUEST, "missing `Sec-WebSocket-Key`"))
+}
+
+/// The subprotocol to answer with: `toolc` when offered; otherwise the bearer one, because a
+/// browser fails a connection whose offered subprotocols all went unanswered.
+fn choose_subprotocol(handshake: &Handshake) -> Option<String> {
+    let offered: Vec<&str> = handshake.subprotocols().collect();
+    if offered.contains(&SUBPROTOCOL) {
+        return Some(SUBPROTOCOL.to_owned());
+    }
+    offered
+        .into_iter()
+        .find(|p| p.starts_with(BEARER_SUBPROTOCOL_PREFIX))
+        .map(str::to_owned)
+}
+
+fn refusal_response(refusal: &Refusal) -> Response {
+    let body = json!({
+        "error": { "type": "relay_refused", "status": refusal.status().as_u16(), "message": refusal.message() }
+    });
+    let mut response = (refusal.status(), body.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if refusal.status() == StatusCode::UNAUTHORIZED {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    response
+}
