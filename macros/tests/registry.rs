@@ -259,7 +259,9 @@ fn tools_join_a_given_builder() {
             .find(|d| d.name == "show_toast")
             .unwrap(),
     );
-    let registry = tools!(builder = base; search_docs, highlight).build().unwrap();
+    let registry = tools!(builder = base; search_docs, highlight)
+        .build()
+        .unwrap();
     let names: Vec<&str> = registry.names().collect();
     assert_eq!(names, ["show_toast", "search_docs", "highlight"]);
     block_on(async {
@@ -270,9 +272,8 @@ fn tools_join_a_given_builder() {
         assert!(out.starts_with('['), "{out}");
     });
     // A builder missing an executor still fails as one registry.
-    let base = toolc_runtime::Registry::builder().definitions(
-        toolc_runtime::load_definitions(["../manifests/support.tools.yaml"]).unwrap(),
-    );
+    let base = toolc_runtime::Registry::builder()
+        .definitions(toolc_runtime::load_definitions(["../manifests/support.tools.yaml"]).unwrap());
     let err = tools!(builder = base; search_docs).build().unwrap_err();
     assert!(err.to_string().contains("get_order_status"), "{err}");
 }
