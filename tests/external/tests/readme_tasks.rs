@@ -7,9 +7,8 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
-use toolc_runtime::chat::{Anthropic, Codec, TurnRunner};
-use toolc_runtime::{tool, tools, CallContext, Registry, ToolError};
+use serde_json::json;
+use toolc_runtime::{tool, tools, CallContext, ToolError};
 
 mod orders {
     toolc_runtime::include_tools!("orders");
@@ -56,6 +55,9 @@ fn registry() -> Arc<Registry> {
     )
 }
 
+use serde_json::Value;
+use toolc_runtime::chat::{Anthropic, Codec, TurnRunner};
+
 // One step of an Anthropic Messages loop: the model's response in, the messages to append to
 // the next request out. Calls of `approval: required` tools wait for the user's answer, then
 // join the others in the order of the calls; `encode` refuses a turn with a call left out.
@@ -84,6 +86,7 @@ pub async fn anthropic_step(
 
 use toolc_runtime::realtime::Provider;
 use toolc_runtime::relay::RelayConfig;
+use toolc_runtime::Registry;
 
 // A relay to Gemini Live (its endpoint, the tools in `setup`) that talks to another model.
 pub fn live_relay_config(registry: &Registry, api_key: String) -> RelayConfig {

@@ -27,7 +27,7 @@ use crate::typed_registry::{support, Desk}; // the generated module and its serv
 
 pub async fn desk_with_mcp_tools(
     server: tokio::process::Command,
-) -> Result<Registry, Box<dyn std::error::Error>> {
+) -> Result<toolc_runtime::Registry, Box<dyn std::error::Error>> {
     let tools = McpTools::spawn(server).await?;
     let builder = support::registry_builder(Desk);
     let builder = tools.merge_into(builder, &support::definitions())?;
