@@ -378,7 +378,8 @@ async fn the_registry_builder_takes_other_tools_and_keeps_the_manifests_settings
 fn declarations_are_the_provider_files() {
     use toolc_runtime::chat::Provider;
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let modules: [(&str, fn(Provider) -> &'static str); 3] = [
+    type Declarations = fn(Provider) -> &'static str;
+    let modules: [(&str, Declarations); 3] = [
         ("../manifests/support.tools.yaml", support::declarations),
         ("../manifests/commerce.tools.yaml", commerce::declarations),
         ("tests/fixtures/edge.tools.yaml", edge::declarations),
