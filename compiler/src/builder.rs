@@ -13,10 +13,17 @@
 //! `toolc_runtime::include_tools!("support")` pulls in. Files are rewritten only when their content
 //! changes, `cargo::rerun-if-changed` is printed for every file read, and diagnostics are printed
 //! as `cargo::error=` / `cargo::warning=` lines so that cargo shows them cleanly.
+//!
+//! The module is the one `toolc build` writes as `tools.rs`, its server trait named after the
+//! manifest: the argument and output types, the server trait, `definitions()`,
+//! `registry_builder(server)` (the manifest's tools and typed executors, for other tool sources
+//! to join before `.build()`), `registry(server)`, and `declarations(provider)`: each provider
+//! file of `toolc build` (`providers/*.json`), byte for byte, as a string. Its warnings are
+//! those of `toolc build` for the module and the provider files.
 
 use std::path::{Path, PathBuf};
 
-use crate::emit::rust::{generate, server_trait_for};
+use crate::emit::rust::{generate_with_warnings, server_trait_for};
 use crate::emit::Config;
 use crate::output::write_if_changed;
 use crate::Session;
@@ -193,12 +200,18 @@ impl Builder {
                 continue;
             }
             let ir = session.check();
-            if let Some(ir) = &ir {
-                crate::emit::rust::untyped_warnings(ir, &mut session.diagnostics);
-            }
+            // The module, and with it the warnings of what it holds: the places it leaves
+            // untyped and the provider files `declarations()` gives.
+            let options = self.config.rust_options(
+                &server_trait_for(&module),
+                Some(manifest.display().to_string().replace('\\', "/")),
+            );
+            let code = ir
+                .as_ref()
+                .map(|ir| generate_with_warnings(ir, &options, &mut session.diagnostics));
             let text = session.render(false);
-            match ir {
-                Some(ir) => {
+            match code {
+                Some(code) => {
                     if !text.trim().is_empty() && self.cargo_directives {
                         for line in text.lines() {
                             println!("cargo::warning={line}");
@@ -224,11 +237,6 @@ impl Builder {
                             }
                         }
                     }
-                    let options = self.config.rust_options(
-                        &server_trait_for(&module),
-                        Some(manifest.display().to_string().replace('\\', "/")),
-                    );
-                    let code = generate(&ir, &options);
                     let path = out_dir.join(format!("{module}.rs"));
                     match write_if_changed(&path, &code) {
                         Ok(written) => generated.push(Generated {

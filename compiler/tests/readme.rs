@@ -1,6 +1,8 @@
 //! The README cannot drift from what runs: its quick start is what CI runs, and its "Use it in
 //! your crate" section is the crate in `tests/external/` (dependency lines, `build.rs`,
-//! `src/main.rs`) that `scripts/test` builds and runs with the command the README shows.
+//! `src/main.rs`) that `scripts/test` builds and runs with the commands the README shows; every
+//! Rust block is a region of a file the tests compile, carrying the `use` lines of the toolc and
+//! library names it uses, and every dependency line states a version or a path.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -69,11 +71,13 @@ fn use_it_in_your_crate_is_the_external_crate() {
         .into_iter()
         .map(|l| l.replace("../toolc/", "../../"))
         .collect();
+    // Its `[dependencies]` and `[build-dependencies]`: what a user's crate needs (its
+    // `[dev-dependencies]` serve its tests of the README's other tasks).
     let cargo_toml = read("tests/external/Cargo.toml");
     let actual: Vec<String> = meaningful_lines(&cargo_toml)
         .into_iter()
         .skip_while(|l| l != "[dependencies]")
-        .take_while(|l| l != "[workspace]")
+        .take_while(|l| !l.starts_with('[') || l == "[dependencies]" || l == "[build-dependencies]")
         .collect();
     assert_eq!(
         shown, actual,
@@ -156,9 +160,46 @@ fn the_quick_start_is_what_ci_runs() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// Every dependency line of the README's `toml` blocks says what a user needs to copy (a
+/// version or a path, never the workspace's), and outside "Use it in your crate" (which is
+/// `tests/external`) each is a line of `tests/readme/Cargo.toml`, whose snippets it builds.
+#[test]
+fn every_dependency_line_of_the_readme_is_built_as_shown() {
+    let readme = read("README.md");
+    let own = section(&readme, "Use it in your crate");
+    let snippets_toml = read("tests/readme/Cargo.toml");
+    let built: Vec<String> = meaningful_lines(&snippets_toml);
+    let mut checked = 0;
+    for (info, body) in blocks(&readme) {
+        if info != "toml" {
+            continue;
+        }
+        let in_own_section = own.contains(&body);
+        for line in meaningful_lines(&body) {
+            if line.starts_with('[') {
+                continue;
+            }
+            checked += 1;
+            assert!(
+                (line.contains("version = ") || line.contains("path = ") || line.contains("= \""))
+                    && !line.contains("workspace"),
+                "README dependency line without a version or path: {line}"
+            );
+            if !in_own_section {
+                assert!(
+                    built.contains(&line),
+                    "README dependency line that tests/readme/Cargo.toml does not build: {line}"
+                );
+            }
+        }
+    }
+    assert!(checked >= 10, "{checked} dependency lines");
+}
+
 /// Where the README's Rust may come from: files the tests compile and run.
 const COMPILED_SOURCES: &[&str] = &[
     "tests/readme/build.rs",
+    "tests/readme/src/builder.rs",
     "tests/readme/src/typed_registry.rs",
     "tests/readme/src/fn_tools.rs",
     "tests/readme/src/relay.rs",
@@ -167,6 +208,7 @@ const COMPILED_SOURCES: &[&str] = &[
     "tests/readme/src/toolsets.rs",
     "tests/external/build.rs",
     "tests/external/src/main.rs",
+    "tests/external/tests/readme_tasks.rs",
     "examples/realtime-relay/examples/own_tools.rs",
 ];
 
@@ -209,5 +251,118 @@ fn every_rust_block_of_the_readme_is_compiled_code() {
         "README rust blocks that are not a region of {COMPILED_SOURCES:?} (copy the code from \
          there, or add the snippet to tests/readme/):\n{}",
         unmatched.join("\n---\n")
+    );
+}
+
+/// Names a snippet may use only with its `use` line: a reader copies the block, and a bare
+/// `Provider` or `TurnRunner` does not say where it comes from.
+const NEEDS_IMPORT: &[&str] = &[
+    "Anthropic",
+    "ApprovalGrant",
+    "Arc",
+    "CallContext",
+    "ChatCompletions",
+    "Codec",
+    "Handshake",
+    "McpServer",
+    "McpTools",
+    "Principal",
+    "Provider",
+    "Refusal",
+    "Registry",
+    "RegistryError",
+    "RelayConfig",
+    "RelayService",
+    "Router",
+    "Session",
+    "SessionConfig",
+    "ToolError",
+    "TurnRunner",
+    "Value",
+    "client_fn",
+    "executor_fn",
+    "load_definitions",
+    "tool",
+    "tools",
+];
+
+/// The identifiers of `code` outside comments and string literals, each with whether a `::`
+/// comes right before it (a path names its own origin).
+fn identifiers(code: &str) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    for line in code.lines() {
+        let line = line.split("//").next().unwrap_or("");
+        let mut in_string = false;
+        let mut word = String::new();
+        let mut before = String::new();
+        for c in line.chars().chain(std::iter::once(' ')) {
+            if c == '"' {
+                in_string = !in_string;
+            }
+            if !in_string && (c.is_ascii_alphanumeric() || c == '_') {
+                word.push(c);
+                continue;
+            }
+            if !word.is_empty() {
+                out.push((std::mem::take(&mut word), before.ends_with("::")));
+            }
+            before.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn every_rust_block_imports_the_names_it_uses() {
+    let readme = read("README.md");
+    let mut missing = Vec::new();
+    for (info, body) in blocks(&readme) {
+        if info != "rust" {
+            continue;
+        }
+        let imports: Vec<String> = body
+            .lines()
+            .filter(|l| l.trim_start().starts_with("use ") || l.trim_start().starts_with("mod "))
+            .flat_map(|l| identifiers(l).into_iter().map(|(w, _)| w))
+            .collect();
+        // Items the block defines itself are not imported.
+        let defined: Vec<String> = body
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim_start().trim_start_matches("pub ");
+                [
+                    "fn ",
+                    "struct ",
+                    "async fn ",
+                    "type ",
+                    "mod ",
+                    "let mut ",
+                    "let ",
+                ]
+                .iter()
+                .find_map(|k| l.strip_prefix(k))
+                .map(|rest| identifiers(rest).into_iter().next().map(|(w, _)| w))
+            })
+            .flatten()
+            .collect();
+        let body_lines: String = body
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("use "))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for (word, qualified) in identifiers(&body_lines) {
+            if qualified || !NEEDS_IMPORT.contains(&word.as_str()) {
+                continue;
+            }
+            if !imports.contains(&word) && !defined.contains(&word) {
+                missing.push(format!("`{word}` in:\n{body}"));
+                break;
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "README rust blocks using names without their `use` lines:\n{}",
+        missing.join("\n---\n")
     );
 }

@@ -35,6 +35,10 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `tools!(manifest = "path"; search, ...)` also adds every definition of the manifest and
 /// fails to compile when a server tool of the manifest has no listed executor, or a listed tool
 /// is not bound to that manifest.
+///
+/// `tools!(builder = expression; search, ...)` adds the tools to that `RegistryBuilder` instead
+/// of a new one: `tools!(builder = orders::registry_builder(Shop); add)` puts `#[tool]` fns
+/// beside a generated module's typed tools (options combine: `builder = b, manifest = "..."`).
 #[proc_macro]
 pub fn tools(input: TokenStream) -> TokenStream {
     tools::expand(input.into()).into()

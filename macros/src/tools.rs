@@ -12,6 +12,8 @@ use crate::common::{self, Errors};
 struct Input {
     manifest: Option<syn::LitStr>,
     krate: Option<syn::Path>,
+    /// The builder the tools are added to (`builder = expr`); a new one without it.
+    builder: Option<syn::Expr>,
     items: Punctuated<syn::Path, Token![,]>,
 }
 
@@ -19,6 +21,7 @@ impl Parse for Input {
     fn parse(input: ParseStream) -> syn::Result<Input> {
         let mut manifest = None;
         let mut krate = None;
+        let mut builder = None;
         // Options come first, as `key = value` pairs ended by `;`.
         let has_options =
             (input.peek(syn::Ident) || input.peek(Token![crate])) && input.peek2(Token![=]);
@@ -37,10 +40,12 @@ impl Parse for Input {
                     input.parse::<Token![=]>()?;
                     if key == "manifest" {
                         manifest = Some(input.parse()?);
+                    } else if key == "builder" {
+                        builder = Some(input.parse()?);
                     } else {
                         return Err(syn::Error::new(
                             key.span(),
-                            "unknown `tools!` option; the options are `manifest = \"path\"` and `crate = path`, followed by `;` and the list of `#[tool]` fns",
+                            "unknown `tools!` option; the options are `manifest = \"path\"`, `builder = expression` and `crate = path`, followed by `;` and the list of `#[tool]` fns",
                         ));
                     }
                 }
@@ -55,6 +60,7 @@ impl Parse for Input {
         Ok(Input {
             manifest,
             krate,
+            builder,
             items,
         })
     }
@@ -68,6 +74,15 @@ pub fn expand(input: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let krate = input.krate.clone().unwrap_or_else(common::default_crate);
     let fns = quote!(#krate::__private::fns);
+    // The builder the tools join: one given (a generated module's `registry_builder(..)`, say),
+    // or a new one.
+    let start = match &input.builder {
+        Some(builder) => quote_spanned!(builder.span()=> {
+            let __builder: #fns::RegistryBuilder = #builder;
+            __builder
+        }),
+        None => quote!(#fns::RegistryBuilder::default()),
+    };
     let items: Vec<&syn::Path> = input.items.iter().collect();
     for (i, item) in items.iter().enumerate() {
         if items[..i].iter().any(|earlier| earlier == item) {
@@ -87,7 +102,7 @@ pub fn expand(input: TokenStream) -> TokenStream {
             |item| quote_spanned!(item.span()=> let __builder = #fns::add::<#item>(__builder);),
         );
         return quote! {{
-            let __builder = #fns::RegistryBuilder::default();
+            let __builder = #start;
             #(#adds)*
             __builder
         }};
@@ -137,8 +152,7 @@ pub fn expand(input: TokenStream) -> TokenStream {
         const __TOOLC_NAMES: &[&str] = &[#(#names),*];
         #(#bound_checks)*
         #(#server_checks)*
-        let __builder = #fns::RegistryBuilder::default()
-            .definitions(#fns::definitions_from_json(#definitions));
+        let __builder = #start.definitions(#fns::definitions_from_json(#definitions));
         #(#adds)*
         __builder
     }}

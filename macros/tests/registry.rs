@@ -238,6 +238,46 @@ fn bound_tools_use_the_manifest() {
     });
 }
 
+/// `builder = ...` adds the fns to a builder that already holds tools (a generated module's
+/// `registry_builder`, an MCP server's tools): one registry, one location rule over all of them.
+#[test]
+fn tools_join_a_given_builder() {
+    let given = toolc_runtime::Registry::builder()
+        .definitions(toolc_runtime::load_definitions(["../manifests/support.tools.yaml"]).unwrap());
+    let registry = tools!(builder = given, manifest = "../manifests/support.tools.yaml";
+        search_help_articles, get_order_status, highlight_element)
+    .build();
+    // With `manifest`, the manifest's definitions join the given builder's: these were in it
+    // already, so each is there twice, and the one build reports it.
+    let err = registry.unwrap_err().to_string();
+    assert!(err.contains("search_help_articles"), "{err}");
+
+    let base = toolc_runtime::Registry::builder().definition(
+        toolc_runtime::load_definitions(["../manifests/support.tools.yaml"])
+            .unwrap()
+            .into_iter()
+            .find(|d| d.name == "show_toast")
+            .unwrap(),
+    );
+    let registry = tools!(builder = base; search_docs, highlight)
+        .build()
+        .unwrap();
+    let names: Vec<&str> = registry.names().collect();
+    assert_eq!(names, ["show_toast", "search_docs", "highlight"]);
+    block_on(async {
+        let out = registry
+            .call("search_docs", r#"{"query":"a","tags":[]}"#)
+            .await
+            .unwrap();
+        assert!(out.starts_with('['), "{out}");
+    });
+    // A builder missing an executor still fails as one registry.
+    let base = toolc_runtime::Registry::builder()
+        .definitions(toolc_runtime::load_definitions(["../manifests/support.tools.yaml"]).unwrap());
+    let err = tools!(builder = base; search_docs).build().unwrap_err();
+    assert!(err.to_string().contains("get_order_status"), "{err}");
+}
+
 #[test]
 fn companion_types_expose_names_and_bindings() {
     use toolc_runtime::__private::fns::ToolFn;

@@ -337,3 +337,71 @@ async fn a_content_tool_answers_with_blocks_the_registry_accepts() {
         ] })
     );
 }
+
+/// `echo`, a tool defined in Rust, to join a generated module's tools.
+#[toolc_runtime::tool]
+async fn echo(text: String) -> Result<String, ToolError> {
+    Ok(text)
+}
+
+/// `registry_builder` holds the manifest's tools with their typed executors and its root
+/// settings; other tools join it before `build()`, and `registry()` is the same builder built.
+#[tokio::test]
+async fn the_registry_builder_takes_other_tools_and_keeps_the_manifests_settings() {
+    let r = toolc_runtime::tools!(builder = edge::registry_builder(Edge); echo)
+        .build()
+        .unwrap();
+    let alone = edge::registry(Edge).unwrap();
+    let names: Vec<&str> = r.names().collect();
+    let mut expected: Vec<&str> = alone.names().collect();
+    expected.push("echo");
+    assert_eq!(names, expected);
+    assert_eq!(r.mcp_list_ttl(), alone.mcp_list_ttl());
+    assert_eq!(r.toolsets(), alone.toolsets());
+    // Both kinds of executor run in the one registry.
+    assert_eq!(r.call("echo", r#"{"text":"hi"}"#).await.unwrap(), r#""hi""#);
+    assert_eq!(r.call("no_params", "").await.unwrap(), r#""anything""#);
+    // A tool of another source with a name the manifest has is refused at build time.
+    let clash = edge::registry_builder(Edge)
+        .definitions(edge::definitions().into_iter().take(1))
+        .build()
+        .unwrap_err();
+    assert!(
+        clash.to_string().contains(&edge::definitions()[0].name),
+        "{clash}"
+    );
+}
+
+/// `declarations(provider)` is byte for byte what the providers' emitter writes for the
+/// manifest (the file of `toolc build`), for every provider, in every generated module.
+#[test]
+fn declarations_are_the_provider_files() {
+    use toolc_runtime::chat::Provider;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    type Declarations = fn(Provider) -> &'static str;
+    let modules: [(&str, Declarations); 3] = [
+        ("../manifests/support.tools.yaml", support::declarations),
+        ("../manifests/commerce.tools.yaml", commerce::declarations),
+        ("tests/fixtures/edge.tools.yaml", edge::declarations),
+    ];
+    for (manifest, declarations) in modules {
+        let mut session = toolc::Session::new();
+        session.add_path(&root.join(manifest)).unwrap();
+        let ir = session.check().unwrap();
+        let files = toolc::emit::providers::files(
+            &ir,
+            toolc::emit::providers::GeminiSchema::default(),
+            &mut session.diagnostics,
+        );
+        assert_eq!(files.len(), Provider::ALL.len());
+        for (provider, text) in files {
+            assert!(
+                declarations(provider) == text,
+                "{manifest}: {}",
+                provider.name()
+            );
+            // What a chat request's `tools` is: JSON.
+            let _: serde_json::Value = serde_json::from_str(declarations(provider)).unwrap();
+        }
+    }
+}

@@ -114,6 +114,7 @@ impl Config {
             runtime_path: self.runtime_path.trim().to_owned(),
             server_trait: server_trait.to_owned(),
             source,
+            gemini_schema: self.gemini_schema,
         }
     }
 }
@@ -177,6 +178,12 @@ fn emit_made<E>(
     }
     let mut kind_diags: Vec<Option<Diagnostics>> = kinds.iter().map(|_| None).collect();
     let mut result = Ok(());
+    // `tools.rs` embeds the provider files: when both are emitted, the providers' emitter hands
+    // its texts to the Rust emitter's thread, and they are lowered once.
+    let (files_sender, files_receiver) = std::sync::mpsc::channel();
+    let mut files_sender = Some(files_sender);
+    let mut files_receiver = Some(files_receiver);
+    let linked = kinds.contains(&Kind::Rust) && kinds.contains(&Kind::Providers);
     std::thread::scope(|scope| {
         let (sender, receiver) = std::sync::mpsc::channel();
         let handles: Vec<_> = kinds
@@ -184,12 +191,17 @@ fn emit_made<E>(
             .enumerate()
             .map(|(index, &kind)| {
                 let sender = sender.clone();
+                let link = match kind {
+                    Kind::Providers if linked => files_sender.take().map(Link::Give),
+                    Kind::Rust if linked => files_receiver.take().map(Link::Take),
+                    _ => None,
+                };
                 scope.spawn(move || {
                     // The receiver outlives every sender: it is dropped after the scope.
                     let send = |made: Made| {
                         let _ = sender.send(Emitted::Made(made));
                     };
-                    let diags = emit_one(ir, kind, config, &send);
+                    let diags = emit_one(ir, kind, config, &send, link);
                     let _ = sender.send(Emitted::Finished(index, diags));
                 })
             })
@@ -308,22 +320,70 @@ enum Emitted {
     Finished(usize, Diagnostics),
 }
 
+/// The provider files passing from the providers' emitter to the Rust emitter, which embeds
+/// them in `tools.rs` (`declarations()`).
+enum Link {
+    /// The providers' end: a copy of every file, in [`providers::Provider::ALL`] order.
+    Give(std::sync::mpsc::Sender<Vec<(providers::Provider, String)>>),
+    /// The Rust emitter's end.
+    Take(std::sync::mpsc::Receiver<Vec<(providers::Provider, String)>>),
+}
+
 /// Runs one emitter, handing its files to `send` (the provider files one by one as each is
 /// made, so that each is written and freed while the next is made; `tools.rs` in pieces);
-/// returns its warnings.
-fn emit_one(ir: &Ir, kind: Kind, config: &Config, send: &(dyn Fn(Made) + Sync)) -> Diagnostics {
+/// returns its warnings. The Rust emitter lowers the provider files itself (with their
+/// warnings) unless `link` hands it those of the providers' emitter.
+fn emit_one(
+    ir: &Ir,
+    kind: Kind,
+    config: &Config,
+    send: &(dyn Fn(Made) + Sync),
+    link: Option<Link>,
+) -> Diagnostics {
     let mut outputs = Outputs::new();
     let mut diags = Diagnostics::default();
     match kind {
         Kind::Schemas => schemas::emit_with(ir, config.schema_layout, &mut outputs),
         Kind::Providers => {
-            providers::emit_each_file(ir, config.gemini_schema, &mut diags, &|path, text| {
-                send(Made::Files(Outputs::from([(path, text)])))
-            })
+            let copies = match link {
+                Some(Link::Give(sender)) => Some((sender, std::sync::Mutex::new(Vec::new()))),
+                _ => None,
+            };
+            providers::emit_each_provider(
+                ir,
+                config.gemini_schema,
+                &mut diags,
+                &|provider, text| {
+                    if let Some((_, kept)) = &copies {
+                        kept.lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .push((provider, text.clone()));
+                    }
+                    send(Made::Files(Outputs::from([(
+                        providers::path(provider),
+                        text,
+                    )])))
+                },
+            );
+            if let Some((sender, kept)) = copies {
+                let mut files = kept
+                    .into_inner()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                files.sort_by_key(|(provider, _)| *provider);
+                let _ = sender.send(files);
+            }
         }
         Kind::Rust => {
             let options = config.rust_options("ToolServer", None);
-            let pieces = rust::generate_in_pieces(ir, &options, &mut diags);
+            let gemini = config.gemini_schema;
+            let pieces = rust::generate_in_pieces(ir, &options, &mut diags, |provider_diags| {
+                let given = match link {
+                    Some(Link::Take(receiver)) => receiver.recv().ok(),
+                    _ => None,
+                };
+                // Lowered here when the providers' emitter does not run (`--emit rust`).
+                given.unwrap_or_else(|| providers::files(ir, gemini, provider_diags))
+            });
             send(Made::Pieces("tools.rs".into(), pieces));
         }
         Kind::TypeScript => {

@@ -513,12 +513,15 @@ pub fn definitions() -> ::std::vec::Vec<::toolc_runtime::ToolDefinition> {
         <GetCart as ::toolc_runtime::Tool>::definition(),
     ])
 }
-/// The runtime registry of this manifest, with `server` as the executor of every server
-/// tool. It fails only if a schema cannot be compiled, which the toolc checks rule out.
+/// A registry builder holding every tool of this manifest, with `server` as the executor of
+/// every server tool (and the manifest's toolsets and `mcp.list_ttl`). Add other tool
+/// sources before `.build()`: an MCP server's tools (`McpTools::merge_into`), a remote
+/// catalog's (`CatalogTools::merge_into`), `#[tool]` fns (`tools!(builder = ...; f)`),
+/// state (`.state(..)`). [`registry`] is this, built.
 #[allow(dead_code)]
-pub fn registry<S: CommerceServer>(
+pub fn registry_builder<S: CommerceServer>(
     server: S,
-) -> ::std::result::Result<::toolc_runtime::Registry, ::toolc_runtime::RegistryError> {
+) -> ::toolc_runtime::RegistryBuilder {
     let server = ::std::sync::Arc::new(server);
     ::toolc_runtime::Registry::builder()
         .definitions(definitions())
@@ -542,5 +545,1555 @@ pub fn registry<S: CommerceServer>(
                 }
             }),
         )
-        .build()
 }
+/// The runtime registry of this manifest, with `server` as the executor of every server
+/// tool: [`registry_builder`], built. It fails only if a schema cannot be compiled, which
+/// the toolc checks rule out.
+#[allow(dead_code)]
+pub fn registry<S: CommerceServer>(
+    server: S,
+) -> ::std::result::Result<::toolc_runtime::Registry, ::toolc_runtime::RegistryError> {
+    registry_builder(server).build()
+}
+/// The tool declarations of this manifest for `provider`: byte for byte the file that
+/// `toolc build` writes as `providers/<provider.name()>.json`, from the same emitter and
+/// settings. For a chat codec, `declarations(codec.provider())` is its request's tools:
+///
+/// - `Provider::OpenaiRealtime`: the Realtime `session.tools` array
+/// - `Provider::OpenaiChat`: Chat Completions `tools`
+/// - `Provider::OpenaiResponses`: Responses `tools`
+/// - `Provider::Anthropic`: Anthropic Messages `tools`
+/// - `Provider::Gemini`: Gemini's `{"functionDeclarations": [...]}`
+/// - `Provider::Mcp`: an MCP `tools/list` result of the server tools
+#[allow(dead_code)]
+pub fn declarations(provider: ::toolc_runtime::chat::Provider) -> &'static str {
+    use ::toolc_runtime::chat::Provider;
+    match provider {
+        Provider::OpenaiRealtime => DECLARATIONS_OPENAI_REALTIME,
+        Provider::OpenaiChat => DECLARATIONS_OPENAI_CHAT,
+        Provider::OpenaiResponses => DECLARATIONS_OPENAI_RESPONSES,
+        Provider::Anthropic => DECLARATIONS_ANTHROPIC,
+        Provider::Gemini => DECLARATIONS_GEMINI,
+        Provider::Mcp => DECLARATIONS_MCP,
+    }
+}
+/// `providers/openai-realtime.json`.
+const DECLARATIONS_OPENAI_REALTIME: &str = r##"[
+  {
+    "type": "function",
+    "name": "search_products",
+    "description": "Search the catalogue with optional filters and return matching products.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "query": {
+          "type": "string",
+          "description": "Free-text search terms."
+        },
+        "filters": {
+          "type": "object",
+          "description": "Narrow the results.",
+          "properties": {
+            "category": {
+              "type": "string",
+              "enum": [
+                "shoes",
+                "clothing",
+                "accessories"
+              ]
+            },
+            "price": {
+              "$ref": "#/$defs/PriceRange"
+            },
+            "in_stock_only": {
+              "type": "boolean",
+              "default": true
+            }
+          },
+          "additionalProperties": false
+        },
+        "sort": {
+          "type": "string",
+          "enum": [
+            "relevance",
+            "price_asc",
+            "price_desc",
+            "newest"
+          ],
+          "default": "relevance"
+        },
+        "page_size": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 50,
+          "default": 10
+        }
+      },
+      "required": [
+        "query"
+      ],
+      "additionalProperties": false,
+      "$defs": {
+        "PriceRange": {
+          "type": "object",
+          "description": "An inclusive price range in the shop's currency.",
+          "properties": {
+            "min": {
+              "type": "number",
+              "minimum": 0
+            },
+            "max": {
+              "type": "number",
+              "minimum": 0
+            }
+          },
+          "additionalProperties": false
+        }
+      }
+    }
+  },
+  {
+    "type": "function",
+    "name": "add_to_cart",
+    "description": "Add a product to the customer's cart, shown on the page.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "sku": {
+          "type": "string",
+          "description": "The product's SKU."
+        },
+        "quantity": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 99,
+          "default": 1
+        },
+        "gift_wrap": {
+          "type": [
+            "boolean",
+            "null"
+          ],
+          "description": "Gift wrap the item; null lets the customer decide."
+        }
+      },
+      "required": [
+        "sku"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "create_return",
+    "description": "Open a return for items of a delivered order and return the label to print.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "order_number": {
+          "type": "string"
+        },
+        "items": {
+          "type": "array",
+          "minItems": 1,
+          "items": {
+            "type": "object",
+            "properties": {
+              "sku": {
+                "type": "string"
+              },
+              "quantity": {
+                "type": "integer",
+                "minimum": 1
+              },
+              "reason": {
+                "$ref": "#/$defs/Reason"
+              }
+            },
+            "required": [
+              "sku",
+              "quantity",
+              "reason"
+            ],
+            "additionalProperties": false
+          }
+        },
+        "refund_to": {
+          "description": "Where the money goes.",
+          "anyOf": [
+            {
+              "type": "string",
+              "const": "original_payment"
+            },
+            {
+              "type": "object",
+              "properties": {
+                "gift_card_email": {
+                  "type": "string",
+                  "format": "email"
+                }
+              },
+              "required": [
+                "gift_card_email"
+              ],
+              "additionalProperties": false
+            }
+          ]
+        },
+        "note": {
+          "type": "string",
+          "maxLength": 500
+        }
+      },
+      "required": [
+        "order_number",
+        "items"
+      ],
+      "additionalProperties": false,
+      "$defs": {
+        "Reason": {
+          "type": "string",
+          "enum": [
+            "damaged",
+            "wrong_item",
+            "too_small",
+            "too_large",
+            "changed_mind"
+          ]
+        }
+      }
+    }
+  },
+  {
+    "type": "function",
+    "name": "get_cart",
+    "description": "Read the cart the customer sees on the page.",
+    "parameters": {
+      "type": "object",
+      "properties": {},
+      "additionalProperties": false
+    }
+  }
+]
+"##;
+/// `providers/openai-chat.json`.
+const DECLARATIONS_OPENAI_CHAT: &str = r##"[
+  {
+    "type": "function",
+    "function": {
+      "name": "search_products",
+      "description": "Search the catalogue with optional filters and return matching products.",
+      "parameters": {
+        "type": "object",
+        "properties": {
+          "query": {
+            "type": "string",
+            "description": "Free-text search terms."
+          },
+          "filters": {
+            "type": [
+              "object",
+              "null"
+            ],
+            "description": "Narrow the results.",
+            "properties": {
+              "category": {
+                "type": [
+                  "string",
+                  "null"
+                ],
+                "enum": [
+                  "shoes",
+                  "clothing",
+                  "accessories",
+                  null
+                ]
+              },
+              "price": {
+                "anyOf": [
+                  {
+                    "$ref": "#/$defs/PriceRange"
+                  },
+                  {
+                    "type": "null"
+                  }
+                ]
+              },
+              "in_stock_only": {
+                "type": [
+                  "boolean",
+                  "null"
+                ],
+                "description": "Default: true."
+              }
+            },
+            "additionalProperties": false,
+            "required": [
+              "category",
+              "price",
+              "in_stock_only"
+            ]
+          },
+          "sort": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "enum": [
+              "relevance",
+              "price_asc",
+              "price_desc",
+              "newest",
+              null
+            ],
+            "description": "Default: relevance."
+          },
+          "page_size": {
+            "type": [
+              "integer",
+              "null"
+            ],
+            "minimum": 1,
+            "maximum": 50,
+            "description": "Default: 10."
+          }
+        },
+        "additionalProperties": false,
+        "$defs": {
+          "PriceRange": {
+            "type": "object",
+            "description": "An inclusive price range in the shop's currency.",
+            "properties": {
+              "min": {
+                "type": [
+                  "number",
+                  "null"
+                ],
+                "minimum": 0
+              },
+              "max": {
+                "type": [
+                  "number",
+                  "null"
+                ],
+                "minimum": 0
+              }
+            },
+            "additionalProperties": false,
+            "required": [
+              "min",
+              "max"
+            ]
+          }
+        },
+        "required": [
+          "query",
+          "filters",
+          "sort",
+          "page_size"
+        ]
+      },
+      "strict": true
+    }
+  },
+  {
+    "type": "function",
+    "function": {
+      "name": "add_to_cart",
+      "description": "Add a product to the customer's cart, shown on the page.",
+      "parameters": {
+        "type": "object",
+        "properties": {
+          "sku": {
+            "type": "string",
+            "description": "The product's SKU."
+          },
+          "quantity": {
+            "type": [
+              "integer",
+              "null"
+            ],
+            "minimum": 1,
+            "maximum": 99,
+            "description": "Default: 1."
+          },
+          "gift_wrap": {
+            "type": [
+              "boolean",
+              "null"
+            ],
+            "description": "Gift wrap the item; null lets the customer decide."
+          }
+        },
+        "additionalProperties": false,
+        "required": [
+          "sku",
+          "quantity",
+          "gift_wrap"
+        ]
+      },
+      "strict": true
+    }
+  },
+  {
+    "type": "function",
+    "function": {
+      "name": "create_return",
+      "description": "Open a return for items of a delivered order and return the label to print.",
+      "parameters": {
+        "type": "object",
+        "properties": {
+          "order_number": {
+            "type": "string"
+          },
+          "items": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+              "type": "object",
+              "properties": {
+                "sku": {
+                  "type": "string"
+                },
+                "quantity": {
+                  "type": "integer",
+                  "minimum": 1
+                },
+                "reason": {
+                  "$ref": "#/$defs/Reason"
+                }
+              },
+              "additionalProperties": false,
+              "required": [
+                "sku",
+                "quantity",
+                "reason"
+              ]
+            }
+          },
+          "refund_to": {
+            "description": "Where the money goes.",
+            "anyOf": [
+              {
+                "type": "string",
+                "const": "original_payment"
+              },
+              {
+                "type": "object",
+                "properties": {
+                  "gift_card_email": {
+                    "type": "string",
+                    "format": "email"
+                  }
+                },
+                "additionalProperties": false,
+                "required": [
+                  "gift_card_email"
+                ]
+              },
+              {
+                "type": "null"
+              }
+            ]
+          },
+          "note": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "At most 500 characters."
+          }
+        },
+        "additionalProperties": false,
+        "$defs": {
+          "Reason": {
+            "type": "string",
+            "enum": [
+              "damaged",
+              "wrong_item",
+              "too_small",
+              "too_large",
+              "changed_mind"
+            ]
+          }
+        },
+        "required": [
+          "order_number",
+          "items",
+          "refund_to",
+          "note"
+        ]
+      },
+      "strict": true
+    }
+  },
+  {
+    "type": "function",
+    "function": {
+      "name": "get_cart",
+      "description": "Read the cart the customer sees on the page.",
+      "parameters": {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": false,
+        "required": []
+      },
+      "strict": true
+    }
+  }
+]
+"##;
+/// `providers/openai-responses.json`.
+const DECLARATIONS_OPENAI_RESPONSES: &str = r##"[
+  {
+    "type": "function",
+    "name": "search_products",
+    "description": "Search the catalogue with optional filters and return matching products.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "query": {
+          "type": "string",
+          "description": "Free-text search terms."
+        },
+        "filters": {
+          "type": [
+            "object",
+            "null"
+          ],
+          "description": "Narrow the results.",
+          "properties": {
+            "category": {
+              "type": [
+                "string",
+                "null"
+              ],
+              "enum": [
+                "shoes",
+                "clothing",
+                "accessories",
+                null
+              ]
+            },
+            "price": {
+              "anyOf": [
+                {
+                  "$ref": "#/$defs/PriceRange"
+                },
+                {
+                  "type": "null"
+                }
+              ]
+            },
+            "in_stock_only": {
+              "type": [
+                "boolean",
+                "null"
+              ],
+              "description": "Default: true."
+            }
+          },
+          "additionalProperties": false,
+          "required": [
+            "category",
+            "price",
+            "in_stock_only"
+          ]
+        },
+        "sort": {
+          "type": [
+            "string",
+            "null"
+          ],
+          "enum": [
+            "relevance",
+            "price_asc",
+            "price_desc",
+            "newest",
+            null
+          ],
+          "description": "Default: relevance."
+        },
+        "page_size": {
+          "type": [
+            "integer",
+            "null"
+          ],
+          "minimum": 1,
+          "maximum": 50,
+          "description": "Default: 10."
+        }
+      },
+      "additionalProperties": false,
+      "$defs": {
+        "PriceRange": {
+          "type": "object",
+          "description": "An inclusive price range in the shop's currency.",
+          "properties": {
+            "min": {
+              "type": [
+                "number",
+                "null"
+              ],
+              "minimum": 0
+            },
+            "max": {
+              "type": [
+                "number",
+                "null"
+              ],
+              "minimum": 0
+            }
+          },
+          "additionalProperties": false,
+          "required": [
+            "min",
+            "max"
+          ]
+        }
+      },
+      "required": [
+        "query",
+        "filters",
+        "sort",
+        "page_size"
+      ]
+    },
+    "strict": true,
+    "output_schema": {
+      "type": "object",
+      "properties": {
+        "products": {
+          "type": "array",
+          "items": {
+            "$ref": "#/$defs/Product"
+          }
+        },
+        "total": {
+          "type": "integer",
+          "minimum": 0
+        }
+      },
+      "required": [
+        "products",
+        "total"
+      ],
+      "additionalProperties": false,
+      "$defs": {
+        "Product": {
+          "type": "object",
+          "properties": {
+            "sku": {
+              "type": "string"
+            },
+            "name": {
+              "type": "string"
+            },
+            "price": {
+              "type": "number"
+            },
+            "tags": {
+              "type": "array",
+              "items": {
+                "type": "string"
+              }
+            }
+          },
+          "required": [
+            "sku",
+            "name",
+            "price"
+          ],
+          "additionalProperties": false
+        }
+      }
+    }
+  },
+  {
+    "type": "function",
+    "name": "add_to_cart",
+    "description": "Add a product to the customer's cart, shown on the page.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "sku": {
+          "type": "string",
+          "description": "The product's SKU."
+        },
+        "quantity": {
+          "type": [
+            "integer",
+            "null"
+          ],
+          "minimum": 1,
+          "maximum": 99,
+          "description": "Default: 1."
+        },
+        "gift_wrap": {
+          "type": [
+            "boolean",
+            "null"
+          ],
+          "description": "Gift wrap the item; null lets the customer decide."
+        }
+      },
+      "additionalProperties": false,
+      "required": [
+        "sku",
+        "quantity",
+        "gift_wrap"
+      ]
+    },
+    "strict": true,
+    "output_schema": {
+      "type": "object",
+      "properties": {
+        "cart_size": {
+          "type": "integer"
+        }
+      },
+      "required": [
+        "cart_size"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "create_return",
+    "description": "Open a return for items of a delivered order and return the label to print.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "order_number": {
+          "type": "string"
+        },
+        "items": {
+          "type": "array",
+          "minItems": 1,
+          "items": {
+            "type": "object",
+            "properties": {
+              "sku": {
+                "type": "string"
+              },
+              "quantity": {
+                "type": "integer",
+                "minimum": 1
+              },
+              "reason": {
+                "$ref": "#/$defs/Reason"
+              }
+            },
+            "additionalProperties": false,
+            "required": [
+              "sku",
+              "quantity",
+              "reason"
+            ]
+          }
+        },
+        "refund_to": {
+          "description": "Where the money goes.",
+          "anyOf": [
+            {
+              "type": "string",
+              "const": "original_payment"
+            },
+            {
+              "type": "object",
+              "properties": {
+                "gift_card_email": {
+                  "type": "string",
+                  "format": "email"
+                }
+              },
+              "additionalProperties": false,
+              "required": [
+                "gift_card_email"
+              ]
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "note": {
+          "type": [
+            "string",
+            "null"
+          ],
+          "description": "At most 500 characters."
+        }
+      },
+      "additionalProperties": false,
+      "$defs": {
+        "Reason": {
+          "type": "string",
+          "enum": [
+            "damaged",
+            "wrong_item",
+            "too_small",
+            "too_large",
+            "changed_mind"
+          ]
+        }
+      },
+      "required": [
+        "order_number",
+        "items",
+        "refund_to",
+        "note"
+      ]
+    },
+    "strict": true,
+    "output_schema": {
+      "type": "object",
+      "properties": {
+        "return_id": {
+          "type": "string"
+        },
+        "label_url": {
+          "type": "string",
+          "format": "uri"
+        }
+      },
+      "required": [
+        "return_id",
+        "label_url"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "get_cart",
+    "description": "Read the cart the customer sees on the page.",
+    "parameters": {
+      "type": "object",
+      "properties": {},
+      "additionalProperties": false,
+      "required": []
+    },
+    "strict": true,
+    "output_schema": {
+      "type": "object",
+      "properties": {
+        "items": {
+          "type": "array",
+          "items": {
+            "type": "object",
+            "properties": {
+              "sku": {
+                "type": "string"
+              },
+              "quantity": {
+                "type": "integer"
+              }
+            },
+            "required": [
+              "sku",
+              "quantity"
+            ],
+            "additionalProperties": false
+          }
+        }
+      },
+      "required": [
+        "items"
+      ],
+      "additionalProperties": false
+    }
+  }
+]
+"##;
+/// `providers/anthropic.json`.
+const DECLARATIONS_ANTHROPIC: &str = r##"[
+  {
+    "name": "search_products",
+    "description": "Search the catalogue with optional filters and return matching products.",
+    "input_schema": {
+      "type": "object",
+      "properties": {
+        "query": {
+          "type": "string",
+          "description": "Free-text search terms."
+        },
+        "filters": {
+          "type": "object",
+          "description": "Narrow the results.",
+          "properties": {
+            "category": {
+              "type": "string",
+              "enum": [
+                "shoes",
+                "clothing",
+                "accessories"
+              ]
+            },
+            "price": {
+              "$ref": "#/$defs/PriceRange"
+            },
+            "in_stock_only": {
+              "type": "boolean",
+              "default": true
+            }
+          },
+          "additionalProperties": false
+        },
+        "sort": {
+          "type": "string",
+          "enum": [
+            "relevance",
+            "price_asc",
+            "price_desc",
+            "newest"
+          ],
+          "default": "relevance"
+        },
+        "page_size": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 50,
+          "default": 10
+        }
+      },
+      "required": [
+        "query"
+      ],
+      "additionalProperties": false,
+      "$defs": {
+        "PriceRange": {
+          "type": "object",
+          "description": "An inclusive price range in the shop's currency.",
+          "properties": {
+            "min": {
+              "type": "number",
+              "minimum": 0
+            },
+            "max": {
+              "type": "number",
+              "minimum": 0
+            }
+          },
+          "additionalProperties": false
+        }
+      }
+    }
+  },
+  {
+    "name": "add_to_cart",
+    "description": "Add a product to the customer's cart, shown on the page.",
+    "input_schema": {
+      "type": "object",
+      "properties": {
+        "sku": {
+          "type": "string",
+          "description": "The product's SKU."
+        },
+        "quantity": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 99,
+          "default": 1
+        },
+        "gift_wrap": {
+          "type": [
+            "boolean",
+            "null"
+          ],
+          "description": "Gift wrap the item; null lets the customer decide."
+        }
+      },
+      "required": [
+        "sku"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "name": "create_return",
+    "description": "Open a return for items of a delivered order and return the label to print.",
+    "input_schema": {
+      "type": "object",
+      "properties": {
+        "order_number": {
+          "type": "string"
+        },
+        "items": {
+          "type": "array",
+          "minItems": 1,
+          "items": {
+            "type": "object",
+            "properties": {
+              "sku": {
+                "type": "string"
+              },
+              "quantity": {
+                "type": "integer",
+                "minimum": 1
+              },
+              "reason": {
+                "$ref": "#/$defs/Reason"
+              }
+            },
+            "required": [
+              "sku",
+              "quantity",
+              "reason"
+            ],
+            "additionalProperties": false
+          }
+        },
+        "refund_to": {
+          "description": "Where the money goes.",
+          "anyOf": [
+            {
+              "type": "string",
+              "const": "original_payment"
+            },
+            {
+              "type": "object",
+              "properties": {
+                "gift_card_email": {
+                  "type": "string",
+                  "format": "email"
+                }
+              },
+              "required": [
+                "gift_card_email"
+              ],
+              "additionalProperties": false
+            }
+          ]
+        },
+        "note": {
+          "type": "string",
+          "maxLength": 500
+        }
+      },
+      "required": [
+        "order_number",
+        "items"
+      ],
+      "additionalProperties": false,
+      "$defs": {
+        "Reason": {
+          "type": "string",
+          "enum": [
+            "damaged",
+            "wrong_item",
+            "too_small",
+            "too_large",
+            "changed_mind"
+          ]
+        }
+      }
+    }
+  },
+  {
+    "name": "get_cart",
+    "description": "Read the cart the customer sees on the page.",
+    "input_schema": {
+      "type": "object",
+      "properties": {},
+      "additionalProperties": false
+    }
+  }
+]
+"##;
+/// `providers/gemini.json`.
+const DECLARATIONS_GEMINI: &str = r#"{
+  "functionDeclarations": [
+    {
+      "name": "search_products",
+      "description": "Search the catalogue with optional filters and return matching products.",
+      "parameters": {
+        "type": "OBJECT",
+        "properties": {
+          "query": {
+            "type": "STRING",
+            "description": "Free-text search terms."
+          },
+          "filters": {
+            "type": "OBJECT",
+            "description": "Narrow the results.",
+            "properties": {
+              "category": {
+                "type": "STRING",
+                "enum": [
+                  "shoes",
+                  "clothing",
+                  "accessories"
+                ]
+              },
+              "price": {
+                "type": "OBJECT",
+                "description": "An inclusive price range in the shop's currency.",
+                "properties": {
+                  "min": {
+                    "type": "NUMBER",
+                    "minimum": 0
+                  },
+                  "max": {
+                    "type": "NUMBER",
+                    "minimum": 0
+                  }
+                }
+              },
+              "in_stock_only": {
+                "type": "BOOLEAN",
+                "default": true
+              }
+            }
+          },
+          "sort": {
+            "type": "STRING",
+            "enum": [
+              "relevance",
+              "price_asc",
+              "price_desc",
+              "newest"
+            ],
+            "default": "relevance"
+          },
+          "page_size": {
+            "type": "INTEGER",
+            "minimum": 1,
+            "maximum": 50,
+            "default": 10
+          }
+        },
+        "required": [
+          "query"
+        ]
+      },
+      "response": {
+        "type": "OBJECT",
+        "properties": {
+          "products": {
+            "type": "ARRAY",
+            "items": {
+              "type": "OBJECT",
+              "properties": {
+                "sku": {
+                  "type": "STRING"
+                },
+                "name": {
+                  "type": "STRING"
+                },
+                "price": {
+                  "type": "NUMBER"
+                },
+                "tags": {
+                  "type": "ARRAY",
+                  "items": {
+                    "type": "STRING"
+                  }
+                }
+              },
+              "required": [
+                "sku",
+                "name",
+                "price"
+              ]
+            }
+          },
+          "total": {
+            "type": "INTEGER",
+            "minimum": 0
+          }
+        },
+        "required": [
+          "products",
+          "total"
+        ]
+      }
+    },
+    {
+      "name": "add_to_cart",
+      "description": "Add a product to the customer's cart, shown on the page.",
+      "parameters": {
+        "type": "OBJECT",
+        "properties": {
+          "sku": {
+            "type": "STRING",
+            "description": "The product's SKU."
+          },
+          "quantity": {
+            "type": "INTEGER",
+            "minimum": 1,
+            "maximum": 99,
+            "default": 1
+          },
+          "gift_wrap": {
+            "type": "BOOLEAN",
+            "description": "Gift wrap the item; null lets the customer decide.",
+            "nullable": true
+          }
+        },
+        "required": [
+          "sku"
+        ]
+      },
+      "response": {
+        "type": "OBJECT",
+        "properties": {
+          "cart_size": {
+            "type": "INTEGER"
+          }
+        },
+        "required": [
+          "cart_size"
+        ]
+      }
+    },
+    {
+      "name": "create_return",
+      "description": "Open a return for items of a delivered order and return the label to print.",
+      "parameters": {
+        "type": "OBJECT",
+        "properties": {
+          "order_number": {
+            "type": "STRING"
+          },
+          "items": {
+            "type": "ARRAY",
+            "minItems": 1,
+            "items": {
+              "type": "OBJECT",
+              "properties": {
+                "sku": {
+                  "type": "STRING"
+                },
+                "quantity": {
+                  "type": "INTEGER",
+                  "minimum": 1
+                },
+                "reason": {
+                  "type": "STRING",
+                  "enum": [
+                    "damaged",
+                    "wrong_item",
+                    "too_small",
+                    "too_large",
+                    "changed_mind"
+                  ]
+                }
+              },
+              "required": [
+                "sku",
+                "quantity",
+                "reason"
+              ]
+            }
+          },
+          "refund_to": {
+            "description": "Where the money goes.",
+            "anyOf": [
+              {
+                "type": "STRING",
+                "enum": [
+                  "original_payment"
+                ]
+              },
+              {
+                "type": "OBJECT",
+                "properties": {
+                  "gift_card_email": {
+                    "type": "STRING",
+                    "format": "email"
+                  }
+                },
+                "required": [
+                  "gift_card_email"
+                ]
+              }
+            ]
+          },
+          "note": {
+            "type": "STRING",
+            "maxLength": 500
+          }
+        },
+        "required": [
+          "order_number",
+          "items"
+        ]
+      },
+      "response": {
+        "type": "OBJECT",
+        "properties": {
+          "return_id": {
+            "type": "STRING"
+          },
+          "label_url": {
+            "type": "STRING",
+            "format": "uri"
+          }
+        },
+        "required": [
+          "return_id",
+          "label_url"
+        ]
+      }
+    },
+    {
+      "name": "get_cart",
+      "description": "Read the cart the customer sees on the page.",
+      "response": {
+        "type": "OBJECT",
+        "properties": {
+          "items": {
+            "type": "ARRAY",
+            "items": {
+              "type": "OBJECT",
+              "properties": {
+                "sku": {
+                  "type": "STRING"
+                },
+                "quantity": {
+                  "type": "INTEGER"
+                }
+              },
+              "required": [
+                "sku",
+                "quantity"
+              ]
+            }
+          }
+        },
+        "required": [
+          "items"
+        ]
+      }
+    }
+  ]
+}
+"#;
+/// `providers/mcp.json`.
+const DECLARATIONS_MCP: &str = r##"{
+  "resultType": "complete",
+  "tools": [
+    {
+      "name": "search_products",
+      "description": "Search the catalogue with optional filters and return matching products.",
+      "inputSchema": {
+        "type": "object",
+        "properties": {
+          "query": {
+            "type": "string",
+            "description": "Free-text search terms."
+          },
+          "filters": {
+            "type": "object",
+            "description": "Narrow the results.",
+            "properties": {
+              "category": {
+                "type": "string",
+                "enum": [
+                  "shoes",
+                  "clothing",
+                  "accessories"
+                ]
+              },
+              "price": {
+                "$ref": "#/$defs/PriceRange"
+              },
+              "in_stock_only": {
+                "type": "boolean",
+                "default": true
+              }
+            },
+            "additionalProperties": false
+          },
+          "sort": {
+            "type": "string",
+            "enum": [
+              "relevance",
+              "price_asc",
+              "price_desc",
+              "newest"
+            ],
+            "default": "relevance"
+          },
+          "page_size": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 50,
+            "default": 10
+          }
+        },
+        "required": [
+          "query"
+        ],
+        "additionalProperties": false,
+        "$defs": {
+          "PriceRange": {
+            "type": "object",
+            "description": "An inclusive price range in the shop's currency.",
+            "properties": {
+              "min": {
+                "type": "number",
+                "minimum": 0
+              },
+              "max": {
+                "type": "number",
+                "minimum": 0
+              }
+            },
+            "additionalProperties": false
+          }
+        }
+      },
+      "outputSchema": {
+        "type": "object",
+        "properties": {
+          "products": {
+            "type": "array",
+            "items": {
+              "$ref": "#/$defs/Product"
+            }
+          },
+          "total": {
+            "type": "integer",
+            "minimum": 0
+          }
+        },
+        "required": [
+          "products",
+          "total"
+        ],
+        "additionalProperties": false,
+        "$defs": {
+          "Product": {
+            "type": "object",
+            "properties": {
+              "sku": {
+                "type": "string"
+              },
+              "name": {
+                "type": "string"
+              },
+              "price": {
+                "type": "number"
+              },
+              "tags": {
+                "type": "array",
+                "items": {
+                  "type": "string"
+                }
+              }
+            },
+            "required": [
+              "sku",
+              "name",
+              "price"
+            ],
+            "additionalProperties": false
+          }
+        }
+      }
+    },
+    {
+      "name": "create_return",
+      "description": "Open a return for items of a delivered order and return the label to print.",
+      "inputSchema": {
+        "type": "object",
+        "properties": {
+          "order_number": {
+            "type": "string"
+          },
+          "items": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+              "type": "object",
+              "properties": {
+                "sku": {
+                  "type": "string"
+                },
+                "quantity": {
+                  "type": "integer",
+                  "minimum": 1
+                },
+                "reason": {
+                  "$ref": "#/$defs/Reason"
+                }
+              },
+              "required": [
+                "sku",
+                "quantity",
+                "reason"
+              ],
+              "additionalProperties": false
+            }
+          },
+          "refund_to": {
+            "description": "Where the money goes.",
+            "anyOf": [
+              {
+                "type": "string",
+                "const": "original_payment"
+              },
+              {
+                "type": "object",
+                "properties": {
+                  "gift_card_email": {
+                    "type": "string",
+                    "format": "email"
+                  }
+                },
+                "required": [
+                  "gift_card_email"
+                ],
+                "additionalProperties": false
+              }
+            ]
+          },
+          "note": {
+            "type": "string",
+            "maxLength": 500
+          }
+        },
+        "required": [
+          "order_number",
+          "items"
+        ],
+        "additionalProperties": false,
+        "$defs": {
+          "Reason": {
+            "type": "string",
+            "enum": [
+              "damaged",
+              "wrong_item",
+              "too_small",
+              "too_large",
+              "changed_mind"
+            ]
+          }
+        }
+      },
+      "outputSchema": {
+        "type": "object",
+        "properties": {
+          "return_id": {
+            "type": "string"
+          },
+          "label_url": {
+            "type": "string",
+            "format": "uri"
+          }
+        },
+        "required": [
+          "return_id",
+          "label_url"
+        ],
+        "additionalProperties": false
+      }
+    }
+  ],
+  "cacheScope": "public",
+  "ttlMs": 0
+}
+"##;

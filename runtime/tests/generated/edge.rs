@@ -519,12 +519,13 @@ pub fn definitions() -> ::std::vec::Vec<::toolc_runtime::ToolDefinition> {
         <Snapshot as ::toolc_runtime::Tool>::definition(),
     ])
 }
-/// The runtime registry of this manifest, with `server` as the executor of every server
-/// tool. It fails only if a schema cannot be compiled, which the toolc checks rule out.
+/// A registry builder holding every tool of this manifest, with `server` as the executor of
+/// every server tool (and the manifest's toolsets and `mcp.list_ttl`). Add other tool
+/// sources before `.build()`: an MCP server's tools (`McpTools::merge_into`), a remote
+/// catalog's (`CatalogTools::merge_into`), `#[tool]` fns (`tools!(builder = ...; f)`),
+/// state (`.state(..)`). [`registry`] is this, built.
 #[allow(dead_code)]
-pub fn registry<S: EdgeServer>(
-    server: S,
-) -> ::std::result::Result<::toolc_runtime::Registry, ::toolc_runtime::RegistryError> {
+pub fn registry_builder<S: EdgeServer>(server: S) -> ::toolc_runtime::RegistryBuilder {
     let server = ::std::sync::Arc::new(server);
     ::toolc_runtime::Registry::builder()
         .definitions(definitions())
@@ -570,5 +571,1594 @@ pub fn registry<S: EdgeServer>(
                 }
             }),
         )
-        .build()
 }
+/// The runtime registry of this manifest, with `server` as the executor of every server
+/// tool: [`registry_builder`], built. It fails only if a schema cannot be compiled, which
+/// the toolc checks rule out.
+#[allow(dead_code)]
+pub fn registry<S: EdgeServer>(
+    server: S,
+) -> ::std::result::Result<::toolc_runtime::Registry, ::toolc_runtime::RegistryError> {
+    registry_builder(server).build()
+}
+/// The tool declarations of this manifest for `provider`: byte for byte the file that
+/// `toolc build` writes as `providers/<provider.name()>.json`, from the same emitter and
+/// settings. For a chat codec, `declarations(codec.provider())` is its request's tools:
+///
+/// - `Provider::OpenaiRealtime`: the Realtime `session.tools` array
+/// - `Provider::OpenaiChat`: Chat Completions `tools`
+/// - `Provider::OpenaiResponses`: Responses `tools`
+/// - `Provider::Anthropic`: Anthropic Messages `tools`
+/// - `Provider::Gemini`: Gemini's `{"functionDeclarations": [...]}`
+/// - `Provider::Mcp`: an MCP `tools/list` result of the server tools
+#[allow(dead_code)]
+pub fn declarations(provider: ::toolc_runtime::chat::Provider) -> &'static str {
+    use ::toolc_runtime::chat::Provider;
+    match provider {
+        Provider::OpenaiRealtime => DECLARATIONS_OPENAI_REALTIME,
+        Provider::OpenaiChat => DECLARATIONS_OPENAI_CHAT,
+        Provider::OpenaiResponses => DECLARATIONS_OPENAI_RESPONSES,
+        Provider::Anthropic => DECLARATIONS_ANTHROPIC,
+        Provider::Gemini => DECLARATIONS_GEMINI,
+        Provider::Mcp => DECLARATIONS_MCP,
+    }
+}
+/// `providers/openai-realtime.json`.
+const DECLARATIONS_OPENAI_REALTIME: &str = r##"[
+  {
+    "type": "function",
+    "name": "edge_server",
+    "description": "A tool whose type name collides with the server trait `EdgeServer`.\nIts description has two lines.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "type": {
+          "type": "string",
+          "description": "A keyword as a property name."
+        },
+        "self": {
+          "type": "integer"
+        },
+        "foo-bar": {
+          "type": "boolean"
+        },
+        "foo_bar": {
+          "type": "boolean"
+        },
+        "fooBar": {
+          "type": "boolean"
+        },
+        "2fa": {
+          "type": "string"
+        },
+        "mode": {
+          "type": "string",
+          "enum": [
+            "a-b",
+            "a_b",
+            "Self",
+            "1",
+            ""
+          ],
+          "default": "a_b"
+        },
+        "ratio": {
+          "type": "number",
+          "default": 0.5
+        },
+        "label": {
+          "type": "string",
+          "default": "none"
+        },
+        "maybe": {
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "maybe_enum": {
+          "type": [
+            "string",
+            "null"
+          ],
+          "enum": [
+            "x",
+            "y",
+            null
+          ]
+        },
+        "tree": {
+          "$ref": "#/$defs/Node"
+        },
+        "grid": {
+          "type": "array",
+          "items": {
+            "type": "array",
+            "items": {
+              "type": "integer"
+            }
+          }
+        },
+        "bag": {
+          "type": "object",
+          "additionalProperties": {
+            "type": "integer"
+          }
+        },
+        "mixed": {
+          "enum": [
+            1,
+            "one"
+          ]
+        },
+        "free": {},
+        "either": {
+          "oneOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "integer"
+            }
+          ]
+        },
+        "pairs": {
+          "type": "array",
+          "items": {
+            "type": "object",
+            "properties": {
+              "key": {
+                "type": "string"
+              },
+              "value": {
+                "type": "string"
+              }
+            },
+            "required": [
+              "key"
+            ]
+          }
+        }
+      },
+      "required": [
+        "type"
+      ],
+      "$defs": {
+        "Node": {
+          "type": "object",
+          "description": "A recursive tree.",
+          "properties": {
+            "value": {
+              "type": "integer"
+            },
+            "next": {
+              "$ref": "#/$defs/Node"
+            },
+            "children": {
+              "type": "array",
+              "items": {
+                "$ref": "#/$defs/Node"
+              }
+            }
+          },
+          "required": [
+            "value"
+          ]
+        },
+        "Alias": {
+          "type": "string",
+          "minLength": 1
+        }
+      }
+    }
+  },
+  {
+    "type": "function",
+    "name": "no_params",
+    "description": "A server tool without parameters or returns.",
+    "parameters": {
+      "type": "object",
+      "properties": {},
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "edge_server_args",
+    "description": "A client tool named so that its marker collides with another tool's args type.",
+    "parameters": {
+      "type": "object",
+      "properties": {},
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "contact",
+    "description": "Contact by email or phone (at least one); headers are strings by name.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "email": {
+          "type": "string"
+        },
+        "phone": {
+          "type": "string"
+        },
+        "text": {
+          "type": "string"
+        },
+        "headers": {
+          "type": "object",
+          "additionalProperties": {
+            "type": "string"
+          }
+        }
+      },
+      "required": [
+        "text"
+      ],
+      "anyOf": [
+        {
+          "required": [
+            "email"
+          ]
+        },
+        {
+          "required": [
+            "phone"
+          ]
+        }
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "snapshot",
+    "description": "Answers with content blocks, typed as the runtime's ToolContent.",
+    "parameters": {
+      "type": "object",
+      "properties": {},
+      "additionalProperties": false
+    }
+  }
+]
+"##;
+/// `providers/openai-chat.json`.
+const DECLARATIONS_OPENAI_CHAT: &str = r##"[
+  {
+    "type": "function",
+    "function": {
+      "name": "edge_server",
+      "description": "A tool whose type name collides with the server trait `EdgeServer`.\nIts description has two lines.",
+      "parameters": {
+        "type": "object",
+        "properties": {
+          "type": {
+            "type": "string",
+            "description": "A keyword as a property name."
+          },
+          "self": {
+            "type": "integer"
+          },
+          "foo-bar": {
+            "type": "boolean"
+          },
+          "foo_bar": {
+            "type": "boolean"
+          },
+          "fooBar": {
+            "type": "boolean"
+          },
+          "2fa": {
+            "type": "string"
+          },
+          "mode": {
+            "type": "string",
+            "enum": [
+              "a-b",
+              "a_b",
+              "Self",
+              "1",
+              ""
+            ],
+            "default": "a_b"
+          },
+          "ratio": {
+            "type": "number",
+            "default": 0.5
+          },
+          "label": {
+            "type": "string",
+            "default": "none"
+          },
+          "maybe": {
+            "anyOf": [
+              {
+                "type": "string"
+              },
+              {
+                "type": "null"
+              }
+            ]
+          },
+          "maybe_enum": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "enum": [
+              "x",
+              "y",
+              null
+            ]
+          },
+          "tree": {
+            "$ref": "#/$defs/Node"
+          },
+          "grid": {
+            "type": "array",
+            "items": {
+              "type": "array",
+              "items": {
+                "type": "integer"
+              }
+            }
+          },
+          "bag": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "integer"
+            }
+          },
+          "mixed": {
+            "enum": [
+              1,
+              "one"
+            ]
+          },
+          "free": {},
+          "either": {
+            "oneOf": [
+              {
+                "type": "string"
+              },
+              {
+                "type": "integer"
+              }
+            ]
+          },
+          "pairs": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "properties": {
+                "key": {
+                  "type": "string"
+                },
+                "value": {
+                  "type": "string"
+                }
+              },
+              "required": [
+                "key"
+              ]
+            }
+          }
+        },
+        "required": [
+          "type"
+        ],
+        "$defs": {
+          "Node": {
+            "type": "object",
+            "description": "A recursive tree.",
+            "properties": {
+              "value": {
+                "type": "integer"
+              },
+              "next": {
+                "$ref": "#/$defs/Node"
+              },
+              "children": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/$defs/Node"
+                }
+              }
+            },
+            "required": [
+              "value"
+            ]
+          },
+          "Alias": {
+            "type": "string",
+            "minLength": 1
+          }
+        }
+      },
+      "strict": false
+    }
+  },
+  {
+    "type": "function",
+    "function": {
+      "name": "no_params",
+      "description": "A server tool without parameters or returns.",
+      "parameters": {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": false,
+        "required": []
+      },
+      "strict": true
+    }
+  },
+  {
+    "type": "function",
+    "function": {
+      "name": "edge_server_args",
+      "description": "A client tool named so that its marker collides with another tool's args type.",
+      "parameters": {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": false,
+        "required": []
+      },
+      "strict": true
+    }
+  },
+  {
+    "type": "function",
+    "function": {
+      "name": "contact",
+      "description": "Contact by email or phone (at least one); headers are strings by name.",
+      "parameters": {
+        "type": "object",
+        "properties": {
+          "email": {
+            "type": "string"
+          },
+          "phone": {
+            "type": "string"
+          },
+          "text": {
+            "type": "string"
+          },
+          "headers": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            }
+          }
+        },
+        "required": [
+          "text"
+        ],
+        "anyOf": [
+          {
+            "required": [
+              "email"
+            ]
+          },
+          {
+            "required": [
+              "phone"
+            ]
+          }
+        ],
+        "additionalProperties": false
+      },
+      "strict": false
+    }
+  },
+  {
+    "type": "function",
+    "function": {
+      "name": "snapshot",
+      "description": "Answers with content blocks, typed as the runtime's ToolContent.",
+      "parameters": {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": false,
+        "required": []
+      },
+      "strict": true
+    }
+  }
+]
+"##;
+/// `providers/openai-responses.json`.
+const DECLARATIONS_OPENAI_RESPONSES: &str = r##"[
+  {
+    "type": "function",
+    "name": "edge_server",
+    "description": "A tool whose type name collides with the server trait `EdgeServer`.\nIts description has two lines.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "type": {
+          "type": "string",
+          "description": "A keyword as a property name."
+        },
+        "self": {
+          "type": "integer"
+        },
+        "foo-bar": {
+          "type": "boolean"
+        },
+        "foo_bar": {
+          "type": "boolean"
+        },
+        "fooBar": {
+          "type": "boolean"
+        },
+        "2fa": {
+          "type": "string"
+        },
+        "mode": {
+          "type": "string",
+          "enum": [
+            "a-b",
+            "a_b",
+            "Self",
+            "1",
+            ""
+          ],
+          "default": "a_b"
+        },
+        "ratio": {
+          "type": "number",
+          "default": 0.5
+        },
+        "label": {
+          "type": "string",
+          "default": "none"
+        },
+        "maybe": {
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "maybe_enum": {
+          "type": [
+            "string",
+            "null"
+          ],
+          "enum": [
+            "x",
+            "y",
+            null
+          ]
+        },
+        "tree": {
+          "$ref": "#/$defs/Node"
+        },
+        "grid": {
+          "type": "array",
+          "items": {
+            "type": "array",
+            "items": {
+              "type": "integer"
+            }
+          }
+        },
+        "bag": {
+          "type": "object",
+          "additionalProperties": {
+            "type": "integer"
+          }
+        },
+        "mixed": {
+          "enum": [
+            1,
+            "one"
+          ]
+        },
+        "free": {},
+        "either": {
+          "oneOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "integer"
+            }
+          ]
+        },
+        "pairs": {
+          "type": "array",
+          "items": {
+            "type": "object",
+            "properties": {
+              "key": {
+                "type": "string"
+              },
+              "value": {
+                "type": "string"
+              }
+            },
+            "required": [
+              "key"
+            ]
+          }
+        }
+      },
+      "required": [
+        "type"
+      ],
+      "$defs": {
+        "Node": {
+          "type": "object",
+          "description": "A recursive tree.",
+          "properties": {
+            "value": {
+              "type": "integer"
+            },
+            "next": {
+              "$ref": "#/$defs/Node"
+            },
+            "children": {
+              "type": "array",
+              "items": {
+                "$ref": "#/$defs/Node"
+              }
+            }
+          },
+          "required": [
+            "value"
+          ]
+        },
+        "Alias": {
+          "type": "string",
+          "minLength": 1
+        }
+      }
+    },
+    "strict": false,
+    "output_schema": {
+      "type": "object",
+      "properties": {
+        "tree": {
+          "$ref": "#/$defs/Node"
+        }
+      },
+      "$defs": {
+        "Node": {
+          "type": "object",
+          "properties": {
+            "leaf": {
+              "type": "boolean"
+            }
+          }
+        }
+      }
+    }
+  },
+  {
+    "type": "function",
+    "name": "no_params",
+    "description": "A server tool without parameters or returns.",
+    "parameters": {
+      "type": "object",
+      "properties": {},
+      "additionalProperties": false,
+      "required": []
+    },
+    "strict": true
+  },
+  {
+    "type": "function",
+    "name": "edge_server_args",
+    "description": "A client tool named so that its marker collides with another tool's args type.",
+    "parameters": {
+      "type": "object",
+      "properties": {},
+      "additionalProperties": false,
+      "required": []
+    },
+    "strict": true
+  },
+  {
+    "type": "namespace",
+    "name": "outreach",
+    "description": "Reaching people: a \"quoted\" description.",
+    "tools": [
+      {
+        "type": "function",
+        "name": "contact",
+        "description": "Contact by email or phone (at least one); headers are strings by name.",
+        "parameters": {
+          "type": "object",
+          "properties": {
+            "email": {
+              "type": "string"
+            },
+            "phone": {
+              "type": "string"
+            },
+            "text": {
+              "type": "string"
+            },
+            "headers": {
+              "type": "object",
+              "additionalProperties": {
+                "type": "string"
+              }
+            }
+          },
+          "required": [
+            "text"
+          ],
+          "anyOf": [
+            {
+              "required": [
+                "email"
+              ]
+            },
+            {
+              "required": [
+                "phone"
+              ]
+            }
+          ],
+          "additionalProperties": false
+        },
+        "strict": false
+      }
+    ]
+  },
+  {
+    "type": "function",
+    "name": "snapshot",
+    "description": "Answers with content blocks, typed as the runtime's ToolContent.",
+    "parameters": {
+      "type": "object",
+      "properties": {},
+      "additionalProperties": false,
+      "required": []
+    },
+    "strict": true,
+    "output_schema": {
+      "type": "object",
+      "description": "Content blocks: text, images, audio and embedded resources.",
+      "properties": {
+        "content": {
+          "type": "array",
+          "items": {
+            "anyOf": [
+              {
+                "type": "object",
+                "properties": {
+                  "type": {
+                    "enum": [
+                      "text"
+                    ]
+                  },
+                  "text": {
+                    "type": "string"
+                  }
+                },
+                "required": [
+                  "type",
+                  "text"
+                ],
+                "additionalProperties": false
+              },
+              {
+                "type": "object",
+                "properties": {
+                  "type": {
+                    "enum": [
+                      "image",
+                      "audio"
+                    ]
+                  },
+                  "data": {
+                    "type": "string",
+                    "description": "base64"
+                  },
+                  "mimeType": {
+                    "type": "string"
+                  }
+                },
+                "required": [
+                  "type",
+                  "data",
+                  "mimeType"
+                ],
+                "additionalProperties": false
+              },
+              {
+                "type": "object",
+                "properties": {
+                  "type": {
+                    "enum": [
+                      "resource"
+                    ]
+                  },
+                  "resource": {
+                    "type": "object",
+                    "properties": {
+                      "uri": {
+                        "type": "string"
+                      },
+                      "mimeType": {
+                        "type": "string"
+                      },
+                      "text": {
+                        "type": "string"
+                      },
+                      "blob": {
+                        "type": "string",
+                        "description": "base64"
+                      }
+                    },
+                    "required": [
+                      "uri"
+                    ],
+                    "additionalProperties": false
+                  }
+                },
+                "required": [
+                  "type",
+                  "resource"
+                ],
+                "additionalProperties": false
+              }
+            ]
+          }
+        }
+      },
+      "required": [
+        "content"
+      ],
+      "additionalProperties": false
+    }
+  }
+]
+"##;
+/// `providers/anthropic.json`.
+const DECLARATIONS_ANTHROPIC: &str = r##"[
+  {
+    "name": "edge_server",
+    "description": "A tool whose type name collides with the server trait `EdgeServer`.\nIts description has two lines.",
+    "input_schema": {
+      "type": "object",
+      "properties": {
+        "type": {
+          "type": "string",
+          "description": "A keyword as a property name."
+        },
+        "self": {
+          "type": "integer"
+        },
+        "foo-bar": {
+          "type": "boolean"
+        },
+        "foo_bar": {
+          "type": "boolean"
+        },
+        "fooBar": {
+          "type": "boolean"
+        },
+        "2fa": {
+          "type": "string"
+        },
+        "mode": {
+          "type": "string",
+          "enum": [
+            "a-b",
+            "a_b",
+            "Self",
+            "1",
+            ""
+          ],
+          "default": "a_b"
+        },
+        "ratio": {
+          "type": "number",
+          "default": 0.5
+        },
+        "label": {
+          "type": "string",
+          "default": "none"
+        },
+        "maybe": {
+          "anyOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "null"
+            }
+          ]
+        },
+        "maybe_enum": {
+          "type": [
+            "string",
+            "null"
+          ],
+          "enum": [
+            "x",
+            "y",
+            null
+          ]
+        },
+        "tree": {
+          "$ref": "#/$defs/Node"
+        },
+        "grid": {
+          "type": "array",
+          "items": {
+            "type": "array",
+            "items": {
+              "type": "integer"
+            }
+          }
+        },
+        "bag": {
+          "type": "object",
+          "additionalProperties": {
+            "type": "integer"
+          }
+        },
+        "mixed": {
+          "enum": [
+            1,
+            "one"
+          ]
+        },
+        "free": {},
+        "either": {
+          "oneOf": [
+            {
+              "type": "string"
+            },
+            {
+              "type": "integer"
+            }
+          ]
+        },
+        "pairs": {
+          "type": "array",
+          "items": {
+            "type": "object",
+            "properties": {
+              "key": {
+                "type": "string"
+              },
+              "value": {
+                "type": "string"
+              }
+            },
+            "required": [
+              "key"
+            ]
+          }
+        }
+      },
+      "required": [
+        "type"
+      ],
+      "$defs": {
+        "Node": {
+          "type": "object",
+          "description": "A recursive tree.",
+          "properties": {
+            "value": {
+              "type": "integer"
+            },
+            "next": {
+              "$ref": "#/$defs/Node"
+            },
+            "children": {
+              "type": "array",
+              "items": {
+                "$ref": "#/$defs/Node"
+              }
+            }
+          },
+          "required": [
+            "value"
+          ]
+        },
+        "Alias": {
+          "type": "string",
+          "minLength": 1
+        }
+      }
+    }
+  },
+  {
+    "name": "no_params",
+    "description": "A server tool without parameters or returns.",
+    "input_schema": {
+      "type": "object",
+      "properties": {},
+      "additionalProperties": false
+    }
+  },
+  {
+    "name": "edge_server_args",
+    "description": "A client tool named so that its marker collides with another tool's args type.",
+    "input_schema": {
+      "type": "object",
+      "properties": {},
+      "additionalProperties": false
+    }
+  },
+  {
+    "name": "contact",
+    "description": "Contact by email or phone (at least one); headers are strings by name.",
+    "input_schema": {
+      "type": "object",
+      "additionalProperties": false,
+      "properties": {
+        "email": {
+          "type": "string"
+        },
+        "phone": {
+          "type": "string"
+        },
+        "text": {
+          "type": "string"
+        },
+        "headers": {
+          "type": "object",
+          "additionalProperties": {
+            "type": "string"
+          }
+        }
+      },
+      "required": [
+        "text"
+      ]
+    }
+  },
+  {
+    "name": "snapshot",
+    "description": "Answers with content blocks, typed as the runtime's ToolContent.",
+    "input_schema": {
+      "type": "object",
+      "properties": {},
+      "additionalProperties": false
+    }
+  }
+]
+"##;
+/// `providers/gemini.json`.
+const DECLARATIONS_GEMINI: &str = r#"{
+  "functionDeclarations": [
+    {
+      "name": "edge_server",
+      "description": "A tool whose type name collides with the server trait `EdgeServer`.\nIts description has two lines.",
+      "parameters": {
+        "type": "OBJECT",
+        "properties": {
+          "type": {
+            "type": "STRING",
+            "description": "A keyword as a property name."
+          },
+          "self": {
+            "type": "INTEGER"
+          },
+          "foo-bar": {
+            "type": "BOOLEAN"
+          },
+          "foo_bar": {
+            "type": "BOOLEAN"
+          },
+          "fooBar": {
+            "type": "BOOLEAN"
+          },
+          "2fa": {
+            "type": "STRING"
+          },
+          "mode": {
+            "type": "STRING",
+            "enum": [
+              "a-b",
+              "a_b",
+              "Self",
+              "1",
+              ""
+            ],
+            "default": "a_b"
+          },
+          "ratio": {
+            "type": "NUMBER",
+            "default": 0.5
+          },
+          "label": {
+            "type": "STRING",
+            "default": "none"
+          },
+          "maybe": {
+            "type": "STRING",
+            "nullable": true
+          },
+          "maybe_enum": {
+            "type": "STRING",
+            "enum": [
+              "x",
+              "y"
+            ],
+            "nullable": true
+          },
+          "tree": {
+            "type": "OBJECT",
+            "description": "A recursive tree.",
+            "properties": {
+              "value": {
+                "type": "INTEGER"
+              },
+              "next": {
+                "type": "OBJECT",
+                "description": "A recursive tree.",
+                "properties": {
+                  "value": {
+                    "type": "INTEGER"
+                  }
+                },
+                "required": [
+                  "value"
+                ]
+              },
+              "children": {
+                "type": "ARRAY",
+                "items": {
+                  "type": "OBJECT",
+                  "description": "A recursive tree.",
+                  "properties": {
+                    "value": {
+                      "type": "INTEGER"
+                    }
+                  },
+                  "required": [
+                    "value"
+                  ]
+                }
+              }
+            },
+            "required": [
+              "value"
+            ]
+          },
+          "grid": {
+            "type": "ARRAY",
+            "items": {
+              "type": "ARRAY",
+              "items": {
+                "type": "INTEGER"
+              }
+            }
+          },
+          "mixed": {
+            "type": "STRING",
+            "description": "Allowed values: 1, \"one\"."
+          },
+          "free": {
+            "type": "STRING"
+          },
+          "either": {
+            "anyOf": [
+              {
+                "type": "STRING"
+              },
+              {
+                "type": "INTEGER"
+              }
+            ]
+          },
+          "pairs": {
+            "type": "ARRAY",
+            "items": {
+              "type": "OBJECT",
+              "properties": {
+                "key": {
+                  "type": "STRING"
+                },
+                "value": {
+                  "type": "STRING"
+                }
+              },
+              "required": [
+                "key"
+              ]
+            }
+          }
+        },
+        "required": [
+          "type"
+        ]
+      },
+      "response": {
+        "type": "OBJECT",
+        "properties": {
+          "tree": {
+            "type": "OBJECT",
+            "properties": {
+              "leaf": {
+                "type": "BOOLEAN"
+              }
+            }
+          }
+        }
+      }
+    },
+    {
+      "name": "no_params",
+      "description": "A server tool without parameters or returns."
+    },
+    {
+      "name": "edge_server_args",
+      "description": "A client tool named so that its marker collides with another tool's args type."
+    },
+    {
+      "name": "contact",
+      "description": "Contact by email or phone (at least one); headers are strings by name.",
+      "parameters": {
+        "type": "OBJECT",
+        "properties": {
+          "email": {
+            "type": "STRING"
+          },
+          "phone": {
+            "type": "STRING"
+          },
+          "text": {
+            "type": "STRING"
+          }
+        },
+        "required": [
+          "text"
+        ]
+      }
+    },
+    {
+      "name": "snapshot",
+      "description": "Answers with content blocks, typed as the runtime's ToolContent.",
+      "response": {
+        "type": "OBJECT",
+        "description": "Content blocks: text, images, audio and embedded resources.",
+        "properties": {
+          "content": {
+            "type": "ARRAY",
+            "items": {
+              "anyOf": [
+                {
+                  "type": "OBJECT",
+                  "properties": {
+                    "type": {
+                      "enum": [
+                        "text"
+                      ],
+                      "type": "STRING"
+                    },
+                    "text": {
+                      "type": "STRING"
+                    }
+                  },
+                  "required": [
+                    "type",
+                    "text"
+                  ]
+                },
+                {
+                  "type": "OBJECT",
+                  "properties": {
+                    "type": {
+                      "enum": [
+                        "image",
+                        "audio"
+                      ],
+                      "type": "STRING"
+                    },
+                    "data": {
+                      "type": "STRING",
+                      "description": "base64"
+                    },
+                    "mimeType": {
+                      "type": "STRING"
+                    }
+                  },
+                  "required": [
+                    "type",
+                    "data",
+                    "mimeType"
+                  ]
+                },
+                {
+                  "type": "OBJECT",
+                  "properties": {
+                    "type": {
+                      "enum": [
+                        "resource"
+                      ],
+                      "type": "STRING"
+                    },
+                    "resource": {
+                      "type": "OBJECT",
+                      "properties": {
+                        "uri": {
+                          "type": "STRING"
+                        },
+                        "mimeType": {
+                          "type": "STRING"
+                        },
+                        "text": {
+                          "type": "STRING"
+                        },
+                        "blob": {
+                          "type": "STRING",
+                          "description": "base64"
+                        }
+                      },
+                      "required": [
+                        "uri"
+                      ]
+                    }
+                  },
+                  "required": [
+                    "type",
+                    "resource"
+                  ]
+                }
+              ]
+            }
+          }
+        },
+        "required": [
+          "content"
+        ]
+      }
+    }
+  ]
+}
+"#;
+/// `providers/mcp.json`.
+const DECLARATIONS_MCP: &str = r##"{
+  "resultType": "complete",
+  "tools": [
+    {
+      "name": "edge_server",
+      "description": "A tool whose type name collides with the server trait `EdgeServer`.\nIts description has two lines.",
+      "inputSchema": {
+        "type": "object",
+        "properties": {
+          "type": {
+            "type": "string",
+            "description": "A keyword as a property name."
+          },
+          "self": {
+            "type": "integer"
+          },
+          "foo-bar": {
+            "type": "boolean"
+          },
+          "foo_bar": {
+            "type": "boolean"
+          },
+          "fooBar": {
+            "type": "boolean"
+          },
+          "2fa": {
+            "type": "string"
+          },
+          "mode": {
+            "type": "string",
+            "enum": [
+              "a-b",
+              "a_b",
+              "Self",
+              "1",
+              ""
+            ],
+            "default": "a_b"
+          },
+          "ratio": {
+            "type": "number",
+            "default": 0.5
+          },
+          "label": {
+            "type": "string",
+            "default": "none"
+          },
+          "maybe": {
+            "anyOf": [
+              {
+                "type": "string"
+              },
+              {
+                "type": "null"
+              }
+            ]
+          },
+          "maybe_enum": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "enum": [
+              "x",
+              "y",
+              null
+            ]
+          },
+          "tree": {
+            "$ref": "#/$defs/Node"
+          },
+          "grid": {
+            "type": "array",
+            "items": {
+              "type": "array",
+              "items": {
+                "type": "integer"
+              }
+            }
+          },
+          "bag": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "integer"
+            }
+          },
+          "mixed": {
+            "enum": [
+              1,
+              "one"
+            ]
+          },
+          "free": {},
+          "either": {
+            "oneOf": [
+              {
+                "type": "string"
+              },
+              {
+                "type": "integer"
+              }
+            ]
+          },
+          "pairs": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "properties": {
+                "key": {
+                  "type": "string"
+                },
+                "value": {
+                  "type": "string"
+                }
+              },
+              "required": [
+                "key"
+              ]
+            }
+          }
+        },
+        "required": [
+          "type"
+        ],
+        "$defs": {
+          "Node": {
+            "type": "object",
+            "description": "A recursive tree.",
+            "properties": {
+              "value": {
+                "type": "integer"
+              },
+              "next": {
+                "$ref": "#/$defs/Node"
+              },
+              "children": {
+                "type": "array",
+                "items": {
+                  "$ref": "#/$defs/Node"
+                }
+              }
+            },
+            "required": [
+              "value"
+            ]
+          },
+          "Alias": {
+            "type": "string",
+            "minLength": 1
+          }
+        }
+      },
+      "outputSchema": {
+        "type": "object",
+        "properties": {
+          "tree": {
+            "$ref": "#/$defs/Node"
+          }
+        },
+        "$defs": {
+          "Node": {
+            "type": "object",
+            "properties": {
+              "leaf": {
+                "type": "boolean"
+              }
+            }
+          }
+        }
+      }
+    },
+    {
+      "name": "no_params",
+      "description": "A server tool without parameters or returns.",
+      "inputSchema": {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": false
+      }
+    },
+    {
+      "name": "contact",
+      "description": "Contact by email or phone (at least one); headers are strings by name.",
+      "inputSchema": {
+        "type": "object",
+        "properties": {
+          "email": {
+            "type": "string"
+          },
+          "phone": {
+            "type": "string"
+          },
+          "text": {
+            "type": "string"
+          },
+          "headers": {
+            "type": "object",
+            "additionalProperties": {
+              "type": "string"
+            }
+          }
+        },
+        "required": [
+          "text"
+        ],
+        "anyOf": [
+          {
+            "required": [
+              "email"
+            ]
+          },
+          {
+            "required": [
+              "phone"
+            ]
+          }
+        ],
+        "additionalProperties": false
+      }
+    },
+    {
+      "name": "snapshot",
+      "description": "Answers with content blocks, typed as the runtime's ToolContent.",
+      "inputSchema": {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": false
+      }
+    }
+  ],
+  "cacheScope": "public",
+  "ttlMs": 90000
+}
+"##;

@@ -612,12 +612,15 @@ pub fn definitions() -> ::std::vec::Vec<::toolc_runtime::ToolDefinition> {
         <ShowToast as ::toolc_runtime::Tool>::definition(),
     ])
 }
-/// The runtime registry of this manifest, with `server` as the executor of every server
-/// tool. It fails only if a schema cannot be compiled, which the toolc checks rule out.
+/// A registry builder holding every tool of this manifest, with `server` as the executor of
+/// every server tool (and the manifest's toolsets and `mcp.list_ttl`). Add other tool
+/// sources before `.build()`: an MCP server's tools (`McpTools::merge_into`), a remote
+/// catalog's (`CatalogTools::merge_into`), `#[tool]` fns (`tools!(builder = ...; f)`),
+/// state (`.state(..)`). [`registry`] is this, built.
 #[allow(dead_code)]
-pub fn registry<S: SupportServer>(
+pub fn registry_builder<S: SupportServer>(
     server: S,
-) -> ::std::result::Result<::toolc_runtime::Registry, ::toolc_runtime::RegistryError> {
+) -> ::toolc_runtime::RegistryBuilder {
     let server = ::std::sync::Arc::new(server);
     ::toolc_runtime::Registry::builder()
         .definitions(definitions())
@@ -641,5 +644,1140 @@ pub fn registry<S: SupportServer>(
                 }
             }),
         )
-        .build()
 }
+/// The runtime registry of this manifest, with `server` as the executor of every server
+/// tool: [`registry_builder`], built. It fails only if a schema cannot be compiled, which
+/// the toolc checks rule out.
+#[allow(dead_code)]
+pub fn registry<S: SupportServer>(
+    server: S,
+) -> ::std::result::Result<::toolc_runtime::Registry, ::toolc_runtime::RegistryError> {
+    registry_builder(server).build()
+}
+/// The tool declarations of this manifest for `provider`: byte for byte the file that
+/// `toolc build` writes as `providers/<provider.name()>.json`, from the same emitter and
+/// settings. For a chat codec, `declarations(codec.provider())` is its request's tools:
+///
+/// - `Provider::OpenaiRealtime`: the Realtime `session.tools` array
+/// - `Provider::OpenaiChat`: Chat Completions `tools`
+/// - `Provider::OpenaiResponses`: Responses `tools`
+/// - `Provider::Anthropic`: Anthropic Messages `tools`
+/// - `Provider::Gemini`: Gemini's `{"functionDeclarations": [...]}`
+/// - `Provider::Mcp`: an MCP `tools/list` result of the server tools
+#[allow(dead_code)]
+pub fn declarations(provider: ::toolc_runtime::chat::Provider) -> &'static str {
+    use ::toolc_runtime::chat::Provider;
+    match provider {
+        Provider::OpenaiRealtime => DECLARATIONS_OPENAI_REALTIME,
+        Provider::OpenaiChat => DECLARATIONS_OPENAI_CHAT,
+        Provider::OpenaiResponses => DECLARATIONS_OPENAI_RESPONSES,
+        Provider::Anthropic => DECLARATIONS_ANTHROPIC,
+        Provider::Gemini => DECLARATIONS_GEMINI,
+        Provider::Mcp => DECLARATIONS_MCP,
+    }
+}
+/// `providers/openai-realtime.json`.
+const DECLARATIONS_OPENAI_REALTIME: &str = r#"[
+  {
+    "type": "function",
+    "name": "search_help_articles",
+    "description": "Search the help centre and return the most relevant articles. Use it before answering any question about how the product works.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "query": {
+          "type": "string",
+          "minLength": 1,
+          "description": "What the customer wants to know, in their words."
+        },
+        "limit": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 10,
+          "default": 3,
+          "description": "How many articles to return."
+        }
+      },
+      "required": [
+        "query"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "get_order_status",
+    "description": "Look up the status of one of the customer's orders by its number.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "order_number": {
+          "type": "string",
+          "pattern": "^[A-Z]{2}-[0-9]{6}$",
+          "description": "The order number as printed on the receipt, e.g. AB-123456."
+        }
+      },
+      "required": [
+        "order_number"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "highlight_element",
+    "description": "Highlight an element on the page the customer is looking at, to show them where to click.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "selector": {
+          "type": "string",
+          "description": "CSS selector of the element to highlight."
+        },
+        "color": {
+          "type": "string",
+          "enum": [
+            "yellow",
+            "green",
+            "red"
+          ],
+          "default": "yellow",
+          "description": "Colour of the highlight."
+        }
+      },
+      "required": [
+        "selector"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "scroll_to_section",
+    "description": "Scroll the page so that a help section is in view.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "section_id": {
+          "type": "string",
+          "description": "The id of the section element, without `#`."
+        }
+      },
+      "required": [
+        "section_id"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "fill_form_field",
+    "description": "Fill in a field of the form on the page, so the customer only has to check and submit it.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "field": {
+          "type": "string",
+          "enum": [
+            "name",
+            "email",
+            "order_number",
+            "message"
+          ],
+          "description": "Which field to fill."
+        },
+        "value": {
+          "type": "string",
+          "description": "The text to put in the field."
+        }
+      },
+      "required": [
+        "field",
+        "value"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "show_toast",
+    "description": "Show a short notification on the page. The agent does not wait for it.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "message": {
+          "type": "string",
+          "maxLength": 140
+        },
+        "level": {
+          "type": "string",
+          "enum": [
+            "info",
+            "success",
+            "warning"
+          ],
+          "default": "info"
+        }
+      },
+      "required": [
+        "message"
+      ],
+      "additionalProperties": false
+    }
+  }
+]
+"#;
+/// `providers/openai-chat.json`.
+const DECLARATIONS_OPENAI_CHAT: &str = r#"[
+  {
+    "type": "function",
+    "function": {
+      "name": "search_help_articles",
+      "description": "Search the help centre and return the most relevant articles. Use it before answering any question about how the product works.",
+      "parameters": {
+        "type": "object",
+        "properties": {
+          "query": {
+            "type": "string",
+            "description": "What the customer wants to know, in their words. At least 1 character."
+          },
+          "limit": {
+            "type": [
+              "integer",
+              "null"
+            ],
+            "minimum": 1,
+            "maximum": 10,
+            "description": "How many articles to return. Default: 3."
+          }
+        },
+        "additionalProperties": false,
+        "required": [
+          "query",
+          "limit"
+        ]
+      },
+      "strict": true
+    }
+  },
+  {
+    "type": "function",
+    "function": {
+      "name": "get_order_status",
+      "description": "Look up the status of one of the customer's orders by its number.",
+      "parameters": {
+        "type": "object",
+        "properties": {
+          "order_number": {
+            "type": "string",
+            "pattern": "^[A-Z]{2}-[0-9]{6}$",
+            "description": "The order number as printed on the receipt, e.g. AB-123456."
+          }
+        },
+        "additionalProperties": false,
+        "required": [
+          "order_number"
+        ]
+      },
+      "strict": true
+    }
+  },
+  {
+    "type": "function",
+    "function": {
+      "name": "highlight_element",
+      "description": "Highlight an element on the page the customer is looking at, to show them where to click.",
+      "parameters": {
+        "type": "object",
+        "properties": {
+          "selector": {
+            "type": "string",
+            "description": "CSS selector of the element to highlight."
+          },
+          "color": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "enum": [
+              "yellow",
+              "green",
+              "red",
+              null
+            ],
+            "description": "Colour of the highlight. Default: yellow."
+          }
+        },
+        "additionalProperties": false,
+        "required": [
+          "selector",
+          "color"
+        ]
+      },
+      "strict": true
+    }
+  },
+  {
+    "type": "function",
+    "function": {
+      "name": "scroll_to_section",
+      "description": "Scroll the page so that a help section is in view.",
+      "parameters": {
+        "type": "object",
+        "properties": {
+          "section_id": {
+            "type": "string",
+            "description": "The id of the section element, without `#`."
+          }
+        },
+        "additionalProperties": false,
+        "required": [
+          "section_id"
+        ]
+      },
+      "strict": true
+    }
+  },
+  {
+    "type": "function",
+    "function": {
+      "name": "fill_form_field",
+      "description": "Fill in a field of the form on the page, so the customer only has to check and submit it.",
+      "parameters": {
+        "type": "object",
+        "properties": {
+          "field": {
+            "type": "string",
+            "enum": [
+              "name",
+              "email",
+              "order_number",
+              "message"
+            ],
+            "description": "Which field to fill."
+          },
+          "value": {
+            "type": "string",
+            "description": "The text to put in the field."
+          }
+        },
+        "additionalProperties": false,
+        "required": [
+          "field",
+          "value"
+        ]
+      },
+      "strict": true
+    }
+  },
+  {
+    "type": "function",
+    "function": {
+      "name": "show_toast",
+      "description": "Show a short notification on the page. The agent does not wait for it.",
+      "parameters": {
+        "type": "object",
+        "properties": {
+          "message": {
+            "type": "string",
+            "description": "At most 140 characters."
+          },
+          "level": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "enum": [
+              "info",
+              "success",
+              "warning",
+              null
+            ],
+            "description": "Default: info."
+          }
+        },
+        "additionalProperties": false,
+        "required": [
+          "message",
+          "level"
+        ]
+      },
+      "strict": true
+    }
+  }
+]
+"#;
+/// `providers/openai-responses.json`.
+const DECLARATIONS_OPENAI_RESPONSES: &str = r#"[
+  {
+    "type": "function",
+    "name": "search_help_articles",
+    "description": "Search the help centre and return the most relevant articles. Use it before answering any question about how the product works.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "query": {
+          "type": "string",
+          "description": "What the customer wants to know, in their words. At least 1 character."
+        },
+        "limit": {
+          "type": [
+            "integer",
+            "null"
+          ],
+          "minimum": 1,
+          "maximum": 10,
+          "description": "How many articles to return. Default: 3."
+        }
+      },
+      "additionalProperties": false,
+      "required": [
+        "query",
+        "limit"
+      ]
+    },
+    "strict": true,
+    "output_schema": {
+      "type": "object",
+      "properties": {
+        "articles": {
+          "type": "array",
+          "items": {
+            "type": "object",
+            "properties": {
+              "id": {
+                "type": "string"
+              },
+              "title": {
+                "type": "string"
+              },
+              "summary": {
+                "type": "string"
+              },
+              "section": {
+                "type": "string",
+                "description": "The page section that explains it."
+              }
+            },
+            "required": [
+              "id",
+              "title",
+              "summary",
+              "section"
+            ],
+            "additionalProperties": false
+          }
+        }
+      },
+      "required": [
+        "articles"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "get_order_status",
+    "description": "Look up the status of one of the customer's orders by its number.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "order_number": {
+          "type": "string",
+          "pattern": "^[A-Z]{2}-[0-9]{6}$",
+          "description": "The order number as printed on the receipt, e.g. AB-123456."
+        }
+      },
+      "additionalProperties": false,
+      "required": [
+        "order_number"
+      ]
+    },
+    "strict": true,
+    "output_schema": {
+      "type": "object",
+      "properties": {
+        "status": {
+          "type": "string",
+          "enum": [
+            "placed",
+            "packed",
+            "shipped",
+            "delivered",
+            "cancelled"
+          ]
+        },
+        "eta": {
+          "type": [
+            "string",
+            "null"
+          ],
+          "description": "Expected delivery date (ISO 8601), if known."
+        }
+      },
+      "required": [
+        "status",
+        "eta"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "highlight_element",
+    "description": "Highlight an element on the page the customer is looking at, to show them where to click.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "selector": {
+          "type": "string",
+          "description": "CSS selector of the element to highlight."
+        },
+        "color": {
+          "type": [
+            "string",
+            "null"
+          ],
+          "enum": [
+            "yellow",
+            "green",
+            "red",
+            null
+          ],
+          "description": "Colour of the highlight. Default: yellow."
+        }
+      },
+      "additionalProperties": false,
+      "required": [
+        "selector",
+        "color"
+      ]
+    },
+    "strict": true,
+    "output_schema": {
+      "type": "object",
+      "properties": {
+        "found": {
+          "type": "boolean",
+          "description": "Whether an element matched the selector."
+        }
+      },
+      "required": [
+        "found"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "scroll_to_section",
+    "description": "Scroll the page so that a help section is in view.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "section_id": {
+          "type": "string",
+          "description": "The id of the section element, without `#`."
+        }
+      },
+      "additionalProperties": false,
+      "required": [
+        "section_id"
+      ]
+    },
+    "strict": true,
+    "output_schema": {
+      "type": "object",
+      "properties": {
+        "scrolled": {
+          "type": "boolean"
+        }
+      },
+      "required": [
+        "scrolled"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "fill_form_field",
+    "description": "Fill in a field of the form on the page, so the customer only has to check and submit it.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "field": {
+          "type": "string",
+          "enum": [
+            "name",
+            "email",
+            "order_number",
+            "message"
+          ],
+          "description": "Which field to fill."
+        },
+        "value": {
+          "type": "string",
+          "description": "The text to put in the field."
+        }
+      },
+      "additionalProperties": false,
+      "required": [
+        "field",
+        "value"
+      ]
+    },
+    "strict": true,
+    "output_schema": {
+      "type": "object",
+      "properties": {
+        "filled": {
+          "type": "boolean"
+        }
+      },
+      "required": [
+        "filled"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "type": "function",
+    "name": "show_toast",
+    "description": "Show a short notification on the page. The agent does not wait for it.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "message": {
+          "type": "string",
+          "description": "At most 140 characters."
+        },
+        "level": {
+          "type": [
+            "string",
+            "null"
+          ],
+          "enum": [
+            "info",
+            "success",
+            "warning",
+            null
+          ],
+          "description": "Default: info."
+        }
+      },
+      "additionalProperties": false,
+      "required": [
+        "message",
+        "level"
+      ]
+    },
+    "strict": true
+  }
+]
+"#;
+/// `providers/anthropic.json`.
+const DECLARATIONS_ANTHROPIC: &str = r#"[
+  {
+    "name": "search_help_articles",
+    "description": "Search the help centre and return the most relevant articles. Use it before answering any question about how the product works.",
+    "input_schema": {
+      "type": "object",
+      "properties": {
+        "query": {
+          "type": "string",
+          "minLength": 1,
+          "description": "What the customer wants to know, in their words."
+        },
+        "limit": {
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 10,
+          "default": 3,
+          "description": "How many articles to return."
+        }
+      },
+      "required": [
+        "query"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "name": "get_order_status",
+    "description": "Look up the status of one of the customer's orders by its number.",
+    "input_schema": {
+      "type": "object",
+      "properties": {
+        "order_number": {
+          "type": "string",
+          "pattern": "^[A-Z]{2}-[0-9]{6}$",
+          "description": "The order number as printed on the receipt, e.g. AB-123456."
+        }
+      },
+      "required": [
+        "order_number"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "name": "highlight_element",
+    "description": "Highlight an element on the page the customer is looking at, to show them where to click.",
+    "input_schema": {
+      "type": "object",
+      "properties": {
+        "selector": {
+          "type": "string",
+          "description": "CSS selector of the element to highlight."
+        },
+        "color": {
+          "type": "string",
+          "enum": [
+            "yellow",
+            "green",
+            "red"
+          ],
+          "default": "yellow",
+          "description": "Colour of the highlight."
+        }
+      },
+      "required": [
+        "selector"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "name": "scroll_to_section",
+    "description": "Scroll the page so that a help section is in view.",
+    "input_schema": {
+      "type": "object",
+      "properties": {
+        "section_id": {
+          "type": "string",
+          "description": "The id of the section element, without `#`."
+        }
+      },
+      "required": [
+        "section_id"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "name": "fill_form_field",
+    "description": "Fill in a field of the form on the page, so the customer only has to check and submit it.",
+    "input_schema": {
+      "type": "object",
+      "properties": {
+        "field": {
+          "type": "string",
+          "enum": [
+            "name",
+            "email",
+            "order_number",
+            "message"
+          ],
+          "description": "Which field to fill."
+        },
+        "value": {
+          "type": "string",
+          "description": "The text to put in the field."
+        }
+      },
+      "required": [
+        "field",
+        "value"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "name": "show_toast",
+    "description": "Show a short notification on the page. The agent does not wait for it.",
+    "input_schema": {
+      "type": "object",
+      "properties": {
+        "message": {
+          "type": "string",
+          "maxLength": 140
+        },
+        "level": {
+          "type": "string",
+          "enum": [
+            "info",
+            "success",
+            "warning"
+          ],
+          "default": "info"
+        }
+      },
+      "required": [
+        "message"
+      ],
+      "additionalProperties": false
+    }
+  }
+]
+"#;
+/// `providers/gemini.json`.
+const DECLARATIONS_GEMINI: &str = r#"{
+  "functionDeclarations": [
+    {
+      "name": "search_help_articles",
+      "description": "Search the help centre and return the most relevant articles. Use it before answering any question about how the product works.",
+      "parameters": {
+        "type": "OBJECT",
+        "properties": {
+          "query": {
+            "type": "STRING",
+            "minLength": 1,
+            "description": "What the customer wants to know, in their words."
+          },
+          "limit": {
+            "type": "INTEGER",
+            "minimum": 1,
+            "maximum": 10,
+            "default": 3,
+            "description": "How many articles to return."
+          }
+        },
+        "required": [
+          "query"
+        ]
+      },
+      "response": {
+        "type": "OBJECT",
+        "properties": {
+          "articles": {
+            "type": "ARRAY",
+            "items": {
+              "type": "OBJECT",
+              "properties": {
+                "id": {
+                  "type": "STRING"
+                },
+                "title": {
+                  "type": "STRING"
+                },
+                "summary": {
+                  "type": "STRING"
+                },
+                "section": {
+                  "type": "STRING",
+                  "description": "The page section that explains it."
+                }
+              },
+              "required": [
+                "id",
+                "title",
+                "summary",
+                "section"
+              ]
+            }
+          }
+        },
+        "required": [
+          "articles"
+        ]
+      }
+    },
+    {
+      "name": "get_order_status",
+      "description": "Look up the status of one of the customer's orders by its number.",
+      "parameters": {
+        "type": "OBJECT",
+        "properties": {
+          "order_number": {
+            "type": "STRING",
+            "pattern": "^[A-Z]{2}-[0-9]{6}$",
+            "description": "The order number as printed on the receipt, e.g. AB-123456."
+          }
+        },
+        "required": [
+          "order_number"
+        ]
+      },
+      "response": {
+        "type": "OBJECT",
+        "properties": {
+          "status": {
+            "type": "STRING",
+            "enum": [
+              "placed",
+              "packed",
+              "shipped",
+              "delivered",
+              "cancelled"
+            ]
+          },
+          "eta": {
+            "type": "STRING",
+            "description": "Expected delivery date (ISO 8601), if known.",
+            "nullable": true
+          }
+        },
+        "required": [
+          "status",
+          "eta"
+        ]
+      }
+    },
+    {
+      "name": "highlight_element",
+      "description": "Highlight an element on the page the customer is looking at, to show them where to click.",
+      "parameters": {
+        "type": "OBJECT",
+        "properties": {
+          "selector": {
+            "type": "STRING",
+            "description": "CSS selector of the element to highlight."
+          },
+          "color": {
+            "type": "STRING",
+            "enum": [
+              "yellow",
+              "green",
+              "red"
+            ],
+            "default": "yellow",
+            "description": "Colour of the highlight."
+          }
+        },
+        "required": [
+          "selector"
+        ]
+      },
+      "response": {
+        "type": "OBJECT",
+        "properties": {
+          "found": {
+            "type": "BOOLEAN",
+            "description": "Whether an element matched the selector."
+          }
+        },
+        "required": [
+          "found"
+        ]
+      }
+    },
+    {
+      "name": "scroll_to_section",
+      "description": "Scroll the page so that a help section is in view.",
+      "parameters": {
+        "type": "OBJECT",
+        "properties": {
+          "section_id": {
+            "type": "STRING",
+            "description": "The id of the section element, without `#`."
+          }
+        },
+        "required": [
+          "section_id"
+        ]
+      },
+      "response": {
+        "type": "OBJECT",
+        "properties": {
+          "scrolled": {
+            "type": "BOOLEAN"
+          }
+        },
+        "required": [
+          "scrolled"
+        ]
+      }
+    },
+    {
+      "name": "fill_form_field",
+      "description": "Fill in a field of the form on the page, so the customer only has to check and submit it.",
+      "parameters": {
+        "type": "OBJECT",
+        "properties": {
+          "field": {
+            "type": "STRING",
+            "enum": [
+              "name",
+              "email",
+              "order_number",
+              "message"
+            ],
+            "description": "Which field to fill."
+          },
+          "value": {
+            "type": "STRING",
+            "description": "The text to put in the field."
+          }
+        },
+        "required": [
+          "field",
+          "value"
+        ]
+      },
+      "response": {
+        "type": "OBJECT",
+        "properties": {
+          "filled": {
+            "type": "BOOLEAN"
+          }
+        },
+        "required": [
+          "filled"
+        ]
+      }
+    },
+    {
+      "name": "show_toast",
+      "description": "Show a short notification on the page. The agent does not wait for it.",
+      "parameters": {
+        "type": "OBJECT",
+        "properties": {
+          "message": {
+            "type": "STRING",
+            "maxLength": 140
+          },
+          "level": {
+            "type": "STRING",
+            "enum": [
+              "info",
+              "success",
+              "warning"
+            ],
+            "default": "info"
+          }
+        },
+        "required": [
+          "message"
+        ]
+      }
+    }
+  ]
+}
+"#;
+/// `providers/mcp.json`.
+const DECLARATIONS_MCP: &str = r#"{
+  "resultType": "complete",
+  "tools": [
+    {
+      "name": "search_help_articles",
+      "title": "Search help articles",
+      "description": "Search the help centre and return the most relevant articles. Use it before answering any question about how the product works.",
+      "inputSchema": {
+        "type": "object",
+        "properties": {
+          "query": {
+            "type": "string",
+            "minLength": 1,
+            "description": "What the customer wants to know, in their words."
+          },
+          "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 10,
+            "default": 3,
+            "description": "How many articles to return."
+          }
+        },
+        "required": [
+          "query"
+        ],
+        "additionalProperties": false
+      },
+      "outputSchema": {
+        "type": "object",
+        "properties": {
+          "articles": {
+            "type": "array",
+            "items": {
+              "type": "object",
+              "properties": {
+                "id": {
+                  "type": "string"
+                },
+                "title": {
+                  "type": "string"
+                },
+                "summary": {
+                  "type": "string"
+                },
+                "section": {
+                  "type": "string",
+                  "description": "The page section that explains it."
+                }
+              },
+              "required": [
+                "id",
+                "title",
+                "summary",
+                "section"
+              ],
+              "additionalProperties": false
+            }
+          }
+        },
+        "required": [
+          "articles"
+        ],
+        "additionalProperties": false
+      },
+      "annotations": {
+        "readOnlyHint": true,
+        "openWorldHint": false
+      }
+    },
+    {
+      "name": "get_order_status",
+      "title": "Order status",
+      "description": "Look up the status of one of the customer's orders by its number.",
+      "inputSchema": {
+        "type": "object",
+        "properties": {
+          "order_number": {
+            "type": "string",
+            "pattern": "^[A-Z]{2}-[0-9]{6}$",
+            "description": "The order number as printed on the receipt, e.g. AB-123456."
+          }
+        },
+        "required": [
+          "order_number"
+        ],
+        "additionalProperties": false
+      },
+      "outputSchema": {
+        "type": "object",
+        "properties": {
+          "status": {
+            "type": "string",
+            "enum": [
+              "placed",
+              "packed",
+              "shipped",
+              "delivered",
+              "cancelled"
+            ]
+          },
+          "eta": {
+            "type": [
+              "string",
+              "null"
+            ],
+            "description": "Expected delivery date (ISO 8601), if known."
+          }
+        },
+        "required": [
+          "status",
+          "eta"
+        ],
+        "additionalProperties": false
+      },
+      "annotations": {
+        "readOnlyHint": true,
+        "idempotentHint": true
+      }
+    }
+  ],
+  "cacheScope": "public",
+  "ttlMs": 0
+}
+"#;

@@ -1,6 +1,7 @@
 //! The README's Rust snippets, each a region of one module here (the README shows the region,
 //! `compiler/tests/readme.rs` checks that it is the same text, `tests/snippets.rs` runs it).
 
+pub mod builder;
 pub mod fn_tools;
 pub mod mcp;
 pub mod relay;

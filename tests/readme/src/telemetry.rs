@@ -5,8 +5,8 @@ use opentelemetry_sdk::trace::{SdkTracerProvider, SpanExporter};
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::EnvFilter;
 
-// `exporter` is yours: `opentelemetry_otlp::SpanExporter::builder().with_tonic().build()?`
-// for a collector, or any other `SpanExporter`.
+// `exporter` is yours: `otlp_exporter(..)?` (below) for a collector, or any other
+// `SpanExporter` (the tests give an in-memory one).
 pub fn init_tracing(exporter: impl SpanExporter + 'static) -> SdkTracerProvider {
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(exporter) // `with_batch_exporter` in production
@@ -19,4 +19,17 @@ pub fn init_tracing(exporter: impl SpanExporter + 'static) -> SdkTracerProvider 
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("voice-relay")))
         .init();
     provider // call `provider.shutdown()` before exiting, to flush the last spans
+}
+
+use opentelemetry_otlp::{ExporterBuildError, WithExportConfig as _};
+
+// A collector over OTLP/HTTP, `http://localhost:4318/v1/traces` (features `http-proto` and
+// `reqwest-blocking-client`); over gRPC, the `grpc-tonic` feature and `.with_tonic()`.
+pub fn otlp_exporter(
+    endpoint: &str,
+) -> Result<opentelemetry_otlp::SpanExporter, ExporterBuildError> {
+    opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_endpoint(endpoint)
+        .build()
 }

@@ -18,7 +18,8 @@ pub fn choose(
     // tools, at once or after the response in progress). Gemini Live takes tools once, in `setup`.
     let config = SessionConfig::new(&registry).with_toolsets(&registry, &["orders"])?;
     session.select_toolsets(&["orders", "archive"])?;
-    // Chat: the runner refuses the other tools; declare the same choice from the compiled file.
+    // Chat: the runner refuses the other tools; declare the same choice from the compiled
+    // file (`serde_json::from_str(tools::declarations(Provider::OpenaiChat))?`).
     let runner = TurnRunner::new(registry.clone()).with_toolsets(&["orders"])?;
     let tools = runner.selection().map(|s| s.declarations(openai_chat_file));
     Ok((config, runner, tools))

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use opentelemetry_sdk::trace::InMemorySpanExporter;
-use readme_snippets::{fn_tools, mcp, relay, telemetry, typed_registry};
+use readme_snippets::{builder, fn_tools, mcp, relay, telemetry, typed_registry};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode};
@@ -173,4 +173,66 @@ async fn telemetry_exports_a_span_per_call() {
         .map(|kv| kv.value.to_string());
     assert_eq!(tool.as_deref(), Some("get_order_status"));
     provider.shutdown().unwrap();
+}
+
+#[tokio::test]
+async fn the_generated_builder_takes_tool_fns_and_the_declarations_are_anthropics_tools() {
+    let registry = builder::desk_registry().unwrap();
+    let names: Vec<&str> = registry.names().collect();
+    let mut expected = support_registry_names();
+    expected.push("today");
+    assert_eq!(names, expected);
+    assert_eq!(
+        registry.call("today", "{}").await.unwrap(),
+        r#""2026-12-24""#
+    );
+    let output = registry
+        .call("get_order_status", r#"{"order_number":"AB-123456"}"#)
+        .await
+        .unwrap();
+    assert_eq!(output, r#"{"status":"shipped","eta":"2026-12-24"}"#);
+
+    let tools = builder::anthropic_tools().unwrap();
+    let declared: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(declared, support_registry_names());
+    assert!(tools[0]["input_schema"].is_object(), "{tools}");
+}
+
+#[tokio::test]
+async fn an_mcp_servers_tools_join_the_generated_builder() {
+    let server = tokio::process::Command::new(env!("CARGO_BIN_EXE_docs_mcp_stdio"));
+    let registry = tokio::time::timeout(LIMIT, mcp::desk_with_mcp_tools(server))
+        .await
+        .expect("in time")
+        .unwrap();
+    let names: Vec<&str> = registry.names().collect();
+    // The manifest's tools, then the MCP server's (its server tools: `search_docs`).
+    let mut expected: Vec<&str> = support_registry_names();
+    expected.push("search_docs");
+    assert_eq!(names, expected);
+    let found = tokio::time::timeout(LIMIT, registry.call("search_docs", r#"{"query":"refund"}"#))
+        .await
+        .expect("in time")
+        .unwrap();
+    assert!(found.contains("Refunds reach your card"), "{found}");
+}
+
+fn support_registry_names() -> Vec<&'static str> {
+    let registry = support_registry();
+    registry
+        .names()
+        .map(|n| &*Box::leak(n.to_owned().into_boxed_str()))
+        .collect()
+}
+
+/// The OTLP exporter the README shows builds (it connects only when it exports). Not in an
+/// async test: its blocking HTTP client may not be dropped inside a runtime.
+#[test]
+fn the_otlp_exporter_builds() {
+    telemetry::otlp_exporter("http://127.0.0.1:4318/v1/traces").unwrap();
 }

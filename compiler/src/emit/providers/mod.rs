@@ -101,6 +101,39 @@ pub fn emit_each_file(
     diags: &mut Diagnostics,
     done: &(dyn Fn(String, String) + Sync),
 ) {
+    emit_each_provider(ir, gemini, diags, &|provider, text| {
+        done(path(provider), text)
+    })
+}
+
+/// Where `toolc build` writes `provider`'s file: `providers/<name>.json`.
+pub fn path(provider: Provider) -> String {
+    format!("providers/{}.json", provider.name())
+}
+
+/// Every provider file's text, in [`Provider::ALL`] order: what the generated Rust module's
+/// `declarations()` gives. The warnings are pushed as [`emit_each_file`] pushes them.
+pub fn files(ir: &Ir, gemini: GeminiSchema, diags: &mut Diagnostics) -> Vec<(Provider, String)> {
+    let made = std::sync::Mutex::new(Vec::new());
+    emit_each_provider(ir, gemini, diags, &|provider, text| {
+        made.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((provider, text));
+    });
+    let mut files = made
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    files.sort_by_key(|(provider, _)| *provider);
+    files
+}
+
+/// [`emit_each_file`], with each file's provider instead of its path.
+pub(crate) fn emit_each_provider(
+    ir: &Ir,
+    gemini: GeminiSchema,
+    diags: &mut Diagnostics,
+    done: &(dyn Fn(Provider, String) + Sync),
+) {
     let threads = crate::parallel::cores();
     let shared = shared_renders(ir, threads);
     let made = crate::parallel::each_index(
@@ -111,7 +144,7 @@ pub fn emit_each_file(
             let provider = Provider::ALL[i];
             let mut provider_diags = Diagnostics::default();
             let text = file(ir, provider, &shared, gemini, &mut provider_diags);
-            done(format!("providers/{}.json", provider.name()), text);
+            done(provider, text);
             provider_diags
         },
     );

@@ -1,6 +1,8 @@
 //! Rust registry code: an args type and an output type per tool, a marker type per tool with its
 //! typed definition, a server trait with one method per server tool (no default bodies, so a
-//! missing executor does not compile), `definitions()` and `registry(server)`.
+//! missing executor does not compile), `definitions()`, `registry_builder(server)`,
+//! `registry(server)`, and `declarations(provider)`: the provider files of `toolc build`
+//! (made by the providers' emitter, [`crate::emit::providers`]) as strings.
 //!
 //! # Schema → Rust types
 //!
@@ -44,6 +46,7 @@ use serde_json::Value;
 
 use crate::definition::{Approval, Location, Mode};
 use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::emit::providers::{self, GeminiSchema, Provider};
 use crate::ident::{pascal_case, rust_field, snake_case};
 use crate::ir::{Ir, IrTool};
 
@@ -63,6 +66,9 @@ pub struct RustOptions {
     pub server_trait: String,
     /// The manifest path shown in the `@generated` header.
     pub source: Option<String>,
+    /// How the Gemini declarations that `declarations()` gives carry schemas (the same setting
+    /// as `providers/gemini.json`'s).
+    pub gemini_schema: GeminiSchema,
 }
 
 impl Default for RustOptions {
@@ -71,6 +77,7 @@ impl Default for RustOptions {
             runtime_path: "::toolc_runtime".into(),
             server_trait: "ToolServer".into(),
             source: None,
+            gemini_schema: GeminiSchema::default(),
         }
     }
 }
@@ -121,23 +128,59 @@ pub fn untyped_warnings(ir: &Ir, diags: &mut Diagnostics) {
     warn_untyped(ir, &plan, diags);
 }
 
-/// [`generate`] and [`untyped_warnings`] from one plan of the manifest (planning is a serial pass
-/// over every tool, and `toolc build` used to make it twice). The warnings name the types as the
-/// generated file does.
+/// [`generate`], with the warnings of what it writes: the places it leaves untyped
+/// ([`untyped_warnings`], from the same plan) and the provider files' (the lowering of
+/// `declarations()`, as `toolc build` reports them for `providers/`).
 pub fn generate_with_warnings(ir: &Ir, options: &RustOptions, diags: &mut Diagnostics) -> String {
-    generate_in_pieces(ir, options, diags).concat()
+    let gemini = options.gemini_schema;
+    generate_in_pieces(ir, options, diags, |diags| {
+        providers::files(ir, gemini, diags)
+    })
+    .concat()
 }
 
 /// [`generate_with_warnings`] as the pieces that, concatenated in order, are the file: `toolc
-/// build` writes them one after the other instead of copying them into one string first.
+/// build` writes them one after the other instead of copying them into one string first. The
+/// provider files come from `files` (run on another thread while the module is planned and
+/// printed: `toolc build` hands over the ones its providers' emitter made), which pushes its
+/// warnings to the diagnostics it is given.
 pub(crate) fn generate_in_pieces(
     ir: &Ir,
     options: &RustOptions,
     diags: &mut Diagnostics,
+    files: impl FnOnce(&mut Diagnostics) -> Vec<(Provider, String)> + Send,
 ) -> Vec<String> {
-    let plan = Gen::new(ir, &type_ident_text(&options.server_trait)).plan();
-    warn_untyped(ir, &plan, diags);
-    render_plan_pieces(ir, options, plan, TOOLS_PER_PART, crate::parallel::cores())
+    let (mut pieces, files, provider_diags) = std::thread::scope(|scope| {
+        let lowering = scope.spawn(move || {
+            let mut provider_diags = Diagnostics::default();
+            let files = files(&mut provider_diags);
+            (files, provider_diags)
+        });
+        let plan = Gen::new(ir, &type_ident_text(&options.server_trait)).plan();
+        let mut untyped = Diagnostics::default();
+        warn_untyped(ir, &plan, &mut untyped);
+        let pieces =
+            render_plan_pieces(ir, options, plan, TOOLS_PER_PART, crate::parallel::cores());
+        match lowering.join() {
+            Ok((files, provider_diags)) => (pieces, files, (provider_diags, untyped)),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    });
+    // The providers' warnings come before the Rust plan's, as in `toolc check`.
+    let (provider_diags, untyped) = provider_diags;
+    diags.extend(provider_diags);
+    diags.extend(untyped);
+    pieces.push(declarations_piece(ir, options, &files));
+    pieces
+}
+
+/// `declarations()` and the provider files it gives: the file's last piece.
+fn declarations_piece(ir: &Ir, options: &RustOptions, files: &[(Provider, String)]) -> String {
+    let trait_name = type_ident_text(&options.server_trait);
+    match Text::new(ir, options, &trait_name).and_then(|mut text| text.declarations(files)) {
+        Some(written) => written,
+        None => pretty(Tokens::new(ir, options, &trait_name).declarations(files)),
+    }
 }
 
 fn warn_untyped(ir: &Ir, plan: &Plan, diags: &mut Diagnostics) {
@@ -192,10 +235,10 @@ pub fn server_trait_for(manifest_stem: &str) -> String {
     format!("{}Server", type_ident_text(manifest_stem))
 }
 
-/// The Rust module for the IR, as text; `generate_with_warnings` also reports the
-/// places it leaves untyped.
+/// The Rust module for the IR, as text; [`generate_with_warnings`] also reports the
+/// places it leaves untyped and the provider files' warnings.
 pub fn generate(ir: &Ir, options: &RustOptions) -> String {
-    generate_in_parts(ir, options, TOOLS_PER_PART, crate::parallel::cores())
+    generate_with_warnings(ir, options, &mut Diagnostics::default())
 }
 
 /// Tools pretty-printed together. Printing one huge file costs more per item than printing small
@@ -207,13 +250,15 @@ const TOOLS_PER_PART: usize = 16;
 /// tokens and pretty-printed in parts of `per_part` tools (the server trait, `definitions` and
 /// `registry` form one more part) on up to `threads` threads. A file's items are printed one after
 /// the other with nothing carried from one to the next, so the parts concatenated in order are
-/// exactly the file printed whole.
+/// exactly the file printed whole. (Without `declarations()`, the piece that follows them.)
+#[cfg(test)]
 fn generate_in_parts(ir: &Ir, options: &RustOptions, per_part: usize, threads: usize) -> String {
     let plan = Gen::new(ir, &type_ident_text(&options.server_trait)).plan();
     render_plan(ir, options, plan, per_part, threads)
 }
 
 /// The file of a [`Gen::plan`], printed in parts (see [`generate_in_parts`]).
+#[cfg(test)]
 fn render_plan(
     ir: &Ir,
     options: &RustOptions,
@@ -260,12 +305,7 @@ fn render_plan_pieces(
             }
             None => match text.as_mut().and_then(|text| text.closing(&plan.names)) {
                 Some(written) => out.push_str(&written),
-                None => {
-                    let mut stream = tokens.server_trait(&plan.names);
-                    stream.extend(tokens.definitions_fn(&plan.names));
-                    stream.extend(tokens.registry_fn(&plan.names));
-                    out.push_str(&pretty(stream));
-                }
+                None => out.push_str(&pretty(tokens.closing(&plan.names))),
             },
         }
         out
@@ -604,9 +644,7 @@ mod tests {
             }
             stream.extend(tokens.marker(tool, &plan.names[t]));
         }
-        stream.extend(tokens.server_trait(&plan.names));
-        stream.extend(tokens.definitions_fn(&plan.names));
-        stream.extend(tokens.registry_fn(&plan.names));
+        stream.extend(tokens.closing(&plan.names));
         let file: syn::File = syn::parse2(stream).expect("generated Rust parses");
         let mut out = format!(
             "// @generated by toolc from {}. Do not edit.\n\n",

@@ -360,7 +360,7 @@ impl<'a> Text<'a> {
         Some(())
     }
 
-    /// The server trait, `definitions()` and `registry()`.
+    /// The server trait, `definitions()`, `registry_builder()` and `registry()`.
     pub(super) fn closing(&mut self, names: &[ToolNames]) -> Option<String> {
         // A manifest `mcp.list_ttl` or toolsets are rare: prettyplease prints the registry that
         // carries them.
@@ -442,17 +442,23 @@ impl<'a> Text<'a> {
             }
             t.line(0, &["}"]);
 
-            t.line(0, &["/// The runtime registry of this manifest, with `server` as the executor of every server"]);
-            t.line(0, &["/// tool. It fails only if a schema cannot be compiled, which the toolc checks rule out."]);
+            t.docs(0, &registry_builder_docs())?;
             t.line(0, &["#[allow(dead_code)]"]);
-            t.fitting_line(0, &["pub fn registry<S: ", trait_name, ">("], "")?;
-            t.line(4, &["server: S,"]);
-            t.line(0, &[") -> ::std::result::Result<::toolc_runtime::Registry, ::toolc_runtime::RegistryError> {"]);
+            let signature = [
+                "pub fn registry_builder<S: ",
+                trait_name,
+                ">(server: S) -> ::toolc_runtime::RegistryBuilder {",
+            ];
+            if t.fitting_line(0, &signature, "").is_none() {
+                t.fitting_line(0, &["pub fn registry_builder<S: ", trait_name, ">("], "")?;
+                t.line(4, &["server: S,"]);
+                t.line(0, &[") -> ::toolc_runtime::RegistryBuilder {"]);
+            }
             if server.is_empty() {
                 t.line(4, &["let _ = server;"]);
                 t.line(
                     4,
-                    &["::toolc_runtime::Registry::builder().definitions(definitions()).build()"],
+                    &["::toolc_runtime::Registry::builder().definitions(definitions())"],
                 );
             } else {
                 t.line(4, &["let server = ::std::sync::Arc::new(server);"]);
@@ -476,9 +482,43 @@ impl<'a> Text<'a> {
                     t.line(12, &["}),"]);
                     t.line(8, &[")"]);
                 }
-                t.line(8, &[".build()"]);
             }
             t.line(0, &["}"]);
+
+            t.docs(0, &registry_docs())?;
+            t.line(0, &["#[allow(dead_code)]"]);
+            t.fitting_line(0, &["pub fn registry<S: ", trait_name, ">("], "")?;
+            t.line(4, &["server: S,"]);
+            t.line(0, &[") -> ::std::result::Result<::toolc_runtime::Registry, ::toolc_runtime::RegistryError> {"]);
+            t.line(4, &["registry_builder(server).build()"]);
+            t.line(0, &["}"]);
+            Some(())
+        })
+    }
+
+    /// `declarations()` and the provider files it gives (see [`Tokens::declarations`]).
+    pub(super) fn declarations(&mut self, files: &[(Provider, String)]) -> Option<String> {
+        self.attempt(|t| {
+            t.docs(0, &declarations_docs(files))?;
+            t.line(0, &["#[allow(dead_code)]"]);
+            t.line(
+                0,
+                &["pub fn declarations(provider: ::toolc_runtime::chat::Provider) -> &'static str {"],
+            );
+            t.line(4, &["use ::toolc_runtime::chat::Provider;"]);
+            t.line(4, &["match provider {"]);
+            for (provider, _) in files {
+                let variant = format!("{provider:?}");
+                let name = declarations_const(*provider);
+                t.fitting_line(8, &["Provider::", &variant, " => ", &name, ","], "")?;
+            }
+            t.line(4, &["}"]);
+            t.line(0, &["}"]);
+            for (provider, text) in files {
+                t.docs(0, &[format!("`providers/{}.json`.", provider.name())])?;
+                let name = declarations_const(*provider);
+                t.line(0, &["const ", &name, ": &str = ", &raw_string_text(text), ";"]);
+            }
             Some(())
         })
     }
@@ -604,10 +644,21 @@ mod fast_path_tests {
     /// of lengths on both sides of the margin.
     #[test]
     fn fast_path_matches_prettyplease() {
-        let options = RustOptions::default();
-        let trait_name = type_ident_text(&options.server_trait);
         let (mut written, mut total) = (0, 0);
         for seed in 1..=150u64 {
+            // Server trait names that keep `registry_builder`'s signature on one line, that
+            // break it, and that do not fit even broken.
+            let server_trait = match seed % 4 {
+                0 => "ToolServer".to_owned(),
+                1 => "SupportServer".to_owned(),
+                2 => format!("{}Server", "Long".repeat(seed as usize % 13)),
+                _ => format!("{}Server", "Longer".repeat(12)),
+            };
+            let options = RustOptions {
+                server_trait,
+                ..RustOptions::default()
+            };
+            let trait_name = type_ident_text(&options.server_trait);
             let ir = corpus(seed * 7919, 1 + (seed as usize % 9));
             let plan = Gen::new(&ir, &trait_name).plan();
             let tokens = Tokens::new(&ir, &options, &trait_name);
@@ -633,16 +684,44 @@ mod fast_path_tests {
                     "marker",
                 );
             }
-            let mut closing = tokens.server_trait(&plan.names);
-            closing.extend(tokens.definitions_fn(&plan.names));
-            closing.extend(tokens.registry_fn(&plan.names));
-            compare(text.closing(&plan.names), closing, "closing items");
+            compare(
+                text.closing(&plan.names),
+                tokens.closing(&plan.names),
+                "closing items",
+            );
         }
         // The writer must carry most of the file, or it would not be worth having.
         assert!(
             written * 10 > total * 7,
             "{written} of {total} written as text"
         );
+    }
+
+    /// `declarations()` and its consts, written as text, are what prettyplease prints, on the
+    /// provider files of random tools (quotes and `#` in descriptions and names, so the raw
+    /// strings need several `#`s) and of a manifest with no tools.
+    #[test]
+    fn declarations_match_prettyplease() {
+        let options = RustOptions::default();
+        let trait_name = type_ident_text(&options.server_trait);
+        let mut irs: Vec<Ir> = (1..=20u64)
+            .map(|seed| corpus(seed * 104_729, 1 + (seed as usize % 5)))
+            .collect();
+        irs.push(Ir::default());
+        for (i, ir) in irs.iter().enumerate() {
+            for gemini in [GeminiSchema::Subset, GeminiSchema::JsonSchema] {
+                let files = providers::files(ir, gemini, &mut Diagnostics::default());
+                assert_eq!(files.len(), Provider::ALL.len());
+                let tokens = Tokens::new(ir, &options, &trait_name);
+                let mut text = Text::new(ir, &options, &trait_name).expect("default path");
+                let fast = text.declarations(&files).expect("always written as text");
+                let slow = pretty(tokens.declarations(&files));
+                assert!(
+                    fast == slow,
+                    "corpus {i}:\n{fast}\n---- prettyplease:\n{slow}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -377,7 +377,17 @@ impl<'a> Tokens<'a> {
         }
     }
 
-    pub(super) fn registry_fn(&self, names: &[ToolNames]) -> TokenStream {
+    /// The items after the tools: the server trait, `definitions()`, `registry_builder()` and
+    /// `registry()`.
+    pub(super) fn closing(&self, names: &[ToolNames]) -> TokenStream {
+        let mut stream = self.server_trait(names);
+        stream.extend(self.definitions_fn(names));
+        stream.extend(self.registry_builder_fn(names));
+        stream.extend(self.registry_fn());
+        stream
+    }
+
+    pub(super) fn registry_builder_fn(&self, names: &[ToolNames]) -> TokenStream {
         let rt = &self.rt;
         let trait_name = ident(self.trait_name);
         let server = self.server_tools(names);
@@ -418,22 +428,125 @@ impl<'a> Tokens<'a> {
             let (name, description) = (&set.name, &set.description);
             quote!(.toolset(#name, #description, [#(#tools),*]))
         });
+        let docs = doc_attrs(&registry_builder_docs());
         quote! {
-            /// The runtime registry of this manifest, with `server` as the executor of every server
-            /// tool. It fails only if a schema cannot be compiled, which the toolc checks rule out.
+            #docs
             #[allow(dead_code)]
-            pub fn registry<S: #trait_name>(
-                server: S,
-            ) -> ::std::result::Result<#rt::Registry, #rt::RegistryError> {
+            pub fn registry_builder<S: #trait_name>(server: S) -> #rt::RegistryBuilder {
                 #setup
                 #rt::Registry::builder()
                     .definitions(definitions())
                     #list_ttl
                     #(#toolsets)*
                     #(#executors)*
-                    .build()
             }
         }
+    }
+
+    pub(super) fn registry_fn(&self) -> TokenStream {
+        let rt = &self.rt;
+        let trait_name = ident(self.trait_name);
+        let docs = doc_attrs(&registry_docs());
+        quote! {
+            #docs
+            #[allow(dead_code)]
+            pub fn registry<S: #trait_name>(
+                server: S,
+            ) -> ::std::result::Result<#rt::Registry, #rt::RegistryError> {
+                registry_builder(server).build()
+            }
+        }
+    }
+
+    /// `declarations(provider)` and the provider files it gives, one private const each.
+    pub(super) fn declarations(&self, files: &[(Provider, String)]) -> TokenStream {
+        let rt = &self.rt;
+        let arms = files.iter().map(|(provider, _)| {
+            let variant = ident(&format!("{provider:?}"));
+            let name = ident(&declarations_const(*provider));
+            quote!(Provider::#variant => #name,)
+        });
+        let consts = files.iter().map(|(provider, text)| {
+            let name = ident(&declarations_const(*provider));
+            let docs = doc_attrs(&[format!("`providers/{}.json`.", provider.name())]);
+            let text = raw_string(text);
+            quote! {
+                #docs
+                const #name: &str = #text;
+            }
+        });
+        let docs = doc_attrs(&declarations_docs(files));
+        quote! {
+            #docs
+            #[allow(dead_code)]
+            pub fn declarations(provider: #rt::chat::Provider) -> &'static str {
+                use #rt::chat::Provider;
+                match provider {
+                    #(#arms)*
+                }
+            }
+            #(#consts)*
+        }
+    }
+}
+
+/// The name of the const that holds `provider`'s file: `DECLARATIONS_OPENAI_CHAT`.
+pub(super) fn declarations_const(provider: Provider) -> String {
+    format!(
+        "DECLARATIONS_{}",
+        provider.name().replace('-', "_").to_ascii_uppercase()
+    )
+}
+
+pub(super) fn registry_builder_docs() -> Vec<String> {
+    [
+        "A registry builder holding every tool of this manifest, with `server` as the executor of",
+        "every server tool (and the manifest's toolsets and `mcp.list_ttl`). Add other tool",
+        "sources before `.build()`: an MCP server's tools (`McpTools::merge_into`), a remote",
+        "catalog's (`CatalogTools::merge_into`), `#[tool]` fns (`tools!(builder = ...; f)`),",
+        "state (`.state(..)`). [`registry`] is this, built.",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+pub(super) fn registry_docs() -> Vec<String> {
+    [
+        "The runtime registry of this manifest, with `server` as the executor of every server",
+        "tool: [`registry_builder`], built. It fails only if a schema cannot be compiled, which",
+        "the toolc checks rule out.",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+pub(super) fn declarations_docs(files: &[(Provider, String)]) -> Vec<String> {
+    let mut docs: Vec<String> = [
+        "The tool declarations of this manifest for `provider`: byte for byte the file that",
+        "`toolc build` writes as `providers/<provider.name()>.json`, from the same emitter and",
+        "settings. For a chat codec, `declarations(codec.provider())` is its request's tools:",
+        "",
+    ]
+    .map(String::from)
+    .to_vec();
+    for (provider, _) in files {
+        docs.push(format!(
+            "- `Provider::{provider:?}`: {}",
+            provider_shape(*provider)
+        ));
+    }
+    docs
+}
+
+/// What one provider file holds, for the docs of `declarations`.
+fn provider_shape(provider: Provider) -> &'static str {
+    match provider {
+        Provider::OpenaiRealtime => "the Realtime `session.tools` array",
+        Provider::OpenaiChat => "Chat Completions `tools`",
+        Provider::OpenaiResponses => "Responses `tools`",
+        Provider::Anthropic => "Anthropic Messages `tools`",
+        Provider::Gemini => "Gemini's `{\"functionDeclarations\": [...]}`",
+        Provider::Mcp => "an MCP `tools/list` result of the server tools",
     }
 }
 
