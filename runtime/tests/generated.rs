@@ -376,7 +376,7 @@ async fn the_registry_builder_takes_other_tools_and_keeps_the_manifests_settings
 /// manifest (the file of `toolc build`), for every provider, in every generated module.
 #[test]
 fn declarations_are_the_provider_files() {
-    use toolc_runtime::chat::Provider;
+    use toolc_runtime::Provider;
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     type Declarations = fn(Provider) -> &'static str;
     let modules: [(&str, Declarations); 3] = [

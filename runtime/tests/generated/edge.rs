@@ -592,8 +592,8 @@ pub fn registry<S: EdgeServer>(
 /// - `Provider::Gemini`: Gemini's `{"functionDeclarations": [...]}`
 /// - `Provider::Mcp`: an MCP `tools/list` result of the server tools
 #[allow(dead_code)]
-pub fn declarations(provider: ::toolc_runtime::chat::Provider) -> &'static str {
-    use ::toolc_runtime::chat::Provider;
+pub fn declarations(provider: ::toolc_runtime::Provider) -> &'static str {
+    use ::toolc_runtime::Provider;
     match provider {
         Provider::OpenaiRealtime => DECLARATIONS_OPENAI_REALTIME,
         Provider::OpenaiChat => DECLARATIONS_OPENAI_CHAT,

@@ -174,14 +174,14 @@ fn declarations_are_a_chat_requests_tools() {
     assert!(refund.len() > "Refund one of the signed-in customer's orders.".len());
 
     let chat: Value = serde_json::from_str(orders::declarations(
-        toolc_runtime::chat::Provider::OpenaiChat,
+        toolc_runtime::Provider::OpenaiChat,
     ))
     .unwrap();
     assert_eq!(chat[0]["type"], "function");
     assert_eq!(chat[0]["function"]["name"], "order_status");
     assert_eq!(chat[0]["function"]["strict"], true);
     let mcp: Value =
-        serde_json::from_str(orders::declarations(toolc_runtime::chat::Provider::Mcp)).unwrap();
+        serde_json::from_str(orders::declarations(toolc_runtime::Provider::Mcp)).unwrap();
     let server_tools: Vec<&str> = mcp["tools"]
         .as_array()
         .unwrap()

@@ -28,6 +28,9 @@ use opentelemetry_otlp::{ExporterBuildError, WithExportConfig as _};
 pub fn otlp_exporter(
     endpoint: &str,
 ) -> Result<opentelemetry_otlp::SpanExporter, ExporterBuildError> {
+    // With toolc-runtime's `catalog` feature in the build, reqwest has no default TLS crypto
+    // provider: install ring's (nothing happens when one is installed already).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_endpoint(endpoint)

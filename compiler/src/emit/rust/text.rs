@@ -503,9 +503,9 @@ impl<'a> Text<'a> {
             t.line(0, &["#[allow(dead_code)]"]);
             t.line(
                 0,
-                &["pub fn declarations(provider: ::toolc_runtime::chat::Provider) -> &'static str {"],
+                &["pub fn declarations(provider: ::toolc_runtime::Provider) -> &'static str {"],
             );
-            t.line(4, &["use ::toolc_runtime::chat::Provider;"]);
+            t.line(4, &["use ::toolc_runtime::Provider;"]);
             t.line(4, &["match provider {"]);
             for (provider, _) in files {
                 let variant = format!("{provider:?}");

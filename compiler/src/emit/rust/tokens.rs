@@ -479,8 +479,8 @@ impl<'a> Tokens<'a> {
         quote! {
             #docs
             #[allow(dead_code)]
-            pub fn declarations(provider: #rt::chat::Provider) -> &'static str {
-                use #rt::chat::Provider;
+            pub fn declarations(provider: #rt::Provider) -> &'static str {
+                use #rt::Provider;
                 match provider {
                     #(#arms)*
                 }
