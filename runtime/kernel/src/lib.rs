@@ -36,13 +36,13 @@ pub use executor::{
 };
 pub use registry::{Registry, RegistryBuilder};
 pub use tool::Tool;
-/// The APIs whose tool declarations toolc writes (the CLI's provider files, a generated module's
-/// `declarations(..)`) and whose chat messages it speaks.
-pub use toolc_core::provider::Provider;
 pub use toolc_core::definition::{
     Annotations, Approval, CallPolicy, Location, Mode, OnDuplicate, Scheduling, ToolDefinition,
     DEFAULT_CLIENT_TIMEOUT, DEFAULT_DUPLICATE_WINDOW,
 };
+/// The APIs whose tool declarations toolc writes (the CLI's provider files, a generated module's
+/// `declarations(..)`) and whose chat messages it speaks.
+pub use toolc_core::provider::Provider;
 pub use toolsets::{ToolSelection, Toolset, UnknownToolset};
 
 /// Manifests that failed to load at run time; `rendered` holds every diagnostic as text. The

@@ -517,7 +517,10 @@ impl<'a> Text<'a> {
             for (provider, text) in files {
                 t.docs(0, &[format!("`providers/{}.json`.", provider.name())])?;
                 let name = declarations_const(*provider);
-                t.line(0, &["const ", &name, ": &str = ", &raw_string_text(text), ";"]);
+                t.line(
+                    0,
+                    &["const ", &name, ": &str = ", &raw_string_text(text), ";"],
+                );
             }
             Some(())
         })
