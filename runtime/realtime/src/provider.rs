@@ -6,7 +6,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{gemini_live, openai};
 use crate::ToolDefinition;
@@ -68,6 +68,27 @@ impl Provider {
             Provider::OpenAi => openai::declarations(defs),
             Provider::GeminiLive | Provider::VertexLive => gemini_live::declarations(defs),
         }
+    }
+
+    /// The first message's settings before the application's own: OpenAI's `session.update`
+    /// session (`type: realtime`), Live's `setup` (the default model).
+    pub fn default_session(self) -> Map<String, Value> {
+        let mut session = Map::new();
+        let (key, value) = match self {
+            Provider::OpenAi => ("type", "realtime".to_owned()),
+            Provider::GeminiLive => ("model", gemini_live::DEFAULT_MODEL.to_owned()),
+            // Vertex names a model by its resource name, which holds the application's
+            // project: `gemini_live::vertex_model` makes it.
+            Provider::VertexLive => (
+                "model",
+                format!(
+                    "publishers/google/models/{}",
+                    gemini_live::VERTEX_DEFAULT_MODEL
+                ),
+            ),
+        };
+        session.insert(key.into(), Value::String(value));
+        session
     }
 
     /// Whether this is a Gemini Live endpoint (the `BidiGenerateContent` protocol).

@@ -1,112 +1,9 @@
-//! Inbound browser events: results, approval answers and everything the page sends that is
-//! read strictly before anything reaches the model.
+//! What the page sends that is the browser protocol's own, for every provider: call results,
+//! approval answers, refusals of what may not go upstream, and the page leaving.
 
 use super::*;
 
-impl Session {
-    // ---- browser → model -------------------------------------------------------------------
-
-    /// An event from the browser. Results are handled here and never forwarded; a
-    /// `function_call` item is dropped; a `session.update` gets the declarations merged in;
-    /// everything else passes.
-    pub fn on_browser_event(&mut self, text: &str) -> Verdict {
-        let top = match guard::top_level(text) {
-            Ok(top) => top,
-            Err(refused) => return self.refuse_browser_event(refused),
-        };
-        // Audio input (OpenAI's `input_audio_buffer.append`, Live's `realtimeInput`) is what a
-        // driver may drop when too much waits for a model that is not ready; nothing else is.
-        self.last_input_audio = match top.kind.as_deref() {
-            Some(kind) => kind == "input_audio_buffer.append",
-            None => top
-                .first_member
-                .as_deref()
-                .is_some_and(|m| crate::gemini_live::spelling::camel(m) == "realtimeInput"),
-        };
-        let kind = match top.kind {
-            Some(kind) => kind,
-            // Live messages have no `type`: read strictly, then checked as Live input.
-            None if self.config.provider.is_live() => {
-                return self.gemini_browser_message(&top, text);
-            }
-            None => return self.refuse_browser_event(guard::Refused::NoType),
-        };
-        if self.config.provider.is_live() {
-            return self.gemini_browser_event(&kind, text);
-        }
-        match kind.as_ref() {
-            "function_call.result" | "tool.result" => self.result_event(&kind, text),
-            "conversation.item.create" => {
-                let Ok(v) = serde_json::from_str::<Value>(text) else {
-                    return Verdict::Forward;
-                };
-                if let Some(result) = browser::decode_item_result(&v) {
-                    self.browser_result(result);
-                    return Verdict::Drop;
-                }
-                let item = v.get("item");
-                // A call item would put a call in the model's mouth that it never made (its
-                // result could not come from the browser either): the less trusted side
-                // does not write the model's calls. Any other item that names a call
-                // (`call_id`) is refused the same way: only results, read above, may.
-                let call_id = match item.and_then(openai::function_call_item) {
-                    Some(call) => Some(call.call_id.map(str::to_owned)),
-                    None => item
-                        .and_then(|i| i.get("call_id"))
-                        .map(|id| id.as_str().map(str::to_owned)),
-                };
-                match call_id {
-                    Some(call_id) => {
-                        Counters::bump(&self.counters_ref().dropped_browser_events);
-                        self.note(Note::BrowserCallDropped { call_id });
-                        Verdict::Drop
-                    }
-                    None => Verdict::Forward,
-                }
-            }
-            "toolc.approval.response" => {
-                self.approval_answer(text);
-                Verdict::Drop
-            }
-            // The browser protocol's own events are never the model's.
-            other if other.starts_with("toolc.") => Verdict::Drop,
-            "response.create" => {
-                let Ok(v) = serde_json::from_str::<Value>(text) else {
-                    return Verdict::Forward;
-                };
-                let declarations = &self.declarations;
-                let declared = |name: &str| {
-                    declarations
-                        .iter()
-                        .any(|d| d.get("name").and_then(Value::as_str) == Some(name))
-                };
-                match guard::check_response_create(&v, declared) {
-                    Ok(()) => Verdict::Forward,
-                    Err(refused) => self.refuse_browser_event(refused),
-                }
-            }
-            "session.update" => {
-                let Ok(mut v) = serde_json::from_str::<Value>(text) else {
-                    return Verdict::Forward;
-                };
-                let merge = openai::merge_session_update(&mut v, &self.declarations);
-                if let Some(markers) = self.config.markers.clone() {
-                    let catalog = markers.instructions_with(self.config.live_tools.as_deref());
-                    if let Some(theirs) =
-                        markers.merge_catalog_into_session_update(&mut v, &catalog)
-                    {
-                        self.their_instructions = Some(theirs);
-                    }
-                }
-                for name in merge.dropped_tools {
-                    self.note(Note::BrowserToolDropped { name });
-                }
-                Verdict::Replace(v.to_string())
-            }
-            _ => Verdict::Forward,
-        }
-    }
-
+impl Core {
     /// A client call's result in either naming: checked and handed to the waiting call, never
     /// forwarded (both providers).
     pub(super) fn result_event(&mut self, kind: &str, text: &str) -> Verdict {
@@ -117,12 +14,6 @@ impl Session {
         };
         self.browser_result(result);
         Verdict::Drop
-    }
-
-    /// A binary frame from the browser: never forwarded (the protocol is JSON text, and nothing
-    /// in a binary frame is checked).
-    pub fn on_browser_binary(&mut self) -> Verdict {
-        self.refuse_browser_event(guard::Refused::BinaryFrame)
     }
 
     /// Drops a browser event the model must not see, and tells the browser why.
@@ -208,7 +99,7 @@ impl Session {
 
     /// The browser went away: its open calls fail at once (their results reach the model
     /// through [`SessionEvents`]), and later client calls fail as disconnected.
-    pub fn browser_closed(&mut self) {
+    pub(super) fn browser_closed(&mut self) {
         let pending = {
             let mut state = lock(&self.browser.state);
             state.connected = false;
@@ -222,16 +113,5 @@ impl Session {
         drop(pending);
         self.scope.cancel();
         self.outputs.retain(|o| matches!(o, Output::ToModel(_)));
-    }
-
-    /// Whether the browser event just read ([`Session::on_browser_event`]) was audio input,
-    /// which a driver may drop, oldest first, when more waits for the model than it holds.
-    pub fn last_input_was_audio(&self) -> bool {
-        self.last_input_audio
-    }
-
-    /// Whether the browser is still attached.
-    pub fn browser_connected(&self) -> bool {
-        lock(&self.browser.state).connected
     }
 }

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl Session {
+impl Core {
     /// Sends a client call to the browser at once, in the order the model made the calls; the
     /// call's task then waits on the reply channel registered here.
     pub(super) fn send_to_browser_now(&mut self, call: &ToolCall, route: &Route) {
@@ -34,11 +34,11 @@ impl Session {
         self.outputs.push_back(Output::ToBrowser(text));
     }
 
-    pub(super) fn spawn_call(&mut self, admission: Admission) {
+    pub(super) fn spawn_call(&mut self, codec: &mut dyn Codec, admission: Admission) {
         let call_id = admission.call().call_id.clone();
         if tokio::runtime::Handle::try_current().is_err() {
             let error = CallError::no_runtime(&admission.call().name);
-            return self.finish(&call_id, CallOutcome::failed(&call_id, error));
+            return self.finish(codec, &call_id, CallOutcome::failed(&call_id, error));
         }
         let span = self.response_span(&call_id);
         let registry = self.registry.clone();
@@ -87,11 +87,11 @@ impl Session {
     /// A `mode: async` server call: once approved (if it must be), the model gets "started"
     /// as the call's result and the conversation goes on; the work's own result comes back as
     /// [`Inner::Background`] and is added at the next point where no response is in progress.
-    pub(super) fn spawn_background_call(&mut self, admission: Admission) {
+    pub(super) fn spawn_background_call(&mut self, codec: &mut dyn Codec, admission: Admission) {
         let call = admission.call().clone();
         if tokio::runtime::Handle::try_current().is_err() {
             let outcome = CallOutcome::failed(&call.call_id, CallError::no_runtime(&call.name));
-            return self.finish(&call.call_id, outcome);
+            return self.finish(codec, &call.call_id, outcome);
         }
         let span = self.response_span(&call.call_id);
         let registry = self.registry.clone();
@@ -126,7 +126,7 @@ impl Session {
     /// it that cancels on interruption and is still running is cancelled — its executor's
     /// signal fires, the page's handler or approval question is aborted, and the model gets one
     /// "interrupted" result for it (a result that comes later is refused).
-    pub(super) fn interrupt(&mut self, response_id: &str) {
+    pub(super) fn interrupt(&mut self, codec: &mut dyn Codec, response_id: &str) {
         let mut affected: Vec<(u64, String)> = self
             .calls
             .iter()
@@ -145,7 +145,7 @@ impl Session {
         affected.sort();
         let mut cancelled = 0;
         for (_, call_id) in affected {
-            if self.cancel_call(&call_id) {
+            if self.cancel_call(codec, &call_id) {
                 cancelled += 1;
             }
         }
@@ -159,7 +159,7 @@ impl Session {
     /// `toolCallCancellation`): its executor's signal fires, the page's handler or approval
     /// question is aborted, and an open call ends as "interrupted" (a result that comes later
     /// is refused). Returns whether the call was still open.
-    pub(super) fn cancel_call(&mut self, call_id: &str) -> bool {
+    pub(super) fn cancel_call(&mut self, codec: &mut dyn Codec, call_id: &str) -> bool {
         let call_id = call_id.to_owned();
         let Some(info) = self.calls.get_mut(&call_id) else {
             return false;
@@ -197,95 +197,18 @@ impl Session {
         if self.tracker.is_open(&call_id) {
             Counters::bump(&self.counters_ref().interrupted_calls);
             let outcome = CallOutcome::failed(&call_id, CallError::interrupted(&name));
-            self.finish(&call_id, outcome);
+            self.finish(codec, &call_id, outcome);
             return true;
         }
         false
-    }
-
-    /// Whether the model may be asked for a response now: none is in progress, starting, or
-    /// owed to a waiting continuation.
-    pub(super) fn quiet(&self) -> bool {
-        self.current_response.is_none()
-            && self.filler_responses.is_empty()
-            && self.response_requested.is_none()
-            && !self.continuation_waiting
-    }
-
-    /// Adds the background results that arrived to the conversation, as system messages.
-    pub(super) fn push_background_results(&mut self) -> bool {
-        let mut any = false;
-        while let Some((call_id, outcome)) = self.background_done.pop_front() {
-            let Some(info) = self.calls.get(&call_id) else {
-                continue;
-            };
-            let text = openai::background_result(
-                &info.name,
-                &call_id,
-                outcome.is_error(),
-                &outcome.output,
-            );
-            Counters::bump(&self.counters_ref().background_results);
-            self.outputs.push_back(Output::ToModel(text));
-            any = true;
-        }
-        any
-    }
-
-    /// At a quiet point, the background results that arrived and one `response.create` for
-    /// them.
-    pub(super) fn flush_background(&mut self) {
-        if self.background_done.is_empty() || !self.quiet() {
-            return;
-        }
-        if self.push_background_results() {
-            self.request_response(true, openai::response_create);
-        }
-    }
-
-    /// Sends a `session.update` with the current declarations when the live tools or the
-    /// chosen toolsets changed since the model was last told.
-    pub(super) fn redeclare_if_changed(&mut self) {
-        // Live declares tools once, in `setup`: new live tools wait for the next session.
-        if self.config.provider.is_live() {
-            return;
-        }
-        let live_changed = self
-            .config
-            .live_tools
-            .as_ref()
-            .is_some_and(|live| self.live_generation != Some(live.current().0));
-        if !live_changed && !self.selection_changed {
-            return;
-        }
-        self.selection_changed = false;
-        let (declarations, generation) = declared_now(&self.own_declarations, &self.config);
-        self.declarations = declarations;
-        self.live_generation = generation;
-        let mut session = Map::new();
-        session.insert("type".into(), Value::String("realtime".into()));
-        session.insert("tools".into(), Value::Array(self.declarations.clone()));
-        // Marker tools are declared in the instructions: those follow the tools too, with
-        // what the application or browser set first.
-        if let Some(instructions) = self.marker_instructions() {
-            session.insert("instructions".into(), Value::String(instructions));
-        }
-        tracing::info!(
-            session = %self.scope.session_id(),
-            tools = self.declarations.len(),
-            "tools changed: declared again"
-        );
-        self.outputs
-            .push_back(Output::ToModel(openai::session_update(session)));
     }
 
     pub(super) fn schedule_filler(&mut self, call_id: &str, name: &str) {
         let Some(delay) = self.config.filler_delay else {
             return;
         };
-        // Live has no out-of-band response to say a filler in without changing the
-        // conversation.
-        if self.config.provider.is_live() {
+        // Not every model can say a filler without changing the conversation (Live cannot).
+        if !self.fillers {
             return;
         }
         let has_phrases = self
@@ -303,68 +226,16 @@ impl Session {
         });
     }
 
-    /// Asks the model to go on. While another response is in progress (the user spoke and a new
-    /// response started before the calls of the previous one finished, or a filler is being
-    /// said), the model rejects a `response.create` (`conversation_already_has_active_response`),
-    /// so the continuation waits for that response's `response.done`. It also waits while a
-    /// request of this session has not started yet (a background result's, a filler's): that
-    /// response's `response.done` is where it asks.
-    pub(super) fn continuation(&mut self) {
-        if self.config.provider.is_live() {
-            // Live goes on per batch (`gemini_continuation`); nothing waits for a response.
-            return;
-        }
-        if self.current_response.is_some()
-            || !self.filler_responses.is_empty()
-            || self.response_requested.is_some()
-        {
-            self.continuation_waiting = true;
-            return;
-        }
-        self.continuation_waiting = false;
-        // A call may have taught the live tools something (a miss refreshes the catalog): the
-        // model answers with the set as it is now.
-        self.redeclare_if_changed();
-        // Background results that arrived go in before it, so one response covers both.
-        self.push_background_results();
-        Counters::bump(&self.counters_ref().continuations);
-        self.request_response(true, openai::response_create);
-    }
-
-    /// Sends a `response.create` built by `create` around a fresh event id, so that an `error`
-    /// refusing it can be told from errors about other events.
-    pub(super) fn request_response(
-        &mut self,
-        continuation: bool,
-        create: impl FnOnce(&str) -> String,
-    ) {
-        self.requests_sent += 1;
-        let event_id = format!("{REQUEST_ID_PREFIX}{}", self.requests_sent);
-        self.outputs.push_back(Output::ToModel(create(&event_id)));
-        self.response_requested = Some(Requested {
-            event_id,
-            continuation,
-        });
-    }
-
-    /// After a `response.done`: the continuation that waited for it, if any (one, also when
-    /// the finished response's own calls want one too).
-    pub(super) fn continuation_if_waiting(&mut self) {
-        if self.continuation_waiting {
-            self.continuation();
-        }
-    }
-
     /// Sends the result of an open call to the model and, when it was the last open call of a
     /// finished response, the continuation.
-    pub(super) fn finish(&mut self, call_id: &str, outcome: CallOutcome) {
+    pub(super) fn finish(&mut self, codec: &mut dyn Codec, call_id: &str, outcome: CallOutcome) {
         if !self.tracker.is_open(call_id) {
             return;
         }
         // Later repeats get this result; those that waited for it get it now.
         for theirs in self.conversation.finished(call_id, &outcome) {
             let repeat = theirs.call_id.clone();
-            self.finish(&repeat, theirs);
+            self.finish(codec, &repeat, theirs);
         }
         if let Status::Failed(error) = &outcome.status {
             let counters = self.counters_ref();
@@ -389,29 +260,13 @@ impl Session {
                 detail: error.detail().map(str::to_owned),
             });
         }
-        if self.config.provider.is_live() {
-            self.gemini_result(call_id, &outcome);
-        } else {
-            let marker_result = self
-                .markers
-                .as_mut()
-                .and_then(|flow| flow.result_event(call_id, &outcome));
-            self.outputs
-                .push_back(Output::ToModel(marker_result.unwrap_or_else(|| {
-                    openai::function_call_output(call_id, &outcome.output)
-                })));
-        }
+        codec.write_result(self, call_id, &outcome);
         if self.config.trace_calls {
             self.trace(call_id, &outcome.status);
         }
         if self.tracker.resolve(call_id) == Resolved::Continue {
-            match self.config.provider {
-                Provider::OpenAi => self.continuation(),
-                Provider::GeminiLive | Provider::VertexLive => {
-                    if let Some(batch) = self.tracker.response_of(call_id).map(str::to_owned) {
-                        self.gemini_continuation(&batch);
-                    }
-                }
+            if let Some(response) = self.tracker.response_of(call_id).map(str::to_owned) {
+                codec.all_resolved(self, &response);
             }
         }
     }
@@ -445,8 +300,6 @@ impl Session {
             status,
             error,
         });
-        if lock(&self.browser.state).connected {
-            self.outputs.push_back(Output::ToBrowser(text));
-        }
+        self.send_browser(text);
     }
 }

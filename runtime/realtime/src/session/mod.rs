@@ -1,5 +1,9 @@
 //! One realtime session between a model connection and a browser connection.
 //!
+//! A session is a provider-neutral core ([`neutral`]: the call engine, open calls per response,
+//! the browser path, visibility, traces) and one codec for the model's wire ([`codec`]: OpenAI
+//! Realtime, Gemini Live); [`Session`] is the public face that hands each event to them.
+//!
 //! The session is transport-free: a driver (the relay, a test, a benchmark) feeds it the text of
 //! every event from either side and forwards, replaces or drops that event as the returned
 //! [`Verdict`] says, then sends whatever the session queued ([`Session::pop_output`]). Calls run
@@ -19,7 +23,6 @@ use super::browser::{self, BrowserResult, Malformed, Naming};
 use super::gemini_live::{self, Scheduling};
 use super::guard;
 use super::marker_flow::{Found, MarkerFlow, MarkerFlowConfig};
-use super::openai::{self, str_field, Head};
 use super::partial::PartialArguments;
 use super::provider::Provider;
 use super::tracker::{Resolved, Tracker};
@@ -36,13 +39,14 @@ use crate::Registry;
 mod browser_events;
 mod calls;
 mod client_path;
-mod gemini;
-mod live_link;
+mod codec;
+mod neutral;
 mod notes;
-mod openai_events;
 
 use client_path::*;
-pub use live_link::{Reconnect, ResumeRefused};
+use codec::Codec;
+pub use codec::{Reconnect, ResumeRefused};
+use neutral::Core;
 pub use notes::{CounterSnapshot, Counters, Note, Observer, Output, RejectReason, Verdict};
 
 /// Settings shared by sessions.
@@ -154,33 +158,10 @@ impl SessionConfig {
 
     /// A session's settings for `provider`, with the registry's tools declared as it takes them.
     pub fn for_provider(registry: &Registry, provider: Provider) -> SessionConfig {
-        let mut session = Map::new();
-        match provider {
-            Provider::OpenAi => {
-                session.insert("type".into(), Value::String("realtime".into()));
-            }
-            Provider::GeminiLive => {
-                session.insert(
-                    "model".into(),
-                    Value::String(gemini_live::DEFAULT_MODEL.into()),
-                );
-            }
-            // Vertex names a model by its resource name, which holds the application's
-            // project: `gemini_live::vertex_model` makes it.
-            Provider::VertexLive => {
-                session.insert(
-                    "model".into(),
-                    Value::String(format!(
-                        "publishers/google/models/{}",
-                        gemini_live::VERTEX_DEFAULT_MODEL
-                    )),
-                );
-            }
-        }
         SessionConfig {
             provider,
             declarations: provider.declarations(registry.definitions()),
-            session,
+            session: provider.default_session(),
             naming: Naming::default(),
             filler_delay: Some(DEFAULT_FILLER_DELAY),
             counters: Arc::new(Counters::default()),
@@ -317,104 +298,19 @@ impl SessionEvents {
     }
 }
 
-/// A function call read from a `response.done`, owned so the session can act on it.
-struct ReportedCall {
-    item_id: Option<String>,
-    call_id: Option<String>,
-    name: Option<String>,
-    arguments: String,
-}
-
 /// One session. See the module documentation for how a driver uses it.
 pub struct Session {
-    registry: Arc<Registry>,
-    config: Arc<SessionConfig>,
-    tracker: Tracker,
-    /// The `toolc.response` spans of responses whose calls are still being reported.
-    response_spans: HashMap<String, tracing::Span>,
-    /// The call engine: toolsets, validation, repeats (across the session's responses),
-    /// approval and background decided for every call.
-    conversation: Conversation,
-    calls: HashMap<String, CallInfo>,
-    /// Visibility to the browser of function-call items and calls, by item id and by call id.
-    item_visible: HashMap<String, bool>,
-    call_visible: HashMap<String, bool>,
-    filler_responses: HashSet<String>,
-    current_response: Option<String>,
-    /// A continuation is due but another response is in progress; it goes at that response's
-    /// `response.done`.
-    continuation_waiting: bool,
-    browser: BrowserPath,
-    outputs: VecDeque<Output>,
-    next_seq: u64,
-    filler_turn: usize,
-    markers: Option<MarkerFlow>,
-    /// The session's id and principal, which every executor sees; cancelled when the browser
-    /// leaves.
-    scope: SessionScope,
-    /// The function tools declared to the model now: the config's, with the live tools'
-    /// current ones in place of theirs.
-    declarations: Vec<Value>,
-    /// The generation of the live tools' declarations in `declarations`.
-    live_generation: Option<u64>,
-    /// The registry's declarations the session offers: the config's, until
-    /// [`Session::select_toolsets`] changes them.
-    own_declarations: Vec<Value>,
-    /// The model has not yet been told of the toolsets chosen last.
-    selection_changed: bool,
-    /// The instructions the application or the browser set last, without the marker catalog:
-    /// kept so that a catalog declared again (live tools changed) does not replace them.
-    their_instructions: Option<String>,
-    /// Results of background calls waiting for a point where no response is in progress.
-    background_done: VecDeque<(String, CallOutcome)>,
-    /// The session's `response.create` that has not started yet: its event id, and whether it
-    /// was a continuation (a filler is not). The API refuses a second request before the first
-    /// has started.
-    response_requested: Option<Requested>,
-    /// `response.create`s this session sent, which number their event ids.
-    requests_sent: u64,
-    /// Streaming client calls by item id: the call, the tool and the arguments so far.
-    streams: HashMap<String, ArgumentStream>,
-    /// Gemini Live: results waiting to go in the batch's one `toolResponse`.
-    pending_responses: HashMap<String, Vec<Value>>,
-    /// Gemini Live: calls the model cancelled (`toolCallCancellation`); it takes no result for
-    /// them.
-    provider_cancelled: HashSet<String>,
-    /// Gemini Live: the number of batches so far, which name them.
-    batches: u64,
-    /// Gemini Live: the batch that model-turn `functionCall` parts opened and no `toolCall` or
-    /// end of turn has closed yet.
-    open_batch: Option<String>,
-    /// Gemini Live: the model connection's life (`setupComplete`, resumption, `goAway`).
-    live: live_link::LiveLink,
-    /// The browser event read last was audio input.
-    last_input_audio: bool,
-}
-
-/// The start of the event ids of this session's `response.create`s.
-const REQUEST_ID_PREFIX: &str = "toolc_response_";
-
-/// A `response.create` of this session that has not started yet.
-struct Requested {
-    event_id: String,
-    /// A continuation (or a background result's request), not a filler: if the model refuses
-    /// it, the session asks again.
-    continuation: bool,
-}
-
-#[derive(Debug)]
-struct ArgumentStream {
-    call_id: String,
-    name: String,
-    partial: PartialArguments,
+    core: Core,
+    codec: Box<dyn Codec>,
 }
 
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Session")
-            .field("open_calls", &self.tracker.open_calls())
-            .field("calls", &self.calls.len())
-            .field("queued_outputs", &self.outputs.len())
+            .field("provider", &self.core.config.provider)
+            .field("open_calls", &self.core.tracker.open_calls())
+            .field("calls", &self.core.calls.len())
+            .field("queued_outputs", &self.core.outputs.len())
             .finish()
     }
 }
@@ -424,78 +320,20 @@ impl Session {
     /// driver polls and hands to [`Session::on_event`]. Its scope is a fresh one until
     /// [`Session::set_scope`].
     pub fn new(registry: Arc<Registry>, config: Arc<SessionConfig>) -> (Session, SessionEvents) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let browser = BrowserPath {
-            state: Arc::new(Mutex::new(BrowserState {
-                connected: true,
-                naming: config.naming,
-                pending: HashMap::new(),
-                sent_waiting: HashMap::new(),
-                sent_notify: HashSet::new(),
-                approvals: HashMap::new(),
-                next_approval: 0,
-            })),
-            tx,
-            approval_timeout: config.approval_timeout,
-            counters: config.counters.clone(),
-        };
-        let markers = config.markers.clone().map(MarkerFlow::new);
-        let own_declarations = config.declarations.clone();
-        let conversation = Conversation::new(registry.clone())
-            .with_selection(config.selection.clone())
-            .with_live_tools(config.live_tools.clone());
-        let (declarations, live_generation) = declared_now(&own_declarations, &config);
-        let their_instructions = config
-            .session
-            .get("instructions")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let session = Session {
-            registry,
-            config,
-            tracker: Tracker::new(),
-            response_spans: HashMap::new(),
-            conversation,
-            calls: HashMap::new(),
-            item_visible: HashMap::new(),
-            call_visible: HashMap::new(),
-            filler_responses: HashSet::new(),
-            current_response: None,
-            continuation_waiting: false,
-            browser,
-            outputs: VecDeque::new(),
-            next_seq: 0,
-            filler_turn: 0,
-            markers,
-            scope: SessionScope::new(),
-            declarations,
-            live_generation,
-            own_declarations,
-            selection_changed: false,
-            their_instructions,
-            background_done: VecDeque::new(),
-            response_requested: None,
-            requests_sent: 0,
-            streams: HashMap::new(),
-            pending_responses: HashMap::new(),
-            provider_cancelled: HashSet::new(),
-            batches: 0,
-            open_batch: None,
-            live: live_link::LiveLink::new(),
-            last_input_audio: false,
-        };
-        (session, SessionEvents { rx })
+        let codec = codec::for_provider(&config);
+        let (core, events) = Core::new(registry, config, codec.speaks_fillers());
+        (Session { core, codec }, events)
     }
 
     /// The session's id and authenticated principal (set by the relay from its authorizer);
     /// every call made in this session runs with a context from it.
     pub fn set_scope(&mut self, scope: SessionScope) {
-        self.scope = scope;
+        self.core.scope = scope;
     }
 
     /// The session's id and principal, as every call made in it sees them.
     pub fn scope(&self) -> &SessionScope {
-        &self.scope
+        &self.core.scope
     }
 
     /// Switches the toolsets the session offers: from now on it declares the tools in no
@@ -507,100 +345,58 @@ impl Session {
         &mut self,
         toolsets: &[S],
     ) -> Result<(), SelectToolsetsError> {
-        if self.config.provider.is_live() {
-            return Err(SelectToolsetsError::DeclaredOnce(self.config.provider));
+        let core = &mut self.core;
+        if self.codec.declares_once() {
+            return Err(SelectToolsetsError::DeclaredOnce(core.config.provider));
         }
-        let selection = self
+        let selection = core
             .registry
             .selection(toolsets)
             .map_err(SelectToolsetsError::Unknown)?;
-        self.own_declarations = self.config.provider.declarations(
-            self.registry
+        core.own_declarations = core.config.provider.declarations(
+            core.registry
                 .definitions()
                 .filter(|d| selection.offers(&d.name)),
         );
-        self.conversation.set_selection(Some(selection));
-        self.selection_changed = true;
-        if self.current_response.is_none() {
-            self.redeclare_if_changed();
-        }
+        core.conversation.set_selection(Some(selection));
+        self.codec.tools_chosen(core);
         Ok(())
     }
 
     /// The toolsets chosen last, if any ([`Session::select_toolsets`]).
     pub fn toolsets(&self) -> Option<&[String]> {
-        self.conversation.selection().map(|s| s.toolsets())
+        self.core.conversation.selection().map(|s| s.toolsets())
     }
 
     /// Uses `naming` for calls sent to this session's browser from now on.
     pub fn set_naming(&mut self, naming: Naming) {
-        lock(&self.browser.state).naming = naming;
+        lock(&self.core.browser.state).naming = naming;
     }
 
     /// The first event to send upstream: `session.update` (OpenAI) or `setup` (Gemini Live)
     /// with the declarations.
     pub fn session_update(&self) -> String {
-        if self.config.provider.is_live() {
-            return self.setup_message(None);
-        }
-        let mut session = self.config.session.clone();
-        session.insert("tools".into(), Value::Array(self.declarations.clone()));
-        if let Some(instructions) = self.marker_instructions() {
-            session.insert("instructions".into(), Value::String(instructions));
-        }
-        openai::session_update(session)
-    }
-
-    /// With the marker flow: the application's or browser's instructions followed by the
-    /// catalog of the tools as they are now (live ones included).
-    fn marker_instructions(&self) -> Option<String> {
-        let markers = self.config.markers.as_ref()?;
-        let catalog = markers.instructions_with(self.config.live_tools.as_deref());
-        Some(super::marker_flow::merge(
-            self.their_instructions.as_deref(),
-            &catalog,
-        ))
+        self.codec.first_message(&self.core)
     }
 
     /// The session's counters, shared with every session of its config.
     pub fn counters(&self) -> &Arc<Counters> {
-        &self.config.counters
+        &self.core.config.counters
     }
 
     /// Calls of this session that have not resolved.
     pub fn open_calls(&self) -> usize {
-        self.tracker.open_calls()
+        self.core.tracker.open_calls()
     }
 
     /// The next message to send, in the order they were produced.
     pub fn pop_output(&mut self) -> Option<Output> {
-        self.outputs.pop_front()
+        self.core.outputs.pop_front()
     }
 
     /// Every queued message, in order.
     pub fn drain_outputs(&mut self) -> impl Iterator<Item = Output> + '_ {
-        self.outputs.drain(..)
-    }
-
-    fn note(&self, note: Note) {
-        match &note {
-            // Calls trace themselves (`toolc.call` spans); the GA API reports each call thrice.
-            Note::CallFailed { .. } | Note::DuplicateCall { .. } => {}
-            Note::BrowserEventRefused { code, .. } => {
-                tracing::warn!(session = %self.scope.session_id(), code, "{note}")
-            }
-            Note::ResultRejected { .. } | Note::BrowserCallDropped { .. } => {
-                tracing::warn!(session = %self.scope.session_id(), "{note}")
-            }
-            _ => tracing::debug!(session = %self.scope.session_id(), "{note}"),
-        }
-        if let Some(observer) = &self.config.observer {
-            observer(&note);
-        }
-    }
-
-    fn counters_ref(&self) -> &Counters {
-        &self.config.counters
+        self.core.outputs.drain(..)
     }
 
     // ---- model → browser ------------------------------------------------------------------
@@ -608,14 +404,7 @@ impl Session {
     /// An event from the model. Tool calls in it are started; the verdict says what the browser
     /// gets.
     pub fn on_model_event(&mut self, text: &str) -> Verdict {
-        if self.config.provider.is_live() {
-            return self.gemini_model_event(text);
-        }
-        let verdict = self.native_model_event(text);
-        if self.markers.is_none() {
-            return verdict;
-        }
-        self.marker_pass(text, verdict)
+        self.codec.on_model_event(&mut self.core, text)
     }
 
     /// A binary frame from the model. Google's Live servers send their JSON in binary frames;
@@ -631,179 +420,104 @@ impl Session {
 
     /// A binary frame from the model that is not UTF-8: dropped and noted.
     pub fn unreadable_model_binary(&mut self) -> Verdict {
-        self.unreadable_model_event("(binary frame, not UTF-8)")
-    }
-
-    pub(super) fn call_reported(
-        &mut self,
-        response_id: Option<&str>,
-        call_id: Option<&str>,
-        name: Option<&str>,
-        arguments: &str,
-    ) {
-        let name = name.unwrap_or("");
-        let Some(call_id) = call_id else {
-            self.note(Note::CallWithoutId {
-                name: name.to_owned(),
-            });
-            return;
-        };
-        let response_id = response_id
-            .map(str::to_owned)
-            .or_else(|| self.current_response.clone())
-            .unwrap_or_default();
-        if self.filler_responses.contains(&response_id) {
-            self.call_visible.insert(call_id.to_owned(), false);
-            self.note(Note::CallInFiller {
-                call_id: call_id.to_owned(),
-            });
-            return;
-        }
-        if !self.tracker.register(&response_id, call_id) {
-            Counters::bump(&self.counters_ref().duplicate_calls);
-            self.note(Note::DuplicateCall {
-                call_id: call_id.to_owned(),
-            });
-            return;
-        }
-        Counters::bump(&self.counters_ref().calls);
-        let call = ToolCall::new(call_id, name, arguments);
-        let admission = self.conversation.admit(call);
-        let kind = match admission.route() {
-            Route::Server { .. } | Route::Live { .. } => CallKind::Server,
-            Route::Client { .. } => CallKind::Client,
-            Route::Notify { .. } => CallKind::Notify,
-            Route::Reject(_) => CallKind::Invalid,
-        };
-        let counter = match kind {
-            CallKind::Server => &self.counters_ref().server_calls,
-            CallKind::Client => &self.counters_ref().client_calls,
-            CallKind::Notify => &self.counters_ref().notify_calls,
-            CallKind::Invalid => &self.counters_ref().invalid_calls,
-        };
-        Counters::bump(counter);
-        self.next_seq += 1;
-        self.calls
-            .insert(call_id.to_owned(), CallInfo::new(name, kind, self.next_seq));
-        match admission.next() {
-            Next::Answer(outcome) => {
-                // A call that cannot run is not a repeat; a reused or refused one is.
-                if kind != CallKind::Invalid {
-                    Counters::bump(&self.counters_ref().repeated_calls);
-                }
-                return self.finish(call_id, outcome.clone());
-            }
-            // The first call's end answers it (`finish`).
-            Next::Wait { .. } => return Counters::bump(&self.counters_ref().repeated_calls),
-            Next::Run { .. } => {}
-        }
-        let background = admission.runs_in_background();
-        // A slow call deserves "let me check", the browser's or the server's; a background
-        // call answers at once.
-        if kind == CallKind::Client || (kind == CallKind::Server && !background) {
-            self.schedule_filler(call_id, name);
-        }
-        if background {
-            return self.spawn_background_call(admission);
-        }
-        // A call that waits for approval reaches the browser only once approved.
-        if !admission.needs_approval() {
-            self.send_to_browser_now(admission.call(), admission.route());
-        }
-        self.spawn_call(admission)
+        self.core
+            .unreadable_model_event("(binary frame, not UTF-8)")
     }
 
     // ---- call tasks ------------------------------------------------------------------------
 
     /// An event from [`SessionEvents`].
     pub fn on_event(&mut self, event: SessionEvent) {
-        match event.0 {
-            Inner::Done { call_id, outcome } => self.finish(&call_id, outcome),
-            Inner::Background { call_id, outcome } => {
-                // Cancelled meanwhile (interrupted, or the browser left): nothing to add.
-                let Some(info) = self.calls.get_mut(&call_id) else {
-                    return;
-                };
-                if !std::mem::take(&mut info.background) || !self.browser_connected() {
-                    return;
-                }
-                if self.config.provider.is_live() {
-                    return self.gemini_background_result(&call_id, outcome);
-                }
-                self.background_done.push_back((call_id, outcome));
-                self.flush_background();
-            }
-            Inner::ToBrowser(text) => {
-                if lock(&self.browser.state).connected {
-                    self.outputs.push_back(Output::ToBrowser(text));
-                }
-            }
-            Inner::FillerDue(call_id) => {
-                if !self.tracker.is_open(&call_id) {
-                    return;
-                }
-                let done = self
-                    .tracker
-                    .response_of(&call_id)
-                    .is_some_and(|r| self.tracker.is_done(r));
-                match self.calls.get_mut(&call_id) {
-                    Some(info) if !info.filler_sent => {
-                        if done {
-                            self.send_filler(&call_id);
-                        } else {
-                            // The model is still speaking; say it once the response is done.
-                            info.filler_wanted = true;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
+        self.core.on_event(self.codec.as_mut(), event)
     }
 
-    fn send_wanted_fillers(&mut self, response_id: &str) {
-        let mut wanted: Vec<(u64, String)> = self
-            .calls
-            .iter()
-            .filter(|(id, info)| {
-                info.filler_wanted
-                    && !info.filler_sent
-                    && self.tracker.is_open(id)
-                    && self.tracker.response_of(id) == Some(response_id)
-            })
-            .map(|(id, info)| (info.seq, id.clone()))
-            .collect();
-        wanted.sort();
-        for (_, call_id) in wanted {
-            self.send_filler(&call_id);
-        }
+    // ---- browser → model -------------------------------------------------------------------
+
+    /// An event from the browser, read strictly first ([`guard::top_level`]). Results and
+    /// approval answers are handled here and never forwarded; what may go upstream is the
+    /// codec's to check (OpenAI: a `function_call` item is dropped, a `session.update` gets
+    /// the declarations merged in; Live: only input passes).
+    pub fn on_browser_event(&mut self, text: &str) -> Verdict {
+        let top = match guard::top_level(text) {
+            Ok(top) => top,
+            Err(refused) => return self.core.refuse_browser_event(refused),
+        };
+        // Audio input is what a driver may drop when too much waits for a model that is not
+        // ready; nothing else is.
+        self.core.last_input_audio = self.codec.is_audio_input(&top);
+        self.codec.on_browser_event(&mut self.core, top, text)
     }
 
-    fn send_filler(&mut self, call_id: &str) {
-        let Some(info) = self.calls.get_mut(call_id) else {
-            return;
-        };
-        let Some(def) = self.registry.definition(&info.name) else {
-            return;
-        };
-        if def.filler.is_empty() || info.filler_sent {
-            return;
-        }
-        // A response asked for and not started yet will speak soon anyway, and the API refuses
-        // a second request before the first has started.
-        if self.response_requested.is_some() {
-            info.filler_wanted = false;
-            return;
-        }
-        info.filler_sent = true;
-        info.filler_wanted = false;
-        // Rotate through the phrases so consecutive fillers do not repeat themselves.
-        let phrase = &def.filler[self.filler_turn % def.filler.len()];
-        self.filler_turn = self.filler_turn.wrapping_add(1);
-        Counters::bump(&self.config.counters.fillers);
-        let (phrase, call_id) = (phrase.clone(), call_id.to_owned());
-        self.request_response(false, |event_id| {
-            openai::filler_response_create(&phrase, &call_id, event_id)
+    /// A binary frame from the browser: never forwarded (the protocol is JSON text, and nothing
+    /// in a binary frame is checked).
+    pub fn on_browser_binary(&mut self) -> Verdict {
+        self.core.refuse_browser_event(guard::Refused::BinaryFrame)
+    }
+
+    /// The browser went away: its open calls fail at once (their results reach the model
+    /// through [`SessionEvents`]), and later client calls fail as disconnected.
+    pub fn browser_closed(&mut self) {
+        self.core.browser_closed()
+    }
+
+    /// Whether the browser event just read ([`Session::on_browser_event`]) was audio input,
+    /// which a driver may drop, oldest first, when more waits for the model than it holds.
+    pub fn last_input_was_audio(&self) -> bool {
+        self.core.last_input_audio
+    }
+
+    /// Whether the browser is still attached.
+    pub fn browser_connected(&self) -> bool {
+        self.core.browser_connected()
+    }
+
+    // ---- the model connection's life -------------------------------------------------------
+
+    /// Whether the model has taken the current connection's first message and reads input:
+    /// always for OpenAI, after `setupComplete` for Gemini Live. A driver holds the page's
+    /// input (and the session's own messages) until then, and sends them in order.
+    pub fn upstream_ready(&self) -> bool {
+        self.codec.upstream_ready()
+    }
+
+    /// Whether the driver should move the session to a new model connection, and when.
+    pub fn reconnect_due(&self) -> Reconnect {
+        self.codec.reconnect_due()
+    }
+
+    /// Whether a model connection that ended may be replaced by a resumed one.
+    pub fn can_resume(&self) -> Result<(), ResumeRefused> {
+        self.codec.can_resume()
+    }
+
+    /// The session moves to a new model connection: the first message to send on it (Live:
+    /// `setup` with the latest handle). Calls the resumed session will not know of are
+    /// cancelled as the provider's semantics say; the page gets a `toolc.upstream` notice when
+    /// [`LiveOptions::notify_page`](gemini_live::LiveOptions::notify_page) is on. Until the new
+    /// connection is ready, [`Session::upstream_ready`] is false.
+    pub fn resume_setup(&mut self) -> Result<String, ResumeRefused> {
+        self.codec.resume_setup(&mut self.core)
+    }
+
+    /// The new connection could not be opened or refused the handle: the conversation ends.
+    /// The page gets an `error` event (`upstream_resume_failed`), every open call is cancelled
+    /// (its executor's signal, `toolc.cancel` to the page) and none of them answers the model.
+    pub fn resume_failed(&mut self, why: &str) {
+        let core = &mut self.core;
+        let open = core.calls_in_order(|id, _| core.running(id));
+        self.codec.abandon(core, &open);
+        Counters::bump(&core.counters_ref().failed_reconnections);
+        let error = json!({
+            "type": "error",
+            "error": {
+                "type": "relay_error",
+                "code": "upstream_resume_failed",
+                "message": format!("the model connection ended and the conversation could not be resumed: {why}"),
+            },
+        });
+        core.outputs.push_back(Output::ToBrowser(error.to_string()));
+        core.note(Note::ResumeFailed {
+            why: why.to_owned(),
         });
     }
 }

@@ -14,14 +14,17 @@
 //! `toolc.cancel` to the page, no result sent), and the model calls again if it still needs to.
 //! (Google gives no handle while a blocking call is running: `resumable` is false then.)
 
+use super::gemini_live::LiveCodec;
 use super::*;
-use crate::gemini_live::{LiveOptions, ResumptionUpdate};
+use crate::gemini_live::{self as wire, LiveOptions, ResumptionUpdate};
 
 /// Where a Live session's model connection stands.
 #[derive(Debug)]
 pub(super) struct LiveLink {
+    /// Resumption, compression, and whether the page hears of a move.
+    options: LiveOptions,
     /// The server took the current connection's `setup` (`setupComplete`).
-    ready: bool,
+    pub(super) ready: bool,
     /// Model connections opened so far, the first included.
     connections: u32,
     /// The latest handle to resume from, and how many calls had been reported when it came:
@@ -68,8 +71,9 @@ impl fmt::Display for ResumeRefused {
 }
 
 impl LiveLink {
-    pub(super) fn new() -> LiveLink {
+    pub(super) fn new(options: LiveOptions) -> LiveLink {
         LiveLink {
+            options,
             ready: false,
             connections: 1,
             handle: None,
@@ -79,119 +83,72 @@ impl LiveLink {
     }
 }
 
-impl Session {
-    fn live_options(&self) -> &LiveOptions {
-        &self.config.live
-    }
-
-    /// Whether the model has taken the current connection's first message and reads input:
-    /// always for OpenAI, after `setupComplete` for Gemini Live. A driver holds the page's
-    /// input (and the session's own messages) until then, and sends them in order.
-    pub fn upstream_ready(&self) -> bool {
-        !self.config.provider.is_live() || self.live.ready
-    }
-
+impl LiveLink {
     /// Whether the driver should move the session to a new model connection, and when.
-    pub fn reconnect_due(&self) -> Reconnect {
-        match self.live.going_away {
+    pub(super) fn reconnect_due(&self) -> Reconnect {
+        match self.going_away {
             None => Reconnect::No,
-            Some(_) if self.live.resumable && self.live.handle.is_some() => Reconnect::Now,
+            Some(_) if self.resumable && self.handle.is_some() => Reconnect::Now,
             Some(left) => Reconnect::Within(left),
         }
     }
 
     /// Whether a model connection that ended may be replaced by a resumed one.
-    pub fn can_resume(&self) -> Result<(), ResumeRefused> {
-        if !self.config.provider.is_live() || !self.live_options().resumption {
+    pub(super) fn can_resume(&self) -> Result<(), ResumeRefused> {
+        if !self.options.resumption {
             return Err(ResumeRefused::Off);
         }
-        if self.live.handle.is_none() {
+        if self.handle.is_none() {
             return Err(ResumeRefused::NoHandle);
         }
         Ok(())
     }
+}
 
+impl LiveCodec {
     /// The session moves to a new model connection: the first message to send on it (`setup`
     /// with the latest handle). Calls the resumed session will not know of are cancelled as
     /// Google's semantics say (module docs); the page gets a `toolc.upstream` notice when
     /// [`LiveOptions::notify_page`] is on. Until the new connection's `setupComplete`,
-    /// [`Session::upstream_ready`] is false.
-    pub fn resume_setup(&mut self) -> Result<String, ResumeRefused> {
-        self.can_resume()?;
-        let Some((handle, reported)) = self.live.handle.clone() else {
+    /// the upstream is not ready.
+    pub(super) fn resume(&mut self, core: &mut Core) -> Result<String, ResumeRefused> {
+        self.link.can_resume()?;
+        let Some((handle, reported)) = self.link.handle.clone() else {
             return Err(ResumeRefused::NoHandle);
         };
         // Every call reported after the handle is unknown to the resumed session: nothing
         // about it may go there. Those still running take the cancellation path; those that
         // resolved (a fire-and-forget call, a result waiting for its batch) just keep quiet.
-        let lost = self.calls_in_order(|_, info| info.seq > reported);
+        let lost = core.calls_in_order(|_, info| info.seq > reported);
         for call_id in &lost {
-            self.forget_result(call_id);
+            self.forget_result(core, call_id);
         }
-        let running: Vec<String> = lost.into_iter().filter(|id| self.running(id)).collect();
-        self.provider_cancel(&running);
+        let running: Vec<String> = lost.into_iter().filter(|id| core.running(id)).collect();
+        self.provider_cancel(core, &running);
         self.open_batch = None;
-        self.live.ready = false;
-        self.live.resumable = false;
-        self.live.going_away = None;
-        self.live.connections += 1;
-        Counters::bump(&self.counters_ref().reconnections);
-        self.notice_page("reconnecting", None);
-        Ok(self.setup_message(Some(&handle)))
-    }
-
-    /// The new connection could not be opened or refused the handle: the conversation ends.
-    /// The page gets an `error` event (`upstream_resume_failed`), every open call is cancelled
-    /// (its executor's signal, `toolc.cancel` to the page) and none of them answers the model.
-    pub fn resume_failed(&mut self, why: &str) {
-        let open = self.calls_in_order(|id, _| self.running(id));
-        self.provider_cancel(&open);
-        Counters::bump(&self.counters_ref().failed_reconnections);
-        let error = json!({
-            "type": "error",
-            "error": {
-                "type": "relay_error",
-                "code": "upstream_resume_failed",
-                "message": format!("the model connection ended and the conversation could not be resumed: {why}"),
-            },
-        });
-        self.outputs.push_back(Output::ToBrowser(error.to_string()));
-        self.note(Note::ResumeFailed {
-            why: why.to_owned(),
-        });
-    }
-
-    /// The ids of the session's calls that `keep` accepts, in the order they were reported.
-    fn calls_in_order(&self, keep: impl Fn(&str, &CallInfo) -> bool) -> Vec<String> {
-        let mut ids: Vec<(u64, &String)> = self
-            .calls
-            .iter()
-            .filter(|(id, info)| keep(id, info))
-            .map(|(id, info)| (info.seq, id))
-            .collect();
-        ids.sort();
-        ids.into_iter().map(|(_, id)| id.clone()).collect()
-    }
-
-    /// Whether a call still runs: open, or a background call whose result has not gone yet.
-    fn running(&self, call_id: &str) -> bool {
-        self.tracker.is_open(call_id) || self.calls.get(call_id).is_some_and(|c| c.background)
+        self.link.ready = false;
+        self.link.resumable = false;
+        self.link.going_away = None;
+        self.link.connections += 1;
+        Counters::bump(&core.counters_ref().reconnections);
+        self.notice_page(core, "reconnecting");
+        Ok(self.setup_message(core, Some(&handle)))
     }
 
     /// `setup` for a connection: the application's settings, the declarations, and the
     /// resumption and compression settings of [`LiveOptions`].
-    pub(super) fn setup_message(&self, handle: Option<&str>) -> String {
-        let mut setup = self.config.session.clone();
-        self.live_options().apply(&mut setup, handle);
-        gemini_live::setup(setup, &self.declarations)
+    pub(super) fn setup_message(&self, core: &Core, handle: Option<&str>) -> String {
+        let mut setup = core.config.session.clone();
+        self.link.options.apply(&mut setup, handle);
+        wire::setup(setup, &core.declarations)
     }
 
     /// `setupComplete`: forwarded to the page for the first connection only (a resumed one is
     /// the same conversation).
-    pub(super) fn live_setup_complete(&mut self) -> Verdict {
-        self.live.ready = true;
-        if self.live.connections > 1 {
-            self.notice_page("resumed", None);
+    pub(super) fn setup_complete(&mut self, core: &mut Core) -> Verdict {
+        self.link.ready = true;
+        if self.link.connections > 1 {
+            self.notice_page(core, "resumed");
             return Verdict::Drop;
         }
         Verdict::Forward
@@ -199,34 +156,30 @@ impl Session {
 
     /// `goAway`: the driver moves the session ([`Session::reconnect_due`]). The page does not
     /// get it when the session can resume; otherwise it does, since the conversation ends.
-    pub(super) fn live_go_away(&mut self, time_left: Option<Duration>) -> Verdict {
-        if self.can_resume() == Err(ResumeRefused::Off) {
+    pub(super) fn go_away(&mut self, core: &mut Core, time_left: Option<Duration>) -> Verdict {
+        if self.link.can_resume() == Err(ResumeRefused::Off) {
             return Verdict::Forward;
         }
-        self.live.going_away = Some(time_left);
-        self.note(Note::GoAway { time_left });
+        self.link.going_away = Some(time_left);
+        core.note(Note::GoAway { time_left });
         Verdict::Drop
     }
 
     /// `sessionResumptionUpdate`: kept, never forwarded (a handle resumes the conversation; it
     /// is the server's).
-    pub(super) fn live_resumption(&mut self, update: ResumptionUpdate) -> Verdict {
-        self.live.resumable = update.resumable && update.new_handle.is_some();
+    pub(super) fn resumption(&mut self, core: &mut Core, update: ResumptionUpdate) -> Verdict {
+        self.link.resumable = update.resumable && update.new_handle.is_some();
         if let (true, Some(handle)) = (update.resumable, update.new_handle) {
-            self.live.handle = Some((handle, self.next_seq));
+            self.link.handle = Some((handle, core.next_seq));
         }
         Verdict::Drop
     }
 
-    fn notice_page(&mut self, state: &str, detail: Option<&str>) {
-        if !self.live_options().notify_page || !self.browser_connected() {
+    fn notice_page(&self, core: &mut Core, state: &str) {
+        if !self.link.options.notify_page {
             return;
         }
-        let mut notice = json!({ "type": "toolc.upstream", "state": state });
-        if let Some(detail) = detail {
-            notice["detail"] = json!(detail);
-        }
-        self.outputs
-            .push_back(Output::ToBrowser(notice.to_string()));
+        let notice = json!({ "type": "toolc.upstream", "state": state });
+        core.send_browser(notice.to_string());
     }
 }

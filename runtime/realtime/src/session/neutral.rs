@@ -1,0 +1,299 @@
+//! The session's core: what every provider shares. Calls reported by a codec are admitted by
+//! the call engine, run on tasks, tracked per response until each is answered once, and traced;
+//! the page sees only the calls routed to it.
+
+use super::*;
+
+/// The provider-neutral state of a session.
+pub(super) struct Core {
+    pub(super) registry: Arc<Registry>,
+    pub(super) config: Arc<SessionConfig>,
+    pub(super) tracker: Tracker,
+    /// The `toolc.response` spans of responses whose calls are still being reported.
+    pub(super) response_spans: HashMap<String, tracing::Span>,
+    /// The call engine: toolsets, validation, repeats (across the session's responses),
+    /// approval and background decided for every call.
+    pub(super) conversation: Conversation,
+    pub(super) calls: HashMap<String, CallInfo>,
+    /// Visibility to the browser of calls, by call id.
+    pub(super) call_visible: HashMap<String, bool>,
+    pub(super) browser: BrowserPath,
+    pub(super) outputs: VecDeque<Output>,
+    /// Calls reported so far, which number them.
+    pub(super) next_seq: u64,
+    /// The session's id and principal, which every executor sees; cancelled when the browser
+    /// leaves.
+    pub(super) scope: SessionScope,
+    /// The function tools declared to the model now: the config's, with the live tools'
+    /// current ones in place of theirs.
+    pub(super) declarations: Vec<Value>,
+    /// The generation of the live tools' declarations in `declarations`.
+    pub(super) live_generation: Option<u64>,
+    /// The registry's declarations the session offers: the config's, until
+    /// [`Session::select_toolsets`] changes them.
+    pub(super) own_declarations: Vec<Value>,
+    /// The browser event read last was audio input.
+    pub(super) last_input_audio: bool,
+    /// The codec's model can say filler phrases (fixed for the session).
+    pub(super) fillers: bool,
+}
+
+impl Core {
+    pub(super) fn new(
+        registry: Arc<Registry>,
+        config: Arc<SessionConfig>,
+        fillers: bool,
+    ) -> (Core, SessionEvents) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let browser = BrowserPath {
+            state: Arc::new(Mutex::new(BrowserState {
+                connected: true,
+                naming: config.naming,
+                pending: HashMap::new(),
+                sent_waiting: HashMap::new(),
+                sent_notify: HashSet::new(),
+                approvals: HashMap::new(),
+                next_approval: 0,
+            })),
+            tx,
+            approval_timeout: config.approval_timeout,
+            counters: config.counters.clone(),
+        };
+        let own_declarations = config.declarations.clone();
+        let conversation = Conversation::new(registry.clone())
+            .with_selection(config.selection.clone())
+            .with_live_tools(config.live_tools.clone());
+        let (declarations, live_generation) = declared_now(&own_declarations, &config);
+        let core = Core {
+            registry,
+            config,
+            tracker: Tracker::new(),
+            response_spans: HashMap::new(),
+            conversation,
+            calls: HashMap::new(),
+            call_visible: HashMap::new(),
+            browser,
+            outputs: VecDeque::new(),
+            next_seq: 0,
+            scope: SessionScope::new(),
+            declarations,
+            live_generation,
+            own_declarations,
+            last_input_audio: false,
+            fillers,
+        };
+        (core, SessionEvents { rx })
+    }
+
+    pub(super) fn note(&self, note: Note) {
+        match &note {
+            // Calls trace themselves (`toolc.call` spans); the GA API reports each call thrice.
+            Note::CallFailed { .. } | Note::DuplicateCall { .. } => {}
+            Note::BrowserEventRefused { code, .. } => {
+                tracing::warn!(session = %self.scope.session_id(), code, "{note}")
+            }
+            Note::ResultRejected { .. } | Note::BrowserCallDropped { .. } => {
+                tracing::warn!(session = %self.scope.session_id(), "{note}")
+            }
+            _ => tracing::debug!(session = %self.scope.session_id(), "{note}"),
+        }
+        if let Some(observer) = &self.config.observer {
+            observer(&note);
+        }
+    }
+
+    pub(super) fn counters_ref(&self) -> &Counters {
+        &self.config.counters
+    }
+
+    /// Whether the browser is still attached.
+    pub(super) fn browser_connected(&self) -> bool {
+        lock(&self.browser.state).connected
+    }
+
+    /// Queues a message for the page, if it is still there.
+    pub(super) fn send_browser(&mut self, text: String) {
+        if self.browser_connected() {
+            self.outputs.push_back(Output::ToBrowser(text));
+        }
+    }
+
+    /// Queues a message for the model.
+    pub(super) fn send_model(&mut self, text: String) {
+        self.outputs.push_back(Output::ToModel(text));
+    }
+
+    /// Whether the browser may see a call of `name`: only calls that are routed to it.
+    pub(super) fn visible_name(&self, name: Option<&str>) -> bool {
+        name.and_then(|n| self.registry.location(n)) == Some(crate::Location::Client)
+    }
+
+    /// Records whether the page may see the call `call_id` of `name` (when the name is known;
+    /// else what was learned before, hidden if nothing was), and returns it.
+    pub(super) fn learn_call(&mut self, call_id: Option<&str>, name: Option<&str>) -> bool {
+        let visible = match name {
+            Some(_) => self.visible_name(name),
+            None => call_id
+                .and_then(|c| self.call_visible.get(c).copied())
+                .unwrap_or(false),
+        };
+        if let Some(call_id) = call_id {
+            self.call_visible.insert(call_id.to_owned(), visible);
+        }
+        visible
+    }
+
+    /// Whether the page may see the call `call_id`, as learned so far.
+    pub(super) fn call_is_visible(&self, call_id: &str) -> Option<bool> {
+        self.call_visible.get(call_id).copied()
+    }
+
+    /// Drops a model event that could not be read (see [`Note::ModelEventUnreadable`]).
+    pub(super) fn unreadable_model_event(&mut self, kind: &str) -> Verdict {
+        Counters::bump(&self.counters_ref().unreadable_model_events);
+        self.note(Note::ModelEventUnreadable {
+            kind: kind.to_owned(),
+        });
+        Verdict::Drop
+    }
+
+    /// Forwards what the page may see, drops (and counts) what it may not.
+    pub(super) fn keep_if(&self, visible: bool) -> Verdict {
+        if visible {
+            Verdict::Forward
+        } else {
+            Counters::bump(&self.counters_ref().scrubbed_events);
+            Verdict::Drop
+        }
+    }
+
+    /// A call the model reported in `response` (a response, or a Live batch): admitted by the
+    /// call engine, then answered at once, left waiting for the first of its repeats, or run.
+    pub(super) fn call_reported(
+        &mut self,
+        codec: &mut dyn Codec,
+        response_id: &str,
+        call_id: Option<&str>,
+        name: Option<&str>,
+        arguments: &str,
+    ) {
+        let name = name.unwrap_or("");
+        let Some(call_id) = call_id else {
+            self.note(Note::CallWithoutId {
+                name: name.to_owned(),
+            });
+            return;
+        };
+        if !self.tracker.register(response_id, call_id) {
+            Counters::bump(&self.counters_ref().duplicate_calls);
+            self.note(Note::DuplicateCall {
+                call_id: call_id.to_owned(),
+            });
+            return;
+        }
+        Counters::bump(&self.counters_ref().calls);
+        let call = ToolCall::new(call_id, name, arguments);
+        let admission = self.conversation.admit(call);
+        let kind = match admission.route() {
+            Route::Server { .. } | Route::Live { .. } => CallKind::Server,
+            Route::Client { .. } => CallKind::Client,
+            Route::Notify { .. } => CallKind::Notify,
+            Route::Reject(_) => CallKind::Invalid,
+        };
+        let counter = match kind {
+            CallKind::Server => &self.counters_ref().server_calls,
+            CallKind::Client => &self.counters_ref().client_calls,
+            CallKind::Notify => &self.counters_ref().notify_calls,
+            CallKind::Invalid => &self.counters_ref().invalid_calls,
+        };
+        Counters::bump(counter);
+        self.next_seq += 1;
+        self.calls
+            .insert(call_id.to_owned(), CallInfo::new(name, kind, self.next_seq));
+        match admission.next() {
+            Next::Answer(outcome) => {
+                // A call that cannot run is not a repeat; a reused or refused one is.
+                if kind != CallKind::Invalid {
+                    Counters::bump(&self.counters_ref().repeated_calls);
+                }
+                return self.finish(codec, call_id, outcome.clone());
+            }
+            // The first call's end answers it (`finish`).
+            Next::Wait { .. } => return Counters::bump(&self.counters_ref().repeated_calls),
+            Next::Run { .. } => {}
+        }
+        let background = admission.runs_in_background();
+        // A slow call deserves "let me check", the browser's or the server's; a background
+        // call answers at once.
+        if kind == CallKind::Client || (kind == CallKind::Server && !background) {
+            self.schedule_filler(call_id, name);
+        }
+        if background {
+            return self.spawn_background_call(codec, admission);
+        }
+        // A call that waits for approval reaches the browser only once approved.
+        if !admission.needs_approval() {
+            self.send_to_browser_now(admission.call(), admission.route());
+        }
+        self.spawn_call(codec, admission)
+    }
+
+    /// A call that could not be made (a broken text marker): an error result for the model, in
+    /// the same batch as the response's other calls.
+    pub(super) fn call_refused(
+        &mut self,
+        codec: &mut dyn Codec,
+        response_id: &str,
+        call_id: &str,
+        error: CallError,
+    ) -> bool {
+        if !self.tracker.register(response_id, call_id) {
+            return false;
+        }
+        Counters::bump(&self.counters_ref().calls);
+        Counters::bump(&self.counters_ref().invalid_calls);
+        self.next_seq += 1;
+        self.calls.insert(
+            call_id.to_owned(),
+            CallInfo::new(error.tool(), CallKind::Invalid, self.next_seq),
+        );
+        self.finish(codec, call_id, CallOutcome::failed(call_id, error));
+        true
+    }
+
+    /// An event from [`SessionEvents`].
+    pub(super) fn on_event(&mut self, codec: &mut dyn Codec, event: SessionEvent) {
+        match event.0 {
+            Inner::Done { call_id, outcome } => self.finish(codec, &call_id, outcome),
+            Inner::Background { call_id, outcome } => {
+                // Cancelled meanwhile (interrupted, or the browser left): nothing to add.
+                let Some(info) = self.calls.get_mut(&call_id) else {
+                    return;
+                };
+                if !std::mem::take(&mut info.background) || !self.browser_connected() {
+                    return;
+                }
+                codec.background_result(self, &call_id, outcome);
+            }
+            Inner::ToBrowser(text) => self.send_browser(text),
+            Inner::FillerDue(call_id) => codec.filler_due(self, &call_id),
+        }
+    }
+
+    /// The ids of the session's calls that `keep` accepts, in the order they were reported.
+    pub(super) fn calls_in_order(&self, keep: impl Fn(&str, &CallInfo) -> bool) -> Vec<String> {
+        let mut ids: Vec<(u64, &String)> = self
+            .calls
+            .iter()
+            .filter(|(id, info)| keep(id, info))
+            .map(|(id, info)| (info.seq, id))
+            .collect();
+        ids.sort();
+        ids.into_iter().map(|(_, id)| id.clone()).collect()
+    }
+
+    /// Whether a call still runs: open, or a background call whose result has not gone yet.
+    pub(super) fn running(&self, call_id: &str) -> bool {
+        self.tracker.is_open(call_id) || self.calls.get(call_id).is_some_and(|c| c.background)
+    }
+}
