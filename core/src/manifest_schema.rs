@@ -130,7 +130,7 @@ pub fn manifest_json_schema() -> Value {
                 json!({ "description": "Manifest format version.", "const": FORMAT_VERSION })
             }
             "realtime" => json!({
-                "description": "The realtime providers these tools are served on. A tool asking for a behaviour one of them cannot give (a filler or streamed arguments on `gemini-live` or `vertex-live`, a `scheduling` on `openai` or `vertex-live`) gets a warning at build time.",
+                "description": "The realtime providers these tools are served on. A tool asking for a behaviour one of them cannot give (a filler or streamed arguments on `gemini-live`, `vertex-live` or `gpt-live`, a `scheduling` on `openai`, `vertex-live` or `gpt-live`) gets a warning at build time.",
                 "type": "array",
                 "items": { "enum": crate::manifest::REALTIME_TARGETS },
                 "uniqueItems": true

@@ -1,4 +1,4 @@
-//! The manifest's `realtime` targets (`openai`, `gemini-live`, `vertex-live`) and the behaviours a target cannot
+//! The manifest's `realtime` targets (`openai`, `gemini-live`, `vertex-live`, `gpt-live`) and the behaviours a target cannot
 //! give: a tool that asks for one is a warning naming the tool and the target at build time,
 //! rather than a behaviour that silently does not happen in a live call.
 
@@ -13,10 +13,12 @@ pub struct RealtimeTargets {
     pub gemini_live: bool,
     /// The manifest names `vertex-live` (Gemini Live on Vertex AI).
     pub vertex_live: bool,
+    /// The manifest names `gpt-live` (OpenAI GPT-Live, Responses delegation).
+    pub gpt_live: bool,
 }
 
 /// The words `realtime` takes.
-pub const REALTIME_TARGETS: &[&str] = &["openai", "gemini-live", "vertex-live"];
+pub const REALTIME_TARGETS: &[&str] = &["openai", "gemini-live", "vertex-live", "gpt-live"];
 
 /// Reads the root's `realtime` list, reporting what is not a target.
 pub(super) fn parse_targets(root: &Node, diags: &mut Diagnostics) -> RealtimeTargets {
@@ -27,7 +29,7 @@ pub(super) fn parse_targets(root: &Node, diags: &mut Diagnostics) -> RealtimeTar
     let Some(items) = list.as_seq() else {
         diags.push(type_error(
             "realtime",
-            "a list of realtime targets, e.g. `[openai, gemini-live, vertex-live]`",
+            "a list of realtime targets, e.g. `[openai, gemini-live, vertex-live, gpt-live]`",
             list,
         ));
         return targets;
@@ -37,6 +39,7 @@ pub(super) fn parse_targets(root: &Node, diags: &mut Diagnostics) -> RealtimeTar
             Some("openai") => targets.openai = true,
             Some("gemini-live") => targets.gemini_live = true,
             Some("vertex-live") => targets.vertex_live = true,
+            Some("gpt-live") => targets.gpt_live = true,
             other => {
                 let shown = other.map_or_else(|| item.kind().to_owned(), |s| format!("`{s}`"));
                 diags.push(
@@ -44,9 +47,9 @@ pub(super) fn parse_targets(root: &Node, diags: &mut Diagnostics) -> RealtimeTar
                         crate::codes::INVALID_FIELD,
                         format!("unknown realtime target {shown}"),
                     )
-                    .at(item.span, "expected `openai`, `gemini-live` or `vertex-live`")
+                    .at(item.span, "expected `openai`, `gemini-live`, `vertex-live` or `gpt-live`")
                     .help(format!(
-                        "{}the realtime targets are `openai` (OpenAI Realtime), `gemini-live` (Gemini Live) and `vertex-live` (Gemini Live on Vertex AI)",
+                        "{}the realtime targets are `openai` (OpenAI Realtime), `gemini-live` (Gemini Live), `vertex-live` (Gemini Live on Vertex AI) and `gpt-live` (OpenAI GPT-Live)",
                         did_you_mean(other.unwrap_or(""), REALTIME_TARGETS.iter().copied())
                     )),
                 );
@@ -109,6 +112,32 @@ pub(super) fn check_tool<'n>(
             "OpenAI Realtime has no result scheduling",
             "keep it for Gemini Live, or remove `scheduling`; on OpenAI a background result goes in at the next point where no response is in progress (like `when_idle`)",
         );
+    }
+    if targets.gpt_live {
+        if has_filler {
+            cannot(
+                "filler",
+                "gpt-live",
+                "the GPT-Live model speaks its own acknowledgement while a delegated task runs",
+                "keep it for OpenAI Realtime, or remove `filler`; on GPT-Live set `session.delegation.acknowledgement_delay_ms` instead",
+            );
+        }
+        if policy.stream_arguments {
+            cannot(
+                "stream_arguments",
+                "gpt-live",
+                "the relay does not stream a delegated call's arguments to the page",
+                "keep it for OpenAI Realtime, or remove `stream_arguments: true`; on GPT-Live the page gets the call once, complete",
+            );
+        }
+        if policy.scheduling.is_some() {
+            cannot(
+                "scheduling",
+                "gpt-live",
+                "GPT-Live has no result scheduling",
+                "keep it for Gemini Live, or remove `scheduling`; on GPT-Live a background result goes in when no delegated response is in progress",
+            );
+        }
     }
     if targets.vertex_live && policy.scheduling.is_some() {
         cannot(

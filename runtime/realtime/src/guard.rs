@@ -67,6 +67,12 @@ pub enum Refused {
     TwoSpellings(String),
     /// Gemini Live: a field the relay must look into is not the shape the API defines.
     LiveShape(&'static str),
+    /// GPT-Live: an event that is the server's to send (`session.start`, `session.update`,
+    /// `response.item.create`, `response.create`, `decision.*`, or commentary bound to a
+    /// delegation): it declares the tools, adds results and asks for responses.
+    ServerOnly(String),
+    /// GPT-Live: an event type the relay does not forward (not one a page sends).
+    NotRelayed(String),
 }
 
 impl Refused {
@@ -89,6 +95,8 @@ impl Refused {
             Refused::ToolsInContextUpdate => "tools_not_allowed",
             Refused::TwoSpellings(_) => "two_spellings",
             Refused::LiveShape(_) => "unexpected_shape",
+            Refused::ServerOnly(_) => "server_only_event",
+            Refused::NotRelayed(_) => "unknown_event",
         }
     }
 }
@@ -140,6 +148,14 @@ impl fmt::Display for Refused {
                 "`{field}` is written twice, in both spellings; write it once"
             ),
             Refused::LiveShape(what) => write!(f, "{what}; send the shape the Live API defines"),
+            Refused::NotRelayed(kind) => write!(
+                f,
+                "`{kind}` is not an event the relay forwards; a page sends audio (`session.input_audio.*`), `session.instructions.append`, `session.commentary.append`, `session.thinking.append`, `session.output_audio.fixture.play` or `session.close`"
+            ),
+            Refused::ServerOnly(kind) => write!(
+                f,
+                "`{kind}` is sent by the server, which declares the tools, adds results and asks for responses; send a client call's result as a `function_call.result` event"
+            ),
         }
     }
 }

@@ -20,6 +20,7 @@ use toolc_kernel::*;
 
 pub mod browser;
 pub mod gemini_live;
+pub mod gpt_live;
 pub mod guard;
 pub mod marker_flow;
 pub mod markers;

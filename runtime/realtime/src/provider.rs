@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 
-use super::{gemini_live, openai};
+use super::{gemini_live, gpt_live, openai};
 use crate::ToolDefinition;
 
 /// A realtime model API.
@@ -26,11 +26,20 @@ pub enum Provider {
     /// no `scheduling` and no interim (`willContinue`) result, so a `mode: async` tool's result
     /// goes once, when it is done.
     VertexLive,
+    /// OpenAI GPT-Live (`/v1/live/sessions`) with Responses delegation: the tools are the
+    /// delegated backend's (`session.delegation.responses.tools`), its calls arrive nested in
+    /// `response.event`, results go as `response.item.create`, then one `response.create`.
+    GptLive,
 }
 
 impl Provider {
     /// Every provider, in the order the CLI lists them.
-    pub const ALL: [Provider; 3] = [Provider::OpenAi, Provider::GeminiLive, Provider::VertexLive];
+    pub const ALL: [Provider; 4] = [
+        Provider::OpenAi,
+        Provider::GeminiLive,
+        Provider::VertexLive,
+        Provider::GptLive,
+    ];
 
     /// The name used by `--provider` and in configuration.
     pub fn as_str(self) -> &'static str {
@@ -38,6 +47,7 @@ impl Provider {
             Provider::OpenAi => "openai",
             Provider::GeminiLive => "gemini-live",
             Provider::VertexLive => "vertex-live",
+            Provider::GptLive => "gpt-live",
         }
     }
 
@@ -47,6 +57,7 @@ impl Provider {
             Provider::OpenAi => "openai",
             Provider::GeminiLive => "gcp.gemini",
             Provider::VertexLive => "gcp.vertex_ai",
+            Provider::GptLive => "openai",
         }
     }
 
@@ -56,6 +67,7 @@ impl Provider {
             Provider::OpenAi => openai::DEFAULT_URL,
             Provider::GeminiLive => gemini_live::DEFAULT_URL,
             Provider::VertexLive => gemini_live::VERTEX_DEFAULT_URL,
+            Provider::GptLive => gpt_live::DEFAULT_URL,
         }
     }
 
@@ -67,6 +79,7 @@ impl Provider {
         match self {
             Provider::OpenAi => openai::declarations(defs),
             Provider::GeminiLive | Provider::VertexLive => gemini_live::declarations(defs),
+            Provider::GptLive => gpt_live::declarations(defs),
         }
     }
 
@@ -75,6 +88,7 @@ impl Provider {
     pub fn default_session(self) -> Map<String, Value> {
         let mut session = Map::new();
         let (key, value) = match self {
+            Provider::GptLive => return gpt_live::default_session(),
             Provider::OpenAi => ("type", "realtime".to_owned()),
             Provider::GeminiLive => ("model", gemini_live::DEFAULT_MODEL.to_owned()),
             // Vertex names a model by its resource name, which holds the application's
@@ -89,6 +103,12 @@ impl Provider {
         };
         session.insert(key.into(), Value::String(value));
         session
+    }
+
+    /// Whether the model is named in the session's first message (`setup.model`,
+    /// `session.start`'s `session.model`) rather than in the endpoint's URL.
+    pub fn model_in_first_message(self) -> bool {
+        !matches!(self, Provider::OpenAi)
     }
 
     /// Whether this is a Gemini Live endpoint (the `BidiGenerateContent` protocol).
@@ -107,7 +127,7 @@ impl Provider {
         match self {
             Provider::OpenAi => ("authorization", format!("Bearer {key}")),
             Provider::GeminiLive => ("x-goog-api-key", key.to_owned()),
-            Provider::VertexLive => ("authorization", format!("Bearer {key}")),
+            Provider::VertexLive | Provider::GptLive => ("authorization", format!("Bearer {key}")),
         }
     }
 }
@@ -126,7 +146,7 @@ impl FromStr for Provider {
             .into_iter()
             .find(|p| p.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown realtime provider `{s}`: use openai, gemini-live or vertex-live")
+                format!("unknown realtime provider `{s}`: use openai, gemini-live, vertex-live or gpt-live")
             })
     }
 }
@@ -141,7 +161,10 @@ mod tests {
             assert_eq!(p.as_str().parse::<Provider>(), Ok(p));
         }
         let err = "gemini".parse::<Provider>().unwrap_err();
-        assert!(err.contains("openai, gemini-live or vertex-live"), "{err}");
+        assert!(
+            err.contains("openai, gemini-live, vertex-live or gpt-live"),
+            "{err}"
+        );
         assert_eq!(Provider::VertexLive.otel_name(), "gcp.vertex_ai");
         assert_eq!(
             Provider::VertexLive.api_key_header("ya29.token"),

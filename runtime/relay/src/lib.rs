@@ -153,10 +153,11 @@ impl RelayConfig {
     /// The model the relay's sessions talk to. OpenAI's is the upstream URL's `model` query
     /// parameter (`gpt-realtime-2.1` by default); Live's is `setup.model`
     /// (`models/gemini-3.8-live` by default; on Vertex AI a resource name from
-    /// [`gemini_live::vertex_model`](toolc_realtime::gemini_live::vertex_model)).
+    /// [`gemini_live::vertex_model`](toolc_realtime::gemini_live::vertex_model)); GPT-Live's
+    /// is `session.start`'s `session.model` (`gpt-live-1` by default).
     pub fn model(mut self, model: impl Into<String>) -> RelayConfig {
         let model = model.into();
-        if self.session.provider.is_live() {
+        if self.session.provider.model_in_first_message() {
             let mut session = (*self.session).clone();
             session.session.insert("model".into(), json!(model));
             self.session = Arc::new(session);

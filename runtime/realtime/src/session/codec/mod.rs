@@ -8,11 +8,12 @@
 //! open calls per response, the browser path, visibility of calls, traces and counters. A codec
 //! gets the core with every call and calls back into it; the core calls the codec where a rule
 //! meets the wire (a result to write, a response whose calls all resolved). A new provider is a
-//! new file here and one arm in [`for_provider`].
+//! new file here and one arm in [`for_provider`] (GPT-Live was: `gpt_live.rs`).
 
 use super::*;
 
 mod gemini_live;
+mod gpt_live;
 mod live_link;
 mod openai;
 
@@ -85,5 +86,6 @@ pub(super) fn for_provider(config: &SessionConfig) -> Box<dyn Codec> {
         Provider::GeminiLive => Box::new(gemini_live::LiveCodec::new(config, true)),
         // Vertex's function responses take no `scheduling` and no interim result.
         Provider::VertexLive => Box::new(gemini_live::LiveCodec::new(config, false)),
+        Provider::GptLive => Box::new(gpt_live::GptLiveCodec::new(config)),
     }
 }

@@ -1,0 +1,193 @@
+//! OpenAI GPT-Live (`/v1/live/sessions`) as the runtime writes and reads it, with Responses
+//! delegation: the live model hands tasks to a Responses backend the session configures, and
+//! the backend's function calls reach the session nested in `response.event`s.
+//!
+//! The shapes follow the official SDK's `openai.types.live` (the tests validate every message
+//! the runtime writes against it, unknown fields refused): `session.start` with the tools in
+//! `session.delegation.responses.tools` (Responses `FunctionTool`s, strict where the schema
+//! allows), a result as `response.item.create` with a `function_call_output` item, and one
+//! `response.create` to continue the delegated response.
+
+use serde_json::{json, Map, Value};
+
+use crate::ToolDefinition;
+
+/// OpenAI's GPT-Live websocket endpoint. The model is `session.model` in `session.start`, not a
+/// query parameter.
+pub const DEFAULT_URL: &str = "wss://api.openai.com/v1/live/sessions";
+
+/// The live model a session starts with unless the application names another.
+pub const DEFAULT_MODEL: &str = "gpt-live-1";
+
+/// The Responses model that delegated tasks run on unless the application names another
+/// (`session.delegation.responses.model`).
+pub const DEFAULT_BACKEND_MODEL: &str = "gpt-5.5";
+
+/// The `session.delegation.responses.tools` entry of one tool (the SDK's `FunctionTool`): the
+/// strict form of the parameters where the schema has one, else the schema as written with
+/// `strict: false`, as the compiler writes Responses declarations.
+pub fn declaration(def: &ToolDefinition) -> Value {
+    let (parameters, strict) = match toolc_core::strict::to_strict(&def.parameters) {
+        Ok(schema) => (schema, true),
+        Err(_) => (def.parameters.clone(), false),
+    };
+    json!({
+        "type": "function",
+        "name": def.name,
+        "description": def.model_description(),
+        "parameters": parameters,
+        "strict": strict,
+    })
+}
+
+/// Declarations for every tool, in definition order.
+pub fn declarations<'a>(defs: impl IntoIterator<Item = &'a ToolDefinition>) -> Vec<Value> {
+    defs.into_iter().map(declaration).collect()
+}
+
+/// The session's settings before the application's own: the live model and Responses
+/// delegation to the default backend model.
+pub fn default_session() -> Map<String, Value> {
+    let session = json!({
+        "model": DEFAULT_MODEL,
+        "delegation": {
+            "type": "responses",
+            "responses": { "model": DEFAULT_BACKEND_MODEL },
+        },
+    });
+    match session {
+        Value::Object(map) => map,
+        _ => unreachable!("a JSON object literal"),
+    }
+}
+
+/// `session.start` with everything the application set and the declarations as the function
+/// tools of the Responses delegation. Other tools the application listed there (hosted ones)
+/// stay; function tools are the server's. A session without Responses delegation gets it.
+pub fn session_start(mut session: Map<String, Value>, declarations: &[Value]) -> String {
+    let delegation = session
+        .entry("delegation")
+        .or_insert_with(|| json!({ "type": "responses", "responses": {} }));
+    if !delegation.is_object() {
+        *delegation = json!({ "type": "responses", "responses": {} });
+    }
+    let delegation = delegation.as_object_mut().expect("made an object above");
+    delegation.insert("type".into(), json!("responses"));
+    let responses = delegation.entry("responses").or_insert_with(|| json!({}));
+    if !responses.is_object() {
+        *responses = json!({});
+    }
+    let responses = responses.as_object_mut().expect("made an object above");
+    responses
+        .entry("model")
+        .or_insert_with(|| json!(DEFAULT_BACKEND_MODEL));
+    let mut tools: Vec<Value> = responses
+        .get("tools")
+        .and_then(Value::as_array)
+        .map(|tools| {
+            tools
+                .iter()
+                .filter(|t| t.get("type").and_then(Value::as_str) != Some("function"))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    tools.extend(declarations.iter().cloned());
+    responses.insert("tools".into(), Value::Array(tools));
+    json!({ "type": "session.start", "session": Value::Object(session) }).to_string()
+}
+
+/// A call's result for the Responses backend.
+pub fn function_call_output(call_id: &str, output: &str) -> String {
+    json!({
+        "type": "response.item.create",
+        "item": { "type": "function_call_output", "call_id": call_id, "output": output },
+    })
+    .to_string()
+}
+
+/// The background (`mode: async`) result of a call, as a developer message for the backend.
+pub fn background_result(tool: &str, call_id: &str, failed: bool, output: &str) -> String {
+    let status = if failed { "failed" } else { "finished" };
+    let text =
+        format!("The background task {tool} (call {call_id}) has {status}. Its result: {output}");
+    json!({
+        "type": "response.item.create",
+        "item": {
+            "type": "message",
+            "role": "developer",
+            "content": [{ "type": "input_text", "text": text }],
+        },
+    })
+    .to_string()
+}
+
+/// Asks the backend to go on (continue the delegated response that waits for tool results).
+pub fn response_create(event_id: &str) -> String {
+    json!({ "type": "response.create", "event_id": event_id }).to_string()
+}
+
+/// A function call item of a nested Responses event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FunctionCallItem<'a> {
+    /// The item's id (`fc_...`), which argument deltas name.
+    pub item_id: Option<&'a str>,
+    /// The call's id, which its result names.
+    pub call_id: Option<&'a str>,
+    /// The function's name.
+    pub name: Option<&'a str>,
+    /// The arguments, complete in `response.output_item.done`.
+    pub arguments: Option<&'a str>,
+}
+
+/// The function call in a Responses output item, if it is one.
+pub fn function_call_item(item: &Value) -> Option<FunctionCallItem<'_>> {
+    if item.get("type").and_then(Value::as_str) != Some("function_call") {
+        return None;
+    }
+    let s = |key| item.get(key).and_then(Value::as_str);
+    Some(FunctionCallItem {
+        item_id: s("id"),
+        call_id: s("call_id"),
+        name: s("name"),
+        arguments: s("arguments"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_start_keeps_hosted_tools_and_replaces_function_tools() {
+        let mut session = default_session();
+        session["delegation"]["responses"]
+            .as_object_mut()
+            .unwrap()
+            .insert(
+                "tools".into(),
+                json!([{ "type": "web_search" }, { "type": "function", "name": "forged" }]),
+            );
+        let ours = [json!({ "type": "function", "name": "lookup" })];
+        let start: Value = serde_json::from_str(&session_start(session, &ours)).unwrap();
+        assert_eq!(start["type"], "session.start");
+        assert_eq!(start["session"]["model"], DEFAULT_MODEL);
+        let tools = &start["session"]["delegation"]["responses"]["tools"];
+        assert_eq!(
+            tools,
+            &json!([{ "type": "web_search" }, { "type": "function", "name": "lookup" }])
+        );
+    }
+
+    #[test]
+    fn a_session_without_responses_delegation_gets_it() {
+        let mut session = Map::new();
+        session.insert("model".into(), json!("gpt-live-1.1"));
+        session.insert("delegation".into(), json!("nonsense"));
+        let start: Value = serde_json::from_str(&session_start(session, &[])).unwrap();
+        let delegation = &start["session"]["delegation"];
+        assert_eq!(delegation["type"], "responses");
+        assert_eq!(delegation["responses"]["model"], DEFAULT_BACKEND_MODEL);
+        assert_eq!(delegation["responses"]["tools"], json!([]));
+    }
+}

@@ -1,0 +1,470 @@
+//! The OpenAI GPT-Live codec, with Responses delegation: the live model delegates a task, the
+//! Responses backend the session configured works on it, and its stream reaches the session as
+//! `response.event`s (a nested Responses streaming event and the `delegation_id`).
+//!
+//! How the core's rules land on GPT-Live:
+//! - A batch is one backend response (its id from the nested `response.created`; the
+//!   delegation's id until then). Its function calls are reported by the nested
+//!   `response.output_item.done`; its end by `response.completed` (or `failed`, `incomplete`,
+//!   `cancelled`: an interruption, whose calls that cancel on interruption are cancelled).
+//! - Results go as `response.item.create` with a `function_call_output` item, each when its
+//!   call resolves; the batch's one `response.create` goes when the response is over and its
+//!   last call resolved.
+//! - The tools are declared strict where their schema allows, so the backend writes `null` for
+//!   an optional argument it leaves out: those nulls are removed before validation, as the chat
+//!   runner does.
+//! - What the page sees: everything but the nested events about server calls (their items,
+//!   argument deltas, and their entries in response snapshots). The page may send audio,
+//!   mute and unmute, instructions, fixtures, unbound commentary and thinking, and `session.close`;
+//!   the events that declare tools, add items or ask for responses are the server's.
+//! - No resumption, no fillers (the live model speaks its own acknowledgement while a task
+//!   runs); a background (`mode: async`) result goes as a developer message and one
+//!   `response.create` when no response is in progress.
+
+use super::*;
+use crate::gpt_live as wire;
+use crate::openai::{head, str_field, Head};
+
+/// The start of the event ids of this session's `response.create`s.
+const REQUEST_ID_PREFIX: &str = "toolc_response_";
+
+/// A GPT-Live session's wire state.
+pub(super) struct GptLiveCodec {
+    /// `session.started` came: the session reads input.
+    ready: bool,
+    /// Visibility to the page of function-call items, by item id.
+    item_visible: HashMap<String, bool>,
+    /// The backend response each delegation is in now.
+    responses: HashMap<String, String>,
+    /// Backend responses started and not over.
+    in_progress: HashSet<String>,
+    /// `response.create`s this session sent, which number their event ids.
+    requests_sent: u64,
+    /// The event id of the session's `response.create` that has not started a response yet.
+    requested: Option<String>,
+    /// Results of background calls waiting for a point where no response is in progress.
+    background_done: VecDeque<(String, CallOutcome)>,
+    /// Tools declared strict, whose arguments lose the nulls strict mode makes the model write.
+    strict: HashSet<String>,
+}
+
+impl GptLiveCodec {
+    pub(super) fn new(config: &SessionConfig) -> GptLiveCodec {
+        let strict = config
+            .declarations
+            .iter()
+            .filter(|d| d.get("strict").and_then(Value::as_bool) == Some(true))
+            .filter_map(|d| d.get("name").and_then(Value::as_str).map(str::to_owned))
+            .collect();
+        GptLiveCodec {
+            ready: false,
+            item_visible: HashMap::new(),
+            responses: HashMap::new(),
+            in_progress: HashSet::new(),
+            requests_sent: 0,
+            requested: None,
+            background_done: VecDeque::new(),
+            strict,
+        }
+    }
+}
+
+impl Codec for GptLiveCodec {
+    fn first_message(&self, core: &Core) -> String {
+        wire::session_start(core.config.session.clone(), &core.declarations)
+    }
+
+    fn on_model_event(&mut self, core: &mut Core, text: &str) -> Verdict {
+        let kind = match head(text) {
+            Head::Typed(kind) => kind,
+            // Every GPT-Live server event has a `type`; what the session cannot read could be
+            // about a server call: fail closed.
+            Head::Untyped => return core.unreadable_model_event("(no `type`)"),
+            Head::Ambiguous => return core.unreadable_model_event("(two `type` members)"),
+            Head::Invalid => return core.unreadable_model_event("(not JSON)"),
+        };
+        if !matches!(
+            kind.as_ref(),
+            "response.event" | "error" | "session.started"
+        ) {
+            return Verdict::Forward;
+        }
+        let Ok(mut event) = serde_json::from_str::<Value>(text) else {
+            return core.unreadable_model_event(&kind);
+        };
+        if str_field(&event, "type") != Some(kind.as_ref()) {
+            return core.unreadable_model_event(&kind);
+        }
+        match kind.as_ref() {
+            "session.started" => {
+                self.ready = true;
+                Verdict::Forward
+            }
+            "error" => self.model_error(core, &event),
+            _ => self.response_event(core, &mut event),
+        }
+    }
+
+    fn is_audio_input(&self, top: &guard::TopLevel<'_>) -> bool {
+        top.kind.as_deref() == Some("session.input_audio.append")
+    }
+
+    fn on_browser_event(
+        &mut self,
+        core: &mut Core,
+        top: guard::TopLevel<'_>,
+        text: &str,
+    ) -> Verdict {
+        let Some(kind) = top.kind else {
+            return core.refuse_browser_event(guard::Refused::NoType);
+        };
+        match kind.as_ref() {
+            "function_call.result" | "tool.result" => core.result_event(&kind, text),
+            "toolc.approval.response" => {
+                core.approval_answer(text);
+                Verdict::Drop
+            }
+            // The browser protocol's own events are never the model's.
+            other if other.starts_with("toolc.") => Verdict::Drop,
+            "session.input_audio.append"
+            | "session.input_audio.mute"
+            | "session.input_audio.unmute"
+            | "session.instructions.append"
+            | "session.output_audio.fixture.play"
+            | "session.close" => Verdict::Forward,
+            // Context for the live model, not bound to a delegation: a page answering a
+            // delegation would be answering for the server.
+            "session.commentary.append" | "session.thinking.append" => {
+                let bound = serde_json::from_str::<Value>(text)
+                    .ok()
+                    .and_then(|v| v.get("delegation_id").cloned())
+                    .is_some_and(|id| !id.is_null());
+                if bound {
+                    return core.refuse_browser_event(guard::Refused::ServerOnly(kind.into()));
+                }
+                Verdict::Forward
+            }
+            "session.start"
+            | "session.update"
+            | "response.item.create"
+            | "response.create"
+            | "transport.dtmf.send" => {
+                core.refuse_browser_event(guard::Refused::ServerOnly(kind.into()))
+            }
+            other if other.starts_with("decision.") => {
+                core.refuse_browser_event(guard::Refused::ServerOnly(kind.into()))
+            }
+            _ => core.refuse_browser_event(guard::Refused::NotRelayed(kind.into())),
+        }
+    }
+
+    fn write_result(&mut self, core: &mut Core, call_id: &str, outcome: &CallOutcome) {
+        core.send_model(wire::function_call_output(call_id, &outcome.output));
+    }
+
+    fn all_resolved(&mut self, core: &mut Core, _response: &str) {
+        Counters::bump(&core.counters_ref().continuations);
+        self.request_response(core);
+    }
+
+    fn background_result(&mut self, core: &mut Core, call_id: &str, outcome: CallOutcome) {
+        self.background_done
+            .push_back((call_id.to_owned(), outcome));
+        self.flush_background(core);
+    }
+
+    fn speaks_fillers(&self) -> bool {
+        false
+    }
+
+    fn filler_due(&mut self, _core: &mut Core, _call_id: &str) {}
+
+    fn declares_once(&self) -> bool {
+        true
+    }
+
+    fn tools_chosen(&mut self, _core: &mut Core) {}
+
+    fn abandon(&mut self, core: &mut Core, call_ids: &[String]) {
+        for call_id in call_ids {
+            core.cancel_call(self, call_id);
+        }
+    }
+
+    fn upstream_ready(&self) -> bool {
+        self.ready
+    }
+
+    fn reconnect_due(&self) -> Reconnect {
+        Reconnect::No
+    }
+
+    fn can_resume(&self) -> Result<(), ResumeRefused> {
+        Err(ResumeRefused::Off)
+    }
+
+    fn resume_setup(&mut self, _core: &mut Core) -> Result<String, ResumeRefused> {
+        Err(ResumeRefused::Off)
+    }
+}
+
+impl GptLiveCodec {
+    /// A `response.event`: the nested Responses event drives the batch of its delegation.
+    fn response_event(&mut self, core: &mut Core, event: &mut Value) -> Verdict {
+        let delegation = str_field(event, "delegation_id").map(str::to_owned);
+        let Some(inner) = event.get("event").filter(|e| e.is_object()) else {
+            return core.unreadable_model_event("response.event (no nested event)");
+        };
+        let Some(inner_kind) = str_field(inner, "type").map(str::to_owned) else {
+            return core.unreadable_model_event("response.event (nested event without `type`)");
+        };
+        match inner_kind.as_str() {
+            "response.created" | "response.queued" | "response.in_progress" => {
+                if let Some(id) = inner.get("response").and_then(|r| str_field(r, "id")) {
+                    let id = id.to_owned();
+                    if let Some(delegation) = &delegation {
+                        self.responses.insert(delegation.clone(), id.clone());
+                    }
+                    self.in_progress.insert(id);
+                    // Whichever response this is, the one asked for has started.
+                    self.requested = None;
+                }
+                self.scrub_snapshot(core, event)
+            }
+            "response.output_item.added" | "response.output_item.done" => {
+                let Some(item) = inner.get("item").and_then(wire::function_call_item) else {
+                    return Verdict::Forward;
+                };
+                let visible = self.learn_item(core, item.item_id, item.call_id, item.name);
+                if inner_kind == "response.output_item.done" {
+                    if let Some(arguments) = item.arguments {
+                        let (call_id, name) = (
+                            item.call_id.map(str::to_owned),
+                            item.name.map(str::to_owned),
+                        );
+                        let arguments = arguments.to_owned();
+                        let batch = self.batch(delegation.as_deref(), None);
+                        self.call_reported(
+                            core,
+                            &batch,
+                            call_id.as_deref(),
+                            name.as_deref(),
+                            &arguments,
+                        );
+                    }
+                }
+                core.keep_if(visible)
+            }
+            "response.function_call_arguments.delta" | "response.function_call_arguments.done" => {
+                let item_id = str_field(inner, "item_id");
+                let visible = match str_field(inner, "name") {
+                    Some(name) => {
+                        let (item_id, name) = (item_id.map(str::to_owned), name.to_owned());
+                        self.learn_item(core, item_id.as_deref(), None, Some(&name))
+                    }
+                    // Arguments of a call not seen yet could be a server call's: hidden.
+                    None => item_id
+                        .and_then(|i| self.item_visible.get(i).copied())
+                        .unwrap_or(false),
+                };
+                core.keep_if(visible)
+            }
+            "response.completed"
+            | "response.failed"
+            | "response.incomplete"
+            | "response.cancelled" => self.response_over(core, event, delegation, &inner_kind),
+            _ => Verdict::Forward,
+        }
+    }
+
+    /// The batch of a delegation's current response (`response` when the event names it).
+    fn batch(&self, delegation: Option<&str>, response: Option<&str>) -> String {
+        delegation
+            .and_then(|d| self.responses.get(d).cloned())
+            .or_else(|| response.map(str::to_owned))
+            .or_else(|| delegation.map(str::to_owned))
+            .unwrap_or_else(|| "gpt-live".to_owned())
+    }
+
+    /// A backend response is over: calls only its snapshot reports run, an interrupted one
+    /// cancels what cancels on interruption, and a finished one whose calls all resolved gets
+    /// its continuation.
+    fn response_over(
+        &mut self,
+        core: &mut Core,
+        event: &mut Value,
+        delegation: Option<String>,
+        kind: &str,
+    ) -> Verdict {
+        let response = event["event"]
+            .get("response")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let response_id = str_field(&response, "id");
+        let batch = self.batch(delegation.as_deref(), response_id);
+        if let Some(delegation) = &delegation {
+            self.responses.remove(delegation);
+        }
+        self.in_progress.remove(&batch);
+        if let Some(id) = response_id {
+            self.in_progress.remove(id);
+        }
+        // Snapshots clear their output, but one that carries calls is read like the stream.
+        if let Some(items) = response.get("output").and_then(Value::as_array) {
+            for fc in items.iter().filter_map(wire::function_call_item) {
+                self.learn_item(core, fc.item_id, fc.call_id, fc.name);
+                if let Some(arguments) = fc.arguments {
+                    self.call_reported(core, &batch, fc.call_id, fc.name, arguments);
+                }
+            }
+        }
+        let interrupted = kind == "response.cancelled"
+            || matches!(
+                str_field(&response, "status"),
+                Some("cancelled" | "incomplete")
+            );
+        if interrupted {
+            core.interrupt(self, &batch);
+        }
+        if core.tracker.response_done(&batch) && !interrupted {
+            self.all_resolved(core, &batch);
+        }
+        self.flush_background(core);
+        self.scrub_snapshot(core, event)
+    }
+
+    /// A call of a backend response, with the nulls of strict mode removed from its arguments.
+    fn call_reported(
+        &mut self,
+        core: &mut Core,
+        batch: &str,
+        call_id: Option<&str>,
+        name: Option<&str>,
+        arguments: &str,
+    ) {
+        let stripped = name
+            .filter(|n| self.strict.contains(*n) && arguments.contains("null"))
+            .and_then(|n| core.registry.definition(n))
+            .and_then(|def| {
+                // Text that is not JSON is left alone: the engine reports it to the model.
+                let mut args = serde_json::from_str::<Value>(arguments).ok()?;
+                toolc_core::strict::strip_strict_nulls(&def.parameters, &mut args);
+                Some(args.to_string())
+            });
+        let arguments = stripped.as_deref().unwrap_or(arguments);
+        core.call_reported(self, batch, call_id, name, arguments);
+    }
+
+    fn learn_item(
+        &mut self,
+        core: &mut Core,
+        item_id: Option<&str>,
+        call_id: Option<&str>,
+        name: Option<&str>,
+    ) -> bool {
+        let known = item_id.and_then(|i| self.item_visible.get(i).copied());
+        let visible = match (known, name) {
+            (_, Some(_)) => core.visible_name(name),
+            (Some(v), None) => v,
+            (None, None) => call_id
+                .and_then(|c| core.call_is_visible(c))
+                .unwrap_or(false),
+        };
+        if let Some(item_id) = item_id {
+            self.item_visible.insert(item_id.to_owned(), visible);
+        }
+        if let Some(call_id) = call_id {
+            core.call_visible.insert(call_id.to_owned(), visible);
+        }
+        visible
+    }
+
+    /// Removes hidden function calls from a nested response snapshot's `output`; forwards
+    /// unchanged when there are none.
+    fn scrub_snapshot(&self, core: &Core, event: &mut Value) -> Verdict {
+        let Some(output) = event
+            .get_mut("event")
+            .and_then(|e| e.get_mut("response"))
+            .and_then(|r| r.get_mut("output"))
+            .and_then(Value::as_array_mut)
+        else {
+            return Verdict::Forward;
+        };
+        let before = output.len();
+        output.retain(|item| match wire::function_call_item(item) {
+            Some(fc) => match fc.name {
+                Some(_) => core.visible_name(fc.name),
+                None => fc
+                    .item_id
+                    .and_then(|i| self.item_visible.get(i).copied())
+                    .unwrap_or(false),
+            },
+            None => true,
+        });
+        if output.len() == before {
+            Verdict::Forward
+        } else {
+            Counters::bump(&core.counters_ref().scrubbed_events);
+            Verdict::Replace(event.to_string())
+        }
+    }
+
+    /// An `error`: one that names this session's `response.create` is its refusal, kept here
+    /// (the page did not send that request); any other goes to the page.
+    fn model_error(&mut self, core: &mut Core, event: &Value) -> Verdict {
+        let error = event.get("error");
+        let client_event_id = error
+            .and_then(|e| str_field(e, "client_event_id"))
+            .or_else(|| str_field(event, "client_event_id"));
+        let Some(event_id) = client_event_id.filter(|id| id.starts_with(REQUEST_ID_PREFIX)) else {
+            return Verdict::Forward;
+        };
+        if self.requested.as_deref() == Some(event_id) {
+            self.requested = None;
+        }
+        Counters::bump(&core.counters_ref().refused_responses);
+        core.note(Note::ResponseRefused {
+            event_id: event_id.to_owned(),
+            code: error.and_then(|e| str_field(e, "code")).map(str::to_owned),
+            message: error
+                .and_then(|e| str_field(e, "message"))
+                .unwrap_or_default()
+                .to_owned(),
+        });
+        Verdict::Drop
+    }
+
+    /// Sends a `response.create` around a fresh event id, so that an `error` refusing it can
+    /// be told from errors about other events.
+    fn request_response(&mut self, core: &mut Core) {
+        self.requests_sent += 1;
+        let event_id = format!("{REQUEST_ID_PREFIX}{}", self.requests_sent);
+        core.send_model(wire::response_create(&event_id));
+        self.requested = Some(event_id);
+    }
+
+    /// At a point where no backend response is in progress or asked for: the background
+    /// results that arrived, and one `response.create` for them.
+    fn flush_background(&mut self, core: &mut Core) {
+        if self.background_done.is_empty()
+            || !self.in_progress.is_empty()
+            || self.requested.is_some()
+        {
+            return;
+        }
+        let mut any = false;
+        while let Some((call_id, outcome)) = self.background_done.pop_front() {
+            let Some(info) = core.calls.get(&call_id) else {
+                continue;
+            };
+            let text =
+                wire::background_result(&info.name, &call_id, outcome.is_error(), &outcome.output);
+            Counters::bump(&core.counters_ref().background_results);
+            core.send_model(text);
+            any = true;
+        }
+        if any {
+            self.request_response(core);
+        }
+    }
+}
