@@ -51,6 +51,9 @@ fn model_event(i: usize) -> String {
     match provider() {
         Provider::OpenAi => json!({"type": "response.output_audio.delta", "event_id": format!("ev_{i}"), "response_id": "r1", "item_id": "i1", "output_index": 0, "content_index": 0, "delta": "QUJD".repeat(60)}).to_string(),
         Provider::GeminiLive | Provider::VertexLive => json!({"serverContent": {"modelTurn": {"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": "QUJD".repeat(62)}}]}}}).to_string(),
+        // The first event starts the session: the relay holds the page's input until then.
+        Provider::GptLive if i == 0 => json!({"type": "session.started", "event_id": "ev_started", "session": {"id": "bench", "expires_at": 0, "model": "gpt-live-1", "status": "active"}}).to_string(),
+        Provider::GptLive => json!({"type": "session.output_audio.delta", "delta": "QUJD".repeat(72)}).to_string(),
     }
 }
 
@@ -59,6 +62,7 @@ fn browser_event(i: usize) -> String {
     match provider() {
         Provider::OpenAi => json!({"type": "input_audio_buffer.append", "event_id": format!("ev_{i}"), "response_id": "r1", "item_id": "i1", "output_index": 0, "content_index": 0, "delta": "QUJD".repeat(60)}).to_string(),
         Provider::GeminiLive | Provider::VertexLive => json!({"realtimeInput": {"audio": {"mimeType": "audio/pcm;rate=16000", "data": "QUJD".repeat(64)}}}).to_string(),
+        Provider::GptLive => json!({"type": "session.input_audio.append", "event_id": format!("ev_{i}"), "audio": "QUJD".repeat(70)}).to_string(),
     }
 }
 
@@ -88,6 +92,8 @@ async fn model_server(n: usize) -> (SocketAddr, mpsc::UnboundedReceiver<()>) {
                         Some(Ok(Message::Text(t))) => {
                             // The relay's own first message: `session.update` or `setup`.
                             let own = t.as_str().contains("session.update")
+                                || t.as_str().starts_with(r#"{"session""#)
+                                || t.as_str().contains(r#""type":"session.start""#)
                                 || t.as_str().starts_with(r#"{"setup""#);
                             if !own {
                                 got += 1;

@@ -129,6 +129,17 @@ fn call(wire: &mut Wire, provider: Provider, response: &str, calls: &[(&str, &st
                 calls.iter().map(|(i, n, a)| (*i, *n, a.as_str())).collect();
             wire.model_all(&script::response_with_calls(response, &calls));
         }
+        Provider::GptLive => {
+            let calls: Vec<(&str, &str, String)> = calls
+                .iter()
+                .map(|(id, name, args)| (*id, *name, args.to_string()))
+                .collect();
+            let calls: Vec<(&str, &str, &str)> =
+                calls.iter().map(|(i, n, a)| (*i, *n, a.as_str())).collect();
+            wire.model_all(&script::gpt_live::response_with_calls(
+                "d1", response, &calls,
+            ));
+        }
         Provider::GeminiLive | Provider::VertexLive => {
             let calls: Vec<(&str, &str, Value)> = calls
                 .iter()
@@ -268,6 +279,11 @@ async fn a_realtime_repeat_gets_the_first_result_or_is_refused_on_openai() {
 #[tokio::test(start_paused = true)]
 async fn a_realtime_repeat_gets_the_first_result_or_is_refused_on_gemini_live() {
     realtime_repeats(Provider::GeminiLive).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_realtime_repeat_gets_the_first_result_or_is_refused_on_gpt_live() {
+    realtime_repeats(Provider::GptLive).await;
 }
 
 #[tokio::test(start_paused = true)]

@@ -210,6 +210,141 @@ pub mod live {
     }
 }
 
+/// GPT-Live server events, for scripted fake models and tests, in the shapes of OpenAI's SDK
+/// (`openai.types.live`). A delegated Responses backend's stream arrives as `response.event`s,
+/// each carrying one Responses streaming event and the delegation's id.
+pub mod gpt_live {
+    use serde_json::{json, Value};
+
+    /// `session.started`, the answer to `session.start`.
+    pub fn session_started(session_id: &str) -> Value {
+        json!({
+            "type": "session.started",
+            "event_id": format!("evt_{session_id}_started"),
+            "session": {
+                "id": session_id,
+                "expires_at": 1_796_000_000,
+                "model": "gpt-live-1",
+                "status": "active",
+            },
+        })
+    }
+
+    /// `session.delegation.created`: the live model delegated work to `target` (`responses`
+    /// or `client`).
+    pub fn delegation_created(delegation_id: &str, target: &str) -> Value {
+        json!({
+            "type": "session.delegation.created",
+            "event_id": format!("evt_{delegation_id}_created"),
+            "offset_ms": 1200,
+            "delegation": { "id": delegation_id, "target": target, "type": "delegation" },
+        })
+    }
+
+    /// `response.event` carrying `event`, one Responses streaming event of `delegation_id`.
+    pub fn response_event(delegation_id: &str, seq: u64, event: Value) -> Value {
+        json!({
+            "type": "response.event",
+            "event_id": format!("evt_{delegation_id}_{seq}"),
+            "delegation_id": delegation_id,
+            "event": event,
+        })
+    }
+
+    /// A Responses lifecycle snapshot (`response.created`, `response.completed`, ...), its
+    /// output cleared as GPT-Live sends them.
+    pub fn lifecycle(kind: &str, response_id: &str, status: &str, seq: u64) -> Value {
+        json!({
+            "type": kind,
+            "sequence_number": seq,
+            "response": {
+                "id": response_id, "object": "response", "status": status,
+                "created_at": 1_796_000_000, "model": "gpt-5.5", "output": [],
+            },
+        })
+    }
+
+    /// The Responses events of one function call: `response.output_item.added`, one
+    /// `response.function_call_arguments.delta`, `.done`, and `response.output_item.done`.
+    pub fn function_call(
+        item_id: &str,
+        call_id: &str,
+        name: &str,
+        arguments: &str,
+        seq: u64,
+    ) -> Vec<Value> {
+        let item = |status: &str, arguments: &str| {
+            json!({
+                "type": "function_call", "id": item_id, "call_id": call_id, "name": name,
+                "arguments": arguments, "status": status,
+            })
+        };
+        vec![
+            json!({ "type": "response.output_item.added", "sequence_number": seq, "output_index": 0, "item": item("in_progress", "") }),
+            json!({ "type": "response.function_call_arguments.delta", "sequence_number": seq + 1, "output_index": 0, "item_id": item_id, "delta": arguments }),
+            json!({ "type": "response.function_call_arguments.done", "sequence_number": seq + 2, "output_index": 0, "item_id": item_id, "name": name, "arguments": arguments }),
+            json!({ "type": "response.output_item.done", "sequence_number": seq + 3, "output_index": 0, "item": item("completed", arguments) }),
+        ]
+    }
+
+    /// One backend response of `delegation_id` that makes `calls` (`(call_id, name,
+    /// arguments)`), from `response.created` to `response.completed`, each Responses event in
+    /// its `response.event`.
+    pub fn response_with_calls(
+        delegation_id: &str,
+        response_id: &str,
+        calls: &[(&str, &str, &str)],
+    ) -> Vec<Value> {
+        let mut seq = 0;
+        let mut inner = vec![lifecycle(
+            "response.created",
+            response_id,
+            "in_progress",
+            seq,
+        )];
+        for (call_id, name, arguments) in calls {
+            seq += 1;
+            inner.extend(function_call(
+                &format!("fc_{call_id}"),
+                call_id,
+                name,
+                arguments,
+                seq,
+            ));
+            seq += 3;
+        }
+        inner.push(lifecycle(
+            "response.completed",
+            response_id,
+            "completed",
+            seq + 1,
+        ));
+        inner
+            .into_iter()
+            .enumerate()
+            .map(|(n, event)| response_event(delegation_id, n as u64, event))
+            .collect()
+    }
+
+    /// The live model's audio (`session.output_audio.delta`).
+    pub fn audio(data: &str) -> Value {
+        json!({ "type": "session.output_audio.delta", "delta": data })
+    }
+
+    /// An `error` about the client event `client_event_id`.
+    pub fn error(client_event_id: &str, code: &str) -> Value {
+        json!({
+            "type": "error",
+            "event_id": format!("evt_error_{client_event_id}"),
+            "client_event_id": client_event_id,
+            "error": {
+                "type": "invalid_request_error", "code": code, "message": "refused",
+                "client_event_id": client_event_id,
+            },
+        })
+    }
+}
+
 /// The GA server events of one assistant text reply streamed as `deltas`, for scripted fake
 /// models, tests and demos: `response.created`, `response.output_item.added`,
 /// `response.content_part.added`, one `response.output_text.delta` per delta,

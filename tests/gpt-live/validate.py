@@ -1,0 +1,75 @@
+"""Validates GPT-Live events with OpenAI's own SDK (`openai`, `openai.types.live`).
+
+Usage: validate.py FILE...  Each FILE holds one JSON event per line, prefixed with its side:
+`client {...}` (what toolc sends upstream: ClientEvent) or `server {...}` (what the scripted fake
+model sends: ServerEvent). The SDK's models accept unknown members (they keep them as extras);
+here any extra member, at any depth, refuses the event, so a field the SDK does not define
+cannot slip through. Prints one line per refused event and exits 1 if any was refused.
+"""
+
+import json
+import sys
+
+import typing
+
+from pydantic import BaseModel
+
+from openai.types.live import ClientEvent, ServerEvent
+
+
+def by_type(union):
+    """The union's event models by their `type` literal: an event is checked against the one
+    model its `type` names, so an error says what is wrong with it, not with every model."""
+    models = {}
+    for model in typing.get_args(typing.get_args(union)[0]):
+        for kind in typing.get_args(model.model_fields["type"].annotation):
+            models[kind] = model
+    return models
+
+
+MODELS = {"client": by_type(ClientEvent), "server": by_type(ServerEvent)}
+
+
+def extras(value, path="$"):
+    """The paths of members the SDK's models do not define, anywhere in `value`."""
+    found = []
+    if isinstance(value, BaseModel):
+        for name in value.model_extra or {}:
+            found.append(f"{path}.{name}")
+        for name in type(value).model_fields:
+            found.extend(extras(getattr(value, name), f"{path}.{name}"))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found.extend(extras(item, f"{path}[{index}]"))
+    return found
+
+
+def main() -> int:
+    refused = 0
+    checked = 0
+    for path in sys.argv[1:]:
+        with open(path, encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                side, _, text = line.partition(" ")
+                try:
+                    value = json.loads(text)
+                    model = MODELS[side].get(value.get("type"))
+                    if model is None:
+                        raise ValueError(f"no {side} event has the type {value.get('type')!r}")
+                    event = model.model_validate(value)
+                    unknown = extras(event)
+                    if unknown:
+                        raise ValueError(f"members the SDK does not define: {', '.join(unknown)}")
+                    checked += 1
+                except Exception as error:  # pydantic's ValidationError, or the extras above
+                    refused += 1
+                    summary = " ".join(str(error).split())
+                    print(f"{path}:{number}: {side} event refused: {summary}")
+    print(f"{checked} accepted, {refused} refused")
+    return 1 if refused else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
