@@ -141,6 +141,10 @@ impl Server {
                 let script = match provider {
                     Provider::OpenAi => conversation::script(pace),
                     Provider::GeminiLive | Provider::VertexLive => conversation::live_script(pace),
+                    // The page types its question; GPT-Live takes the customer's voice only.
+                    Provider::GptLive => {
+                        return Err("the scripted demo model plays a typed conversation, which GPT-Live has no event for: run `--provider gpt-live` with OPENAI_API_KEY set".into())
+                    }
                 };
                 let model = FakeModel::start(script)
                     .await

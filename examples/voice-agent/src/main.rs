@@ -122,6 +122,13 @@ fn options(args: &Args) -> Result<Options, String> {
                         .session
                         .insert("instructions".into(), Value::String(INSTRUCTIONS.into()));
                 }
+                Provider::GptLive => {
+                    // Frontend instructions (voice, turn-taking); the business rules go to the
+                    // delegated backend.
+                    options
+                        .session
+                        .insert("instructions".into(), Value::String(INSTRUCTIONS.into()));
+                }
                 Provider::GeminiLive | Provider::VertexLive => {
                     // Live answers in audio; its transcript is what the page shows as text.
                     options.session.insert(
@@ -142,7 +149,7 @@ fn options(args: &Args) -> Result<Options, String> {
 /// The environment variable that holds the provider's API key.
 fn api_key_variable(provider: Provider) -> &'static str {
     match provider {
-        Provider::OpenAi => "OPENAI_API_KEY",
+        Provider::OpenAi | Provider::GptLive => "OPENAI_API_KEY",
         Provider::GeminiLive => "GEMINI_API_KEY",
         // An OAuth access token (`gcloud auth print-access-token`), sent as a bearer token.
         Provider::VertexLive => "VERTEX_ACCESS_TOKEN",

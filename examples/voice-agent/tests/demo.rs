@@ -202,6 +202,7 @@ fn question(provider: Provider) -> Vec<Value> {
             }),
             json!({"type": "response.create"}),
         ],
+        Provider::GptLive => unreachable!("the scripted demo has no GPT-Live conversation"),
         Provider::GeminiLive | Provider::VertexLive => vec![json!({
             "clientContent": {
                 "turns": [{"role": "user", "parts": [{"text": conversation::QUESTION}]}],
@@ -233,6 +234,7 @@ fn results_and_continuations(
                     ));
                 }
             }
+            Provider::GptLive => unreachable!("the scripted demo has no GPT-Live conversation"),
             Provider::GeminiLive | Provider::VertexLive => {
                 let Some(responses) = event["toolResponse"]["functionResponses"].as_array() else {
                     continue;
@@ -277,6 +279,7 @@ async fn conversation_runs_through_the_relay(provider: Provider) {
             Provider::OpenAi => {
                 e["type"] == "response.done" && e["response"]["id"] == "resp_demo_3"
             }
+            Provider::GptLive => unreachable!("the scripted demo has no GPT-Live conversation"),
             Provider::GeminiLive | Provider::VertexLive => {
                 e["serverContent"]["turnComplete"] == true
             }
@@ -315,6 +318,7 @@ async fn conversation_runs_through_the_relay(provider: Provider) {
         // The customer's response.create, then one continuation per response with calls.
         Provider::OpenAi => 3,
         // One toolResponse per batch: the customer's clientContent started the turn.
+        Provider::GptLive => unreachable!("the scripted demo has no GPT-Live conversation"),
         Provider::GeminiLive | Provider::VertexLive => 2,
     };
     assert_eq!(continuations, asked, "{received:?}");
