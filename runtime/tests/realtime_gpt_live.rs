@@ -357,6 +357,10 @@ async fn every_event_validates_with_openais_sdk() {
     let done = next("response.completed", "completed", 21);
     lines.push_str(&format!("server {done}\n"));
     h.model(&done);
+    // A toolset choice goes to the backend as `session.update`.
+    h.session.select_toolsets::<&str>(&[]).unwrap();
+    h.drain();
+    assert_eq!(h.model_events_of("session.update").len(), 1);
     // Three results, the background message, and the continuations.
     assert_eq!(outputs(&h).len(), 3, "{:#?}", h.to_model);
     assert!(h.to_model.iter().any(|e| e["item"]["type"] == "message"));

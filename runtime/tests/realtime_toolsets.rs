@@ -177,6 +177,37 @@ fn gemini_live_takes_the_choice_in_setup_and_cannot_switch() {
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn gpt_live_switches_the_delegated_backends_tools_with_session_update() {
+    let registry = registry();
+    let mut config = SessionConfig::for_provider(&registry, Provider::GptLive)
+        .with_toolsets(&registry, &["orders"])
+        .unwrap();
+    config.session["delegation"]["responses"]
+        .as_object_mut()
+        .unwrap()
+        .insert("tools".into(), json!([{ "type": "web_search" }]));
+    let mut wire = Wire::new(Session::new(registry, Arc::new(config)));
+    let start: Value = serde_json::from_str(&wire.session.session_update()).unwrap();
+    let tools = start["session"]["delegation"]["responses"]["tools"].clone();
+    assert_eq!(tools[0], json!({ "type": "web_search" }));
+    let declared = names(&json!(tools.as_array().unwrap()[1..]));
+    assert_eq!(declared, ["search_docs", "get_order", "cancel_order"]);
+    wire.session.select_toolsets(&["archive"]).unwrap();
+    wire.drain();
+    let update = wire.model_events_of("session.update");
+    assert_eq!(update.len(), 1, "{:#?}", wire.to_model);
+    let tools = &update[0]["session"]["delegation"]["responses"]["tools"];
+    assert_eq!(
+        tools[0],
+        json!({ "type": "web_search" }),
+        "hosted tools stay"
+    );
+    let declared = names(&json!(tools.as_array().unwrap()[1..]));
+    assert_eq!(declared, ["search_docs", "export_history"]);
+    assert_eq!(update[0]["session"]["delegation"]["type"], "responses");
+}
+
 #[tokio::test]
 async fn a_chat_conversation_offers_and_declares_its_toolsets() {
     let runner = TurnRunner::new(registry())

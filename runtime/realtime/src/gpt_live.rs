@@ -97,6 +97,35 @@ pub fn session_start(mut session: Map<String, Value>, declarations: &[Value]) ->
     json!({ "type": "session.start", "session": Value::Object(session) }).to_string()
 }
 
+/// `session.update` that replaces the delegated backend's tools: `hosted` (the application's
+/// tools that are not functions) and the declarations.
+pub fn tools_update(hosted: &[Value], declarations: &[Value]) -> String {
+    let tools: Vec<Value> = hosted.iter().chain(declarations).cloned().collect();
+    json!({
+        "type": "session.update",
+        "session": { "delegation": { "type": "responses", "responses": { "tools": tools } } },
+    })
+    .to_string()
+}
+
+/// The tools of the application's session settings that are not functions (hosted tools such
+/// as `web_search`), which stay beside the declarations.
+pub fn hosted_tools(session: &Map<String, Value>) -> Vec<Value> {
+    session
+        .get("delegation")
+        .and_then(|d| d.get("responses"))
+        .and_then(|r| r.get("tools"))
+        .and_then(Value::as_array)
+        .map(|tools| {
+            tools
+                .iter()
+                .filter(|t| t.get("type").and_then(Value::as_str) != Some("function"))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A call's result for the Responses backend.
 pub fn function_call_output(call_id: &str, output: &str) -> String {
     json!({

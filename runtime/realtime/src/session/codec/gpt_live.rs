@@ -17,6 +17,7 @@
 //!   argument deltas, and their entries in response snapshots). The page may send audio,
 //!   mute and unmute, instructions, fixtures, unbound commentary and thinking, and `session.close`;
 //!   the events that declare tools, add items or ask for responses are the server's.
+//! - Toolsets chosen while the session runs go to the backend with `session.update`.
 //! - No resumption, no fillers (the live model speaks its own acknowledgement while a task
 //!   runs); a background (`mode: async`) result goes as a developer message and one
 //!   `response.create` when no response is in progress.
@@ -50,12 +51,7 @@ pub(super) struct GptLiveCodec {
 
 impl GptLiveCodec {
     pub(super) fn new(config: &SessionConfig) -> GptLiveCodec {
-        let strict = config
-            .declarations
-            .iter()
-            .filter(|d| d.get("strict").and_then(Value::as_bool) == Some(true))
-            .filter_map(|d| d.get("name").and_then(Value::as_str).map(str::to_owned))
-            .collect();
+        let strict = strict_tools(&config.declarations);
         GptLiveCodec {
             ready: false,
             item_visible: HashMap::new(),
@@ -67,6 +63,15 @@ impl GptLiveCodec {
             strict,
         }
     }
+}
+
+/// The names of the tools declared strict.
+fn strict_tools(declarations: &[Value]) -> HashSet<String> {
+    declarations
+        .iter()
+        .filter(|d| d.get("strict").and_then(Value::as_bool) == Some(true))
+        .filter_map(|d| d.get("name").and_then(Value::as_str).map(str::to_owned))
+        .collect()
 }
 
 impl Codec for GptLiveCodec {
@@ -180,10 +185,19 @@ impl Codec for GptLiveCodec {
     fn filler_due(&mut self, _core: &mut Core, _call_id: &str) {}
 
     fn declares_once(&self) -> bool {
-        true
+        false
     }
 
-    fn tools_chosen(&mut self, _core: &mut Core) {}
+    /// The delegated backend's tools change with `session.update` (the delegation's type stays
+    /// `responses`); the backend's next request uses them.
+    fn tools_chosen(&mut self, core: &mut Core) {
+        let (declarations, generation) = declared_now(&core.own_declarations, &core.config);
+        core.declarations = declarations;
+        core.live_generation = generation;
+        self.strict = strict_tools(&core.declarations);
+        let hosted = wire::hosted_tools(&core.config.session);
+        core.send_model(wire::tools_update(&hosted, &core.declarations));
+    }
 
     fn abandon(&mut self, core: &mut Core, call_ids: &[String]) {
         for call_id in call_ids {
