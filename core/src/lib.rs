@@ -11,6 +11,7 @@
 mod checks;
 pub mod codes;
 pub mod content;
+pub mod declare;
 pub mod definition;
 pub mod diagnostic;
 pub mod ident;

@@ -23,21 +23,11 @@ pub const DEFAULT_MODEL: &str = "gpt-live-1";
 /// (`session.delegation.responses.model`).
 pub const DEFAULT_BACKEND_MODEL: &str = "gpt-5.5";
 
-/// The `session.delegation.responses.tools` entry of one tool (the SDK's `FunctionTool`): the
-/// strict form of the parameters where the schema has one, else the schema as written with
-/// `strict: false`, as the compiler writes Responses declarations.
+/// The `session.delegation.responses.tools` entry of one tool (the SDK's `FunctionTool`, made
+/// by [`toolc_core::declare::openai_function`]): the strict form of the parameters where the
+/// schema has one, else the schema as written with `strict: false`.
 pub fn declaration(def: &ToolDefinition) -> Value {
-    let (parameters, strict) = match toolc_core::strict::to_strict(&def.parameters) {
-        Ok(schema) => (schema, true),
-        Err(_) => (def.parameters.clone(), false),
-    };
-    json!({
-        "type": "function",
-        "name": def.name,
-        "description": def.model_description(),
-        "parameters": parameters,
-        "strict": strict,
-    })
+    toolc_core::declare::openai_function(def)
 }
 
 /// Declarations for every tool, in definition order.

@@ -226,15 +226,10 @@ pub(crate) fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
     value.get(key).and_then(Value::as_str)
 }
 
-/// The GA `session.tools` entry of one tool (`RealtimeFunctionTool`). Realtime has no strict
-/// mode, so the schema goes as written.
+/// The GA `session.tools` entry of one tool (`RealtimeFunctionTool`), as
+/// [`toolc_core::declare::openai_realtime`] makes it for the compiler's files too.
 pub fn declaration(def: &ToolDefinition) -> Value {
-    json!({
-        "type": "function",
-        "name": def.name,
-        "description": def.model_description(),
-        "parameters": def.parameters,
-    })
+    toolc_core::declare::openai_realtime(def)
 }
 
 /// Declarations for every tool, in definition order.

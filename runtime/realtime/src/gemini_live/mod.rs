@@ -61,32 +61,11 @@ pub fn vertex_model(project: &str, location: &str, model: &str) -> String {
 /// `scheduling`, written as Live's `FunctionResponseScheduling` ([`Scheduling::live_value`]).
 pub use toolc_core::definition::Scheduling;
 
-/// The `functionDeclarations` entry of one tool. The parameters go as full JSON Schema in
-/// `parametersJsonSchema` (which current Live models accept, and which keeps `$ref`, type lists
-/// and `anyOf` that the restricted `parameters` form cannot say), the result schema as
-/// `responseJsonSchema`; a tool that takes no arguments declares none. `mode: async` tools are `NON_BLOCKING`, so the model talks on while they run;
-/// every other tool is `BLOCKING`.
+/// The `functionDeclarations` entry of one tool ([`toolc_core::declare::gemini_live`]): full JSON
+/// Schema in `parametersJsonSchema`, `responseJsonSchema`, and `NON_BLOCKING` for `mode: async`
+/// tools.
 pub fn declaration(def: &ToolDefinition) -> Value {
-    let mut d = Map::new();
-    d.insert("name".into(), Value::String(def.name.clone()));
-    d.insert(
-        "description".into(),
-        Value::String(def.model_description().into_owned()),
-    );
-    // The same lowering as the compiler's `--gemini-schema json-schema` files.
-    if let Some(schema) = toolc_core::schema_util::gemini_parameters_json_schema(&def.parameters) {
-        d.insert("parametersJsonSchema".into(), schema.into_owned());
-    }
-    if let Some(returns) = &def.returns {
-        d.insert("responseJsonSchema".into(), returns.clone());
-    }
-    let behavior = if def.runs_in_background() {
-        "NON_BLOCKING"
-    } else {
-        "BLOCKING"
-    };
-    d.insert("behavior".into(), Value::String(behavior.into()));
-    Value::Object(d)
+    toolc_core::declare::gemini_live(def)
 }
 
 /// Declarations for every tool, in definition order.
