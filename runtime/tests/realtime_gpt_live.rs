@@ -17,10 +17,33 @@ use std::time::Duration;
 use common::behaviours::Harness;
 use serde_json::{json, Value};
 use toolc_runtime::realtime::script::gpt_live as script;
-use toolc_runtime::realtime::{Note, Provider, Verdict};
+use toolc_runtime::realtime::{
+    client_delegate, DelegationAnswer, Note, Provider, Speaker, Verdict,
+};
 
 fn gpt_live() -> Harness {
     Harness::for_provider(Provider::GptLive, |_| {})
+}
+
+/// A session whose client delegations run here: the answer names the last thing the user said.
+fn with_delegate() -> Harness {
+    Harness::for_provider(Provider::GptLive, |config| {
+        config.client_delegate = Some(client_delegate(|delegation, ctx| async move {
+            assert_eq!(ctx.call_id(), delegation.id);
+            let asked = delegation
+                .transcript
+                .iter()
+                .rev()
+                .find(|line| line.speaker == Speaker::User)
+                .map(|line| line.text.clone())
+                .unwrap_or_default();
+            DelegationAnswer::Say(format!("Order AB-1 has shipped ({asked})."))
+        }));
+    })
+}
+
+fn transcript(kind: &str, delta: &str) -> Value {
+    json!({"type": kind, "event_id": "evt_t", "delta": delta, "start_ms": 0, "end_ms": 10})
 }
 
 /// The `function_call_output` items sent to the backend, as (call id, output text).
@@ -313,6 +336,65 @@ async fn a_background_result_goes_in_when_no_backend_response_is_in_progress() {
     assert_eq!(continuations(&h), 2);
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_client_delegation_runs_on_the_delegate_over_the_transcript() {
+    let mut h = with_delegate();
+    h.model(&script::session_started("sess_1"));
+    for (kind, delta) in [
+        ("session.input_transcript.delta", "Where is "),
+        ("session.input_transcript.delta", "my order?"),
+        ("session.output_transcript.delta", "Let me check."),
+    ] {
+        assert_eq!(h.model(&transcript(kind, delta)), Verdict::Forward);
+    }
+    h.model(&script::delegation_created("dlg_1", "client"));
+    h.run_for(Duration::from_millis(10)).await;
+    let answers = h.model_events_of("session.commentary.append");
+    assert_eq!(answers.len(), 1, "{:#?}", h.to_model);
+    assert_eq!(answers[0]["delegation_id"], "dlg_1");
+    assert_eq!(
+        answers[0]["content"],
+        "Order AB-1 has shipped (Where is my order?)."
+    );
+    // The server answers it: the page may not.
+    let refused = h.browser(
+        &json!({"type": "session.thinking.append", "content": "x", "delegation_id": "dlg_1"}),
+    );
+    assert_eq!(refused, Verdict::Drop);
+    // A Responses delegation is not the delegate's.
+    h.model(&script::delegation_created("dlg_2", "responses"));
+    h.run_for(Duration::from_millis(10)).await;
+    assert_eq!(h.model_events_of("session.commentary.append").len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_delegate_that_panics_still_answers_the_model() {
+    let mut h = Harness::for_provider(Provider::GptLive, |config| {
+        config.client_delegate = Some(client_delegate(|_, _| async {
+            panic!("backend down");
+        }));
+    });
+    h.model(&script::session_started("sess_1"));
+    h.model(&script::delegation_created("dlg_1", "client"));
+    h.run_for(Duration::from_millis(10)).await;
+    let answers = h.model_events_of("session.thinking.append");
+    assert_eq!(answers.len(), 1, "{:#?}", h.to_model);
+    assert_eq!(answers[0]["delegation_id"], "dlg_1");
+    assert!(!answers[0].to_string().contains("backend down"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_a_delegate_the_page_answers_its_client_delegations_and_no_other() {
+    let mut h = gpt_live();
+    h.model(&script::session_started("sess_1"));
+    h.model(&script::delegation_created("dlg_1", "client"));
+    h.model(&script::delegation_created("dlg_2", "responses"));
+    let answer = |id: &str| json!({"type": "session.commentary.append", "content": "Shipped.", "delegation_id": id});
+    assert_eq!(h.browser(&answer("dlg_1")), Verdict::Forward);
+    assert_eq!(h.browser(&answer("dlg_2")), Verdict::Drop, "the backend's");
+    assert_eq!(h.browser(&answer("dlg_9")), Verdict::Drop, "never created");
+}
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -323,13 +405,16 @@ fn repo() -> PathBuf {
 /// Every event of a full scenario, both sides, through OpenAI's SDK.
 #[tokio::test(start_paused = true)]
 async fn every_event_validates_with_openais_sdk() {
-    let mut h = gpt_live();
+    let mut h = with_delegate();
     let mut lines = format!("client {}\n", h.session.session_update());
     let mut server = vec![
         script::session_started("sess_1"),
         script::delegation_created("d1", "responses"),
         script::audio("AAAA"),
         script::error("toolc_response_1", "no_waiting_response"),
+        transcript("session.input_transcript.delta", "Where is my order?"),
+        transcript("session.output_transcript.delta", "Let me check."),
+        script::delegation_created("dlg_client", "client"),
     ];
     server.extend(script::response_with_calls(
         "d1",
@@ -357,6 +442,7 @@ async fn every_event_validates_with_openais_sdk() {
     let done = next("response.completed", "completed", 21);
     lines.push_str(&format!("server {done}\n"));
     h.model(&done);
+    assert_eq!(h.model_events_of("session.commentary.append").len(), 1);
     // A toolset choice goes to the backend as `session.update`.
     h.session.select_toolsets::<&str>(&[]).unwrap();
     h.drain();

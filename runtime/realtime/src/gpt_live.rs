@@ -116,6 +116,17 @@ pub fn hosted_tools(session: &Map<String, Value>) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// The answer to a client delegation: `session.commentary.append` (spoken) or
+/// `session.thinking.append` (silent), naming the delegation.
+pub fn delegation_answer(delegation_id: &str, spoken: bool, content: &str) -> String {
+    let kind = if spoken {
+        "session.commentary.append"
+    } else {
+        "session.thinking.append"
+    };
+    json!({ "type": kind, "content": content, "delegation_id": delegation_id }).to_string()
+}
+
 /// A call's result for the Responses backend.
 pub fn function_call_output(call_id: &str, output: &str) -> String {
     json!({

@@ -39,8 +39,9 @@ pub use gemini_live::{Compression, LiveOptions, SlidingWindow};
 pub use marker_flow::{MarkerCounters, MarkerFlowConfig};
 pub use provider::Provider;
 pub use session::{
-    CounterSnapshot, Counters, Note, Observer, Output, Reconnect, RejectReason, ResumeRefused,
-    SelectToolsetsError, Session, SessionConfig, SessionEvent, SessionEvents, Verdict,
+    client_delegate, ClientDelegate, CounterSnapshot, Counters, Delegation, DelegationAnswer, Note,
+    Observer, Output, Reconnect, RejectReason, ResumeRefused, SelectToolsetsError, Session,
+    SessionConfig, SessionEvent, SessionEvents, Speaker, TranscriptLine, Verdict,
     DEFAULT_APPROVAL_TIMEOUT, DEFAULT_FILLER_DELAY,
 };
 pub use tracker::{Resolved, Tracker};

@@ -100,6 +100,68 @@ pub struct SessionConfig {
     /// Gemini Live: session resumption across connections, context window compression, and
     /// whether the page hears of a move to a new connection.
     pub live: gemini_live::LiveOptions,
+    /// GPT-Live: runs the work the live model delegates to the application
+    /// (`session.delegation.created` with `target: client`) over the conversation's transcript,
+    /// and the session answers with its [`DelegationAnswer`]. `None` (the default): the page
+    /// answers its client delegations (`session.commentary.append` or
+    /// `session.thinking.append` naming one), and no other.
+    pub client_delegate: Option<ClientDelegate>,
+}
+
+/// Runs a delegated task: [`SessionConfig::client_delegate`].
+pub type ClientDelegate = Arc<
+    dyn Fn(
+            Delegation,
+            CallContext,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = DelegationAnswer> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// Makes a [`ClientDelegate`] of an async function.
+pub fn client_delegate<F, Fut>(f: F) -> ClientDelegate
+where
+    F: Fn(Delegation, CallContext) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = DelegationAnswer> + Send + 'static,
+{
+    Arc::new(move |delegation, ctx| Box::pin(f(delegation, ctx)))
+}
+
+/// Work the live model delegated to the application.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delegation {
+    /// The delegation's id, which the answer names.
+    pub id: String,
+    /// The conversation so far, as the live model's transcripts give it (the most recent
+    /// 32 KiB); the task is in its last lines.
+    pub transcript: Vec<TranscriptLine>,
+}
+
+/// One speaker's consecutive transcript fragments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TranscriptLine {
+    /// Who spoke.
+    pub speaker: Speaker,
+    /// What they said.
+    pub text: String,
+}
+
+/// A speaker of a conversation's transcript.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Speaker {
+    /// The user (input audio).
+    User,
+    /// The live model (its speech).
+    Assistant,
+}
+
+/// What a delegated task gives the live model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DelegationAnswer {
+    /// Context the model says to the user (`session.commentary.append`).
+    Say(String),
+    /// Silent context for what the model says next (`session.thinking.append`).
+    Think(String),
 }
 
 impl fmt::Debug for SessionConfig {
@@ -117,6 +179,7 @@ impl fmt::Debug for SessionConfig {
             .field("provider", &self.provider)
             .field("async_scheduling", &self.async_scheduling)
             .field("live", &self.live)
+            .field("client_delegate", &self.client_delegate.is_some())
             .finish()
     }
 }
@@ -174,6 +237,7 @@ impl SessionConfig {
             scheduling_of: HashMap::new(),
             selection: None,
             live: gemini_live::LiveOptions::default(),
+            client_delegate: None,
         }
     }
 
@@ -277,6 +341,11 @@ enum Inner {
     Background {
         call_id: String,
         outcome: CallOutcome,
+    },
+    /// The answer of a delegated task ([`SessionConfig::client_delegate`]).
+    Delegated {
+        delegation_id: String,
+        answer: DelegationAnswer,
     },
 }
 

@@ -277,7 +277,46 @@ impl Core {
             }
             Inner::ToBrowser(text) => self.send_browser(text),
             Inner::FillerDue(call_id) => codec.filler_due(self, &call_id),
+            Inner::Delegated {
+                delegation_id,
+                answer,
+            } => codec.delegation_answered(self, &delegation_id, answer),
         }
+    }
+
+    /// Runs a delegated task on a task of its own, with the session's scope (its principal;
+    /// cancelled when the browser leaves); its answer comes back through [`SessionEvents`].
+    pub(super) fn spawn_delegation(&mut self, delegate: ClientDelegate, delegation: Delegation) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let ctx = self.scope.call("delegation", &delegation.id);
+        let tx = self.browser.tx.clone();
+        let delegation_id = delegation.id.clone();
+        let task = async move {
+            // A delegate that panics still answers, so the live model does not wait forever.
+            let answer = match tokio::spawn(delegate(delegation, ctx)).await {
+                Ok(answer) => answer,
+                Err(failed) => {
+                    let why = match failed.try_into_panic() {
+                        Ok(payload) => crate::executor::panic_message(&*payload),
+                        Err(_) => "cancelled".to_owned(),
+                    };
+                    tracing::warn!(delegation = %delegation_id, "the client delegate failed: {why}");
+                    DelegationAnswer::Think(
+                        "The delegated task failed; tell the user it could not be done now.".into(),
+                    )
+                }
+            };
+            let _ = tx.send(Inner::Delegated {
+                delegation_id,
+                answer,
+            });
+        };
+        tokio::spawn(tracing::Instrument::instrument(
+            task,
+            tracing::Span::current(),
+        ));
     }
 
     /// The ids of the session's calls that `keep` accepts, in the order they were reported.

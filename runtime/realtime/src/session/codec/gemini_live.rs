@@ -211,6 +211,15 @@ impl Codec for LiveCodec {
         core.send_model(wire::tool_response(vec![entry]));
     }
 
+    // Gemini Live does not delegate.
+    fn delegation_answered(
+        &mut self,
+        _core: &mut Core,
+        _delegation_id: &str,
+        _answer: DelegationAnswer,
+    ) {
+    }
+
     fn speaks_fillers(&self) -> bool {
         false
     }

@@ -18,6 +18,9 @@
 //!   mute and unmute, instructions, fixtures, unbound commentary and thinking, and `session.close`;
 //!   the events that declare tools, add items or ask for responses are the server's.
 //! - Toolsets chosen while the session runs go to the backend with `session.update`.
+//! - Client delegations (`target: client`) run on [`SessionConfig::client_delegate`] with the
+//!   transcript, answered with `session.commentary.append` or `session.thinking.append`; with
+//!   no delegate, the page may answer those (and only those) delegations.
 //! - No resumption, no fillers (the live model speaks its own acknowledgement while a task
 //!   runs); a background (`mode: async`) result goes as a developer message and one
 //!   `response.create` when no response is in progress.
@@ -47,6 +50,39 @@ pub(super) struct GptLiveCodec {
     background_done: VecDeque<(String, CallOutcome)>,
     /// Tools declared strict, whose arguments lose the nulls strict mode makes the model write.
     strict: HashSet<String>,
+    /// The conversation's transcript, kept for client delegations when a delegate runs them.
+    transcript: Transcript,
+    /// Client delegations the page may answer (no delegate is configured).
+    page_delegations: HashSet<String>,
+}
+
+/// The most recent transcript, one line per run of one speaker's fragments, at most
+/// [`TRANSCRIPT_BYTES`] of text.
+#[derive(Default)]
+struct Transcript {
+    lines: VecDeque<TranscriptLine>,
+    bytes: usize,
+}
+
+/// How much transcript a delegation gets.
+const TRANSCRIPT_BYTES: usize = 32 * 1024;
+
+impl Transcript {
+    fn push(&mut self, speaker: Speaker, fragment: &str) {
+        match self.lines.back_mut() {
+            Some(line) if line.speaker == speaker => line.text.push_str(fragment),
+            _ => self.lines.push_back(TranscriptLine {
+                speaker,
+                text: fragment.to_owned(),
+            }),
+        }
+        self.bytes += fragment.len();
+        while self.bytes > TRANSCRIPT_BYTES && self.lines.len() > 1 {
+            if let Some(oldest) = self.lines.pop_front() {
+                self.bytes -= oldest.text.len();
+            }
+        }
+    }
 }
 
 impl GptLiveCodec {
@@ -61,6 +97,8 @@ impl GptLiveCodec {
             requested: None,
             background_done: VecDeque::new(),
             strict,
+            transcript: Transcript::default(),
+            page_delegations: HashSet::new(),
         }
     }
 }
@@ -88,10 +126,16 @@ impl Codec for GptLiveCodec {
             Head::Ambiguous => return core.unreadable_model_event("(two `type` members)"),
             Head::Invalid => return core.unreadable_model_event("(not JSON)"),
         };
-        if !matches!(
+        let transcript = matches!(
             kind.as_ref(),
-            "response.event" | "error" | "session.started"
-        ) {
+            "session.input_transcript.delta" | "session.output_transcript.delta"
+        );
+        // Transcripts are read only when a delegate will need them.
+        let read = matches!(
+            kind.as_ref(),
+            "response.event" | "error" | "session.started" | "session.delegation.created"
+        ) || (transcript && core.config.client_delegate.is_some());
+        if !read {
             return Verdict::Forward;
         }
         let Ok(mut event) = serde_json::from_str::<Value>(text) else {
@@ -106,6 +150,18 @@ impl Codec for GptLiveCodec {
                 Verdict::Forward
             }
             "error" => self.model_error(core, &event),
+            "session.delegation.created" => self.delegation_created(core, &event),
+            "session.input_transcript.delta" | "session.output_transcript.delta" => {
+                let speaker = if kind == "session.input_transcript.delta" {
+                    Speaker::User
+                } else {
+                    Speaker::Assistant
+                };
+                if let Some(delta) = str_field(&event, "delta") {
+                    self.transcript.push(speaker, delta);
+                }
+                Verdict::Forward
+            }
             _ => self.response_event(core, &mut event),
         }
     }
@@ -139,12 +195,20 @@ impl Codec for GptLiveCodec {
             | "session.close" => Verdict::Forward,
             // Context for the live model, not bound to a delegation: a page answering a
             // delegation would be answering for the server.
+            // Context for the live model: unbound, or bound to a client delegation that is the
+            // page's to answer; a page answering any other delegation would be answering for
+            // the server.
             "session.commentary.append" | "session.thinking.append" => {
                 let bound = serde_json::from_str::<Value>(text)
                     .ok()
                     .and_then(|v| v.get("delegation_id").cloned())
-                    .is_some_and(|id| !id.is_null());
-                if bound {
+                    .unwrap_or(Value::Null);
+                let allowed = match &bound {
+                    Value::Null => true,
+                    Value::String(id) => self.page_delegations.contains(id),
+                    _ => false,
+                };
+                if !allowed {
                     return core.refuse_browser_event(guard::Refused::ServerOnly(kind.into()));
                 }
                 Verdict::Forward
@@ -176,6 +240,19 @@ impl Codec for GptLiveCodec {
         self.background_done
             .push_back((call_id.to_owned(), outcome));
         self.flush_background(core);
+    }
+
+    fn delegation_answered(
+        &mut self,
+        core: &mut Core,
+        delegation_id: &str,
+        answer: DelegationAnswer,
+    ) {
+        let (spoken, content) = match answer {
+            DelegationAnswer::Say(content) => (true, content),
+            DelegationAnswer::Think(content) => (false, content),
+        };
+        core.send_model(wire::delegation_answer(delegation_id, spoken, &content));
     }
 
     fn speaks_fillers(&self) -> bool {
@@ -223,6 +300,30 @@ impl Codec for GptLiveCodec {
 }
 
 impl GptLiveCodec {
+    /// `session.delegation.created`: a client delegation goes to the delegate with the
+    /// transcript, or, with none configured, becomes the page's to answer.
+    fn delegation_created(&mut self, core: &mut Core, event: &Value) -> Verdict {
+        let delegation = event.get("delegation");
+        let id = delegation.and_then(|d| str_field(d, "id"));
+        let target = delegation.and_then(|d| str_field(d, "target"));
+        let (Some(id), Some("client")) = (id, target) else {
+            return Verdict::Forward;
+        };
+        match core.config.client_delegate.clone() {
+            Some(delegate) => {
+                let delegation = Delegation {
+                    id: id.to_owned(),
+                    transcript: self.transcript.lines.iter().cloned().collect(),
+                };
+                core.spawn_delegation(delegate, delegation);
+            }
+            None => {
+                self.page_delegations.insert(id.to_owned());
+            }
+        }
+        Verdict::Forward
+    }
+
     /// A `response.event`: the nested Responses event drives the batch of its delegation.
     fn response_event(&mut self, core: &mut Core, event: &mut Value) -> Verdict {
         let delegation = str_field(event, "delegation_id").map(str::to_owned);

@@ -50,6 +50,15 @@ pub(super) trait Codec: Send + Sync {
     /// The final result of a background (`mode: async`) call, after its "started" result.
     fn background_result(&mut self, core: &mut Core, call_id: &str, outcome: CallOutcome);
 
+    /// A delegated task's answer ([`SessionConfig::client_delegate`]), for the providers that
+    /// delegate.
+    fn delegation_answered(
+        &mut self,
+        core: &mut Core,
+        delegation_id: &str,
+        answer: DelegationAnswer,
+    );
+
     /// Whether the model can say a tool's filler phrase while a slow call runs.
     fn speaks_fillers(&self) -> bool;
 

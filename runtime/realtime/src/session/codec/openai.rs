@@ -166,6 +166,15 @@ impl Codec for OpenAiCodec {
         self.flush_background(core);
     }
 
+    // OpenAI Realtime does not delegate.
+    fn delegation_answered(
+        &mut self,
+        _core: &mut Core,
+        _delegation_id: &str,
+        _answer: DelegationAnswer,
+    ) {
+    }
+
     fn speaks_fillers(&self) -> bool {
         true
     }
