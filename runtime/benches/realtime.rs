@@ -125,6 +125,55 @@ fn bench(c: &mut Criterion) {
         b.iter(|| session.on_browser_event(&live_input))
     });
 
+    // The same call on GPT-Live: the delegated backend's response (created, the call's four
+    // nested events, completed) in, `response.item.create` + `response.create` out.
+    let mut gpt_config = SessionConfig::for_provider(&registry, Provider::GptLive);
+    gpt_config.filler_delay = None;
+    let gpt_config = Arc::new(gpt_config);
+    let gpt_calls: Vec<Vec<String>> = (0..4096)
+        .map(|i| {
+            script::gpt_live::response_with_calls(
+                &format!("d{i}"),
+                &format!("resp_{i}"),
+                &[(&format!("c{i}"), "noop", r#"{"q":"x"}"#)],
+            )
+            .iter()
+            .map(|e| e.to_string())
+            .collect()
+        })
+        .collect();
+    c.bench_function("gpt_live/one_server_call_round_trip", |b| {
+        let (mut session, mut rx) = Session::new(registry.clone(), gpt_config.clone());
+        let mut i = 0usize;
+        b.iter(|| {
+            if i > 0 && i % gpt_calls.len() == 0 {
+                let fresh = Session::new(registry.clone(), gpt_config.clone());
+                session = fresh.0;
+                rx = fresh.1;
+            }
+            for e in &gpt_calls[i % gpt_calls.len()] {
+                session.on_model_event(e);
+            }
+            i += 1;
+            rt.block_on(async {
+                let ev = rx.recv().await.unwrap();
+                session.on_event(ev);
+            });
+            session.drain_outputs().count()
+        })
+    });
+    let gpt_audio = script::gpt_live::audio(&"A".repeat(4096)).to_string();
+    c.bench_function("gpt_live/unrelated_4k_audio", |b| {
+        let (mut session, _rx) = Session::new(registry.clone(), gpt_config.clone());
+        b.iter(|| session.on_model_event(&gpt_audio))
+    });
+    let gpt_input =
+        json!({"type": "session.input_audio.append", "audio": "QUJD".repeat(72)}).to_string();
+    c.bench_function("gpt_live/browser_300b_audio_input", |b| {
+        let (mut session, _rx) = Session::new(registry.clone(), gpt_config.clone());
+        b.iter(|| session.on_browser_event(&gpt_input))
+    });
+
     let audio = json!({"type":"response.output_audio.delta","event_id":"ev_1","response_id":"r1","item_id":"i1","output_index":0,"content_index":0,"delta":"A".repeat(4096)}).to_string();
     c.bench_function("session/unrelated_4k_audio_delta", |b| {
         let (mut session, _rx) = Session::new(registry.clone(), config.clone());

@@ -8,7 +8,8 @@
 //! handshake, every browser event read strictly before it is forwarded.
 //! `cargo bench -p toolc-runtime --features relay --bench realtime_relay` (OpenAI Realtime
 //! events), `... --bench realtime_relay -- --bench --provider gemini-live` (Gemini Live messages:
-//! model audio in `serverContent`, browser audio in `realtimeInput`).
+//! model audio in `serverContent`, browser audio in `realtimeInput`), `--provider gpt-live`
+//! (GPT-Live: `session.output_audio.delta` and `session.input_audio.append`).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
@@ -226,7 +227,8 @@ fn main() {
         .windows(2)
         .find(|w| w[0] == "--provider")
         .map_or(Provider::OpenAi, |w| {
-            w[1].parse().expect("--provider openai|gemini-live")
+            w[1].parse()
+                .expect("--provider openai|gemini-live|vertex-live|gpt-live")
         });
     PROVIDER.set(chosen).unwrap();
     let (n, rounds) = if smoke { (200, 1) } else { (20_000, 7) };
