@@ -577,3 +577,35 @@ async fn an_unreadable_event_about_a_server_call_never_reaches_the_browser() {
 }
 
 // ---- Gemini Live: the same rules through the Live codec ---------------------------------------
+
+// ---- a request that starts nothing ---------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_continuation_that_starts_nothing_is_asked_for_again_once_per_timeout() {
+    let mut h = Harness::new();
+    h.call_in("r1", "c1", "search", "{}");
+    h.model(&script::response_done("r1", vec![]));
+    h.run_for(Duration::from_secs(4)).await;
+    assert_eq!(h.continuations(), 1);
+    // No `response.created` comes for it (a request lost on the way): asked again, once.
+    h.run_for(Duration::from_secs(15)).await;
+    assert_eq!(h.continuations(), 2, "{:#?}", h.to_model);
+    let ids: Vec<&str> = h
+        .model_events_of("response.create")
+        .iter()
+        .map(|e| e["event_id"].as_str().unwrap())
+        .collect();
+    assert_ne!(ids[0], ids[1]);
+    assert!(h.notes().iter().any(|n| matches!(
+        n,
+        Note::RequestUnanswered {
+            asked_again: true,
+            ..
+        }
+    )));
+    // Once the response starts, nothing more is asked.
+    h.model(&script::response_created("r2"));
+    h.run_for(Duration::from_secs(60)).await;
+    assert_eq!(h.continuations(), 2);
+    assert_eq!(h.session.counters().snapshot().unanswered_requests, 1);
+}

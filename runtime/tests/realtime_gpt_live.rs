@@ -495,3 +495,21 @@ async fn every_event_validates_with_openais_sdk() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_continuation_the_backend_never_starts_is_asked_for_again() {
+    let mut h = gpt_live();
+    h.model(&script::session_started("sess_1"));
+    delegate(&mut h, "resp_1", &[("c1", "search", "{}")]);
+    h.run_for(Duration::from_secs(4)).await;
+    assert_eq!(continuations(&h), 1);
+    h.run_for(Duration::from_secs(15)).await;
+    assert_eq!(continuations(&h), 2);
+    h.model(&script::response_event(
+        "d1",
+        50,
+        script::lifecycle("response.created", "resp_2", "in_progress", 50),
+    ));
+    h.run_for(Duration::from_secs(60)).await;
+    assert_eq!(continuations(&h), 2);
+}

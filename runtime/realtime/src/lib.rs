@@ -42,6 +42,6 @@ pub use session::{
     client_delegate, ClientDelegate, CounterSnapshot, Counters, Delegation, DelegationAnswer, Note,
     Observer, Output, Reconnect, RejectReason, ResumeRefused, SelectToolsetsError, Session,
     SessionConfig, SessionEvent, SessionEvents, Speaker, TranscriptLine, Verdict,
-    DEFAULT_APPROVAL_TIMEOUT, DEFAULT_FILLER_DELAY,
+    DEFAULT_APPROVAL_TIMEOUT, DEFAULT_FILLER_DELAY, DEFAULT_RESPONSE_START_TIMEOUT,
 };
 pub use tracker::{Resolved, Tracker};

@@ -86,6 +86,10 @@ pub struct SessionConfig {
     pub live_tools: Option<Arc<dyn LiveTools>>,
     /// How long an approval request waits for the user's answer before the call is refused.
     pub approval_timeout: Duration,
+    /// How long a `response.create` of the session may wait for the response it asks for to
+    /// start (OpenAI Realtime, GPT-Live); past it the request is forgotten and a continuation
+    /// asked for again. `None`: wait forever.
+    pub response_start_timeout: Option<Duration>,
     /// Gemini Live: when the model takes up the final result of a `mode: async` (`NON_BLOCKING`)
     /// call whose tool has no `scheduling` in the manifest and is not in
     /// [`SessionConfig::scheduling_of`]. OpenAI has one behaviour (the result is added at the
@@ -176,6 +180,7 @@ impl fmt::Debug for SessionConfig {
             .field("markers", &self.markers)
             .field("live_tools", &self.live_tools.is_some())
             .field("approval_timeout", &self.approval_timeout)
+            .field("response_start_timeout", &self.response_start_timeout)
             .field("provider", &self.provider)
             .field("async_scheduling", &self.async_scheduling)
             .field("live", &self.live)
@@ -210,6 +215,9 @@ impl std::error::Error for SelectToolsetsError {}
 /// Default wait before a filler phrase.
 pub const DEFAULT_FILLER_DELAY: Duration = Duration::from_millis(1500);
 
+/// Default wait for a requested response to start.
+pub const DEFAULT_RESPONSE_START_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Default wait for the user's answer to an approval request.
 pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -233,6 +241,7 @@ impl SessionConfig {
             markers: None,
             live_tools: None,
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+            response_start_timeout: Some(DEFAULT_RESPONSE_START_TIMEOUT),
             async_scheduling: Scheduling::default(),
             scheduling_of: HashMap::new(),
             selection: None,
@@ -342,6 +351,9 @@ enum Inner {
         call_id: String,
         outcome: CallOutcome,
     },
+    /// A `response.create` of the session may have started nothing
+    /// ([`SessionConfig::response_start_timeout`]).
+    RequestDue(String),
     /// The answer of a delegated task ([`SessionConfig::client_delegate`]).
     Delegated {
         delegation_id: String,

@@ -277,11 +277,29 @@ impl Core {
             }
             Inner::ToBrowser(text) => self.send_browser(text),
             Inner::FillerDue(call_id) => codec.filler_due(self, &call_id),
+            Inner::RequestDue(event_id) => codec.request_due(self, &event_id),
             Inner::Delegated {
                 delegation_id,
                 answer,
             } => codec.delegation_answered(self, &delegation_id, answer),
         }
+    }
+
+    /// Reports `event_id` back after [`SessionConfig::response_start_timeout`], so the codec can
+    /// tell whether the response it asked for started.
+    pub(super) fn watch_request(&mut self, event_id: &str) {
+        let Some(after) = self.config.response_start_timeout else {
+            return;
+        };
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let tx = self.browser.tx.clone();
+        let event_id = event_id.to_owned();
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            let _ = tx.send(Inner::RequestDue(event_id));
+        });
     }
 
     /// Runs a delegated task on a task of its own, with the session's scope (its principal;

@@ -101,6 +101,15 @@ pub enum Note {
         /// The model's error message; empty when it gave none.
         message: String,
     },
+    /// A `response.create` this session sent started no response within
+    /// [`SessionConfig::response_start_timeout`]: it is forgotten, and a continuation is asked
+    /// for again, so one lost request cannot keep the conversation silent.
+    RequestUnanswered {
+        /// The `event_id` of the request that started nothing.
+        event_id: String,
+        /// Whether the session asked again (a continuation; a filler is not asked again).
+        asked_again: bool,
+    },
     /// Gemini Live: the model connection said it ends soon (`goAway`); the session moves to a
     /// new connection.
     GoAway {
@@ -171,6 +180,14 @@ impl fmt::Display for Note {
                 f,
                 "the model refused response request `{event_id}` ({}): {message}",
                 code.as_deref().unwrap_or("no code")
+            ),
+            Note::RequestUnanswered {
+                event_id,
+                asked_again,
+            } => write!(
+                f,
+                "response request `{event_id}` started no response; {}",
+                if *asked_again { "asked again" } else { "forgotten" }
             ),
             Note::GoAway { time_left } => match time_left {
                 Some(left) => write!(
@@ -302,6 +319,9 @@ counters! {
     /// `response.create`s of this session (continuations, fillers) the model refused with an
     /// `error` event.
     refused_responses,
+    /// `response.create`s of this session that started no response in time, forgotten (and a
+    /// continuation asked for again).
+    unanswered_requests,
     /// Browser events dropped: `function_call` items the browser tried to add to the
     /// conversation.
     dropped_browser_events,

@@ -211,6 +211,9 @@ impl Codec for LiveCodec {
         core.send_model(wire::tool_response(vec![entry]));
     }
 
+    // Live asks for no responses: its continuation is the batch's `toolResponse`.
+    fn request_due(&mut self, _core: &mut Core, _event_id: &str) {}
+
     // Gemini Live does not delegate.
     fn delegation_answered(
         &mut self,

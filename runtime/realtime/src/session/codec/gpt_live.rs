@@ -242,6 +242,19 @@ impl Codec for GptLiveCodec {
         self.flush_background(core);
     }
 
+    fn request_due(&mut self, core: &mut Core, event_id: &str) {
+        if self.requested.as_deref() != Some(event_id) {
+            return;
+        }
+        self.requested = None;
+        Counters::bump(&core.counters_ref().unanswered_requests);
+        core.note(Note::RequestUnanswered {
+            event_id: event_id.to_owned(),
+            asked_again: true,
+        });
+        self.request_response(core);
+    }
+
     fn delegation_answered(
         &mut self,
         core: &mut Core,
@@ -555,6 +568,7 @@ impl GptLiveCodec {
         self.requests_sent += 1;
         let event_id = format!("{REQUEST_ID_PREFIX}{}", self.requests_sent);
         core.send_model(wire::response_create(&event_id));
+        core.watch_request(&event_id);
         self.requested = Some(event_id);
     }
 

@@ -50,6 +50,10 @@ pub(super) trait Codec: Send + Sync {
     /// The final result of a background (`mode: async`) call, after its "started" result.
     fn background_result(&mut self, core: &mut Core, call_id: &str, outcome: CallOutcome);
 
+    /// A request of this session for a response was sent [`SessionConfig::response_start_timeout`]
+    /// ago: if it started nothing, forget it and ask again.
+    fn request_due(&mut self, core: &mut Core, event_id: &str);
+
     /// A delegated task's answer ([`SessionConfig::client_delegate`]), for the providers that
     /// delegate.
     fn delegation_answered(

@@ -166,6 +166,26 @@ impl Codec for OpenAiCodec {
         self.flush_background(core);
     }
 
+    fn request_due(&mut self, core: &mut Core, event_id: &str) {
+        let Some(requested) = self
+            .response_requested
+            .take_if(|requested| requested.event_id == event_id)
+        else {
+            return;
+        };
+        Counters::bump(&core.counters_ref().unanswered_requests);
+        core.note(Note::RequestUnanswered {
+            event_id: event_id.to_owned(),
+            asked_again: requested.continuation,
+        });
+        if requested.continuation {
+            self.continuation(core);
+        } else {
+            // A filler that never started: a continuation that waited for it goes now.
+            self.continuation_if_waiting(core);
+        }
+    }
+
     // OpenAI Realtime does not delegate.
     fn delegation_answered(
         &mut self,
@@ -728,6 +748,7 @@ impl OpenAiCodec {
         self.requests_sent += 1;
         let event_id = format!("{REQUEST_ID_PREFIX}{}", self.requests_sent);
         core.send_model(create(&event_id));
+        core.watch_request(&event_id);
         self.response_requested = Some(Requested {
             event_id,
             continuation,
