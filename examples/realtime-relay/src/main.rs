@@ -89,6 +89,10 @@ struct Args {
     /// gets a model session paid for with your API key. Only behind a proxy that authenticates.
     #[arg(long, conflicts_with = "auth_tokens")]
     insecure_no_auth: bool,
+    /// On SIGTERM (a deploy), how long sessions may take to finish their calls in flight
+    /// before they are closed; a second SIGTERM ends the process at once.
+    #[arg(long, default_value_t = 30)]
+    drain_secs: u64,
     /// Export the spans (a session, its responses, an `execute_tool` span per call, as the
     /// OpenTelemetry GenAI conventions name them) to an OTLP/HTTP collector, e.g.
     /// `http://localhost:4318/v1/traces`. Arguments and results are left out unless
@@ -168,8 +172,38 @@ async fn run(args: Args) -> Result<(), String> {
     let _ = stdout
         .write_all(banner.as_bytes())
         .and_then(|()| stdout.flush());
-    relay.serve().await;
-    Ok(())
+    let service = relay.service().clone();
+    let drain = std::time::Duration::from_secs(args.drain_secs);
+    tokio::select! {
+        () = relay.serve() => Ok(()),
+        signal = terminated() => {
+            signal?;
+            eprintln!("SIGTERM: draining (up to {drain:?}); a second SIGTERM ends at once");
+            tokio::select! {
+                () = service.drain(drain) => eprintln!("drained"),
+                _ = terminated() => eprintln!("second SIGTERM: ending now"),
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The next SIGTERM (on Unix; elsewhere, Ctrl-C).
+async fn terminated() -> Result<(), String> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term =
+            signal(SignalKind::terminate()).map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
+        term.recv().await;
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c()
+            .await
+            .map_err(|e| format!("cannot watch Ctrl-C: {e}"))
+    }
 }
 
 /// The relay's tools: the manifests' definitions with the support desk's executors, and the

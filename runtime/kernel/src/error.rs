@@ -93,7 +93,7 @@ pub enum CallErrorKind {
     /// `approval_required`.
     NotApproved,
     /// The call was cancelled before it finished (code `interrupted`: the user interrupted the
-    /// response that made it).
+    /// response that made it; `server_restarting`: a relay's drain reached its deadline).
     Cancelled,
     /// The call repeats an earlier one (same tool, same arguments, within the tool's
     /// `duplicate_window`) and the tool's `on_duplicate` is `refuse`: it did not run (code
@@ -387,6 +387,20 @@ impl CallError {
             ),
         );
         e.0.code = Some("interrupted".into());
+        e
+    }
+
+    /// The call was cancelled because the server is restarting (a relay's drain reached its
+    /// deadline); whether its work completed is unknown.
+    pub fn server_restarting(tool: &str) -> CallError {
+        let mut e = CallError::new(
+            CallErrorKind::Cancelled,
+            tool,
+            format!(
+                "The server restarted before this call of `{tool}` finished; it may not have completed. Call it again if it is still needed."
+            ),
+        );
+        e.0.code = Some("server_restarting".into());
         e
     }
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -56,6 +56,9 @@ pub enum Ended {
     Browser,
     /// The model connection closed or failed (and could not be resumed).
     Model,
+    /// The relay drained: the session's calls finished (or the drain deadline came), their
+    /// results went to the model, and the page was told to reconnect (close code 1012).
+    Drained,
 }
 
 /// How a session is driven: the relay's limits, or the defaults for [`run_session`].
@@ -81,6 +84,9 @@ pub struct DriveOptions {
     pub go_away_margin: Duration,
     /// Where to count the session's events; `None` counts nothing.
     pub stats: Option<Arc<RelayStats>>,
+    /// Says when the relay drains ([`crate::RelayService::drain`]): the deadline by which the
+    /// session ends. `None`: the session is never drained.
+    pub drain: Option<watch::Receiver<Option<Instant>>>,
 }
 
 impl DriveOptions {
@@ -97,6 +103,7 @@ impl DriveOptions {
             held_bytes: limits.held_input_bytes,
             go_away_margin: limits.go_away_margin,
             stats: None,
+            drain: None,
         }
     }
 
@@ -112,6 +119,7 @@ impl DriveOptions {
             held_bytes: limits.held_input_bytes,
             go_away_margin: limits.go_away_margin,
             stats,
+            drain: None,
         }
     }
 
@@ -252,6 +260,12 @@ where
     let mut move_by: Option<Instant> = None;
     let mut moving: Option<Moving<F>> = None;
     let mut model_close: Option<CloseFrame> = None;
+    // Draining: the page was told, and the session ends once no call is open, or at the
+    // deadline.
+    let mut drain = options.drain.clone();
+    let drain_timer = tokio::time::sleep_until(Instant::now() + far);
+    tokio::pin!(drain_timer);
+    let mut draining = false;
     let ended = loop {
         // What the model side did in this turn of the loop: `Err` when its connection ended.
         let mut model_side: Result<(), Ended> = Ok(());
@@ -342,6 +356,26 @@ where
                 })));
                 break Ended::Browser;
             }
+            changed = drain_signal(&mut drain), if !draining && drain.is_some() => {
+                let Some(deadline) = changed else {
+                    // The relay went away without draining: nothing to wait for.
+                    drain = None;
+                    continue;
+                };
+                draining = true;
+                drain_timer.as_mut().reset(deadline);
+                let left = deadline.saturating_duration_since(Instant::now());
+                let notice = serde_json::json!({
+                    "type": "toolc.drain",
+                    "deadline_ms": u64::try_from(left.as_millis()).unwrap_or(u64::MAX),
+                });
+                if to_browser.send(Message::text(notice.to_string())).is_err() {
+                    break Ended::Browser;
+                }
+            }
+            () = &mut drain_timer, if draining => {
+                break Ended::Drained;
+            }
             _ = &mut writer => {
                 // The writer gave up: the browser stopped reading or its connection failed.
                 options.count(|s| &s.stalled_browsers);
@@ -359,6 +393,10 @@ where
         )
         .await;
         if model_side.is_ok() && after.is_ok() {
+            // Draining and nothing in flight: the session ends now.
+            if draining && session.open_calls() == 0 {
+                break Ended::Drained;
+            }
             continue;
         }
         let left = leave_model(
@@ -506,7 +544,14 @@ async fn end_session<M>(
     M: Sink<Message, Error = WsError> + Unpin,
 {
     match ended {
-        Ended::Browser => {
+        Ended::Browser | Ended::Drained => {
+            if ended == Ended::Drained {
+                // 1012: the service restarts; the page reconnects (to another relay).
+                let _ = to_browser.send(Message::Close(Some(CloseFrame {
+                    code: CloseCode::Restart,
+                    reason: "the relay is restarting: reconnect".into(),
+                })));
+            }
             to_browser.close();
             session.browser_closed();
             let until = Instant::now() + options.close_grace;
@@ -514,6 +559,17 @@ async fn end_session<M>(
                 match tokio::time::timeout_at(until, events.recv()).await {
                     Ok(Some(event)) => session.on_event(event),
                     _ => break,
+                }
+            }
+            // A drain's deadline: what is still open answers the model with an error rather
+            // than nothing.
+            if ended == Ended::Drained {
+                let open = session.end_open_calls();
+                if open > 0 {
+                    tracing::warn!(
+                        calls = open,
+                        "drain deadline: open calls ended as server_restarting"
+                    );
                 }
             }
             let ready = session.upstream_ready();
@@ -554,6 +610,19 @@ async fn fail_move(
         reason: "the conversation could not be resumed".into(),
     })));
     Ended::Model
+}
+
+/// The drain deadline, once the relay starts draining; `None` when the relay is gone.
+async fn drain_signal(drain: &mut Option<watch::Receiver<Option<Instant>>>) -> Option<Instant> {
+    let rx = drain.as_mut()?;
+    loop {
+        if let Some(deadline) = *rx.borrow_and_update() {
+            return Some(deadline);
+        }
+        if rx.changed().await.is_err() {
+            return None;
+        }
+    }
 }
 
 async fn next_of<S>(stream: &mut Option<S>) -> Option<Result<Message, WsError>>

@@ -215,6 +215,8 @@ pub struct RelayStats {
     pub refused_origin: AtomicU64,
     /// `max_sessions` or `max_sessions_per_principal` reached (503/429).
     pub refused_capacity: AtomicU64,
+    /// The relay is draining ([`RelayService::drain`], 503).
+    pub refused_draining: AtomicU64,
     /// Sessions that ended because the model connection could not be opened.
     pub upstream_failures: AtomicU64,
     /// Browsers disconnected because they stopped reading (queue full or a write timed out).
@@ -265,6 +267,12 @@ impl Relay {
     /// The relay's live counters, updated by its running sessions.
     pub fn stats(&self) -> Arc<RelayStats> {
         self.service.stats()
+    }
+
+    /// The service behind the relay: keep a clone to [`RelayService::drain`] it while
+    /// [`Relay::serve`] runs.
+    pub fn service(&self) -> &RelayService {
+        &self.service
     }
 
     /// Accepts browsers at `/` until the future is dropped.

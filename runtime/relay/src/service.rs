@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request};
@@ -17,6 +18,7 @@ use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::json;
+use tokio::sync::watch;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
@@ -46,6 +48,9 @@ struct Inner {
     stats: Arc<RelayStats>,
     /// Open sessions by principal id, for `max_sessions_per_principal`.
     per_principal: Mutex<HashMap<Arc<str>, usize>>,
+    /// The drain deadline once [`RelayService::drain`] was called: sessions watch it, and
+    /// handshakes are refused.
+    drain: watch::Sender<Option<tokio::time::Instant>>,
 }
 
 impl RelayService {
@@ -57,6 +62,7 @@ impl RelayService {
                 config,
                 stats: Arc::new(RelayStats::default()),
                 per_principal: Mutex::new(HashMap::new()),
+                drain: watch::channel(None).0,
             }),
         }
     }
@@ -64,6 +70,42 @@ impl RelayService {
     /// The service's counters, shared by every session it serves.
     pub fn stats(&self) -> Arc<RelayStats> {
         self.inner.stats.clone()
+    }
+
+    /// Drains the relay, as on a deploy (the example relay does it on SIGTERM): from now on
+    /// handshakes are refused (503, so a balancer sends the page elsewhere); every page gets a
+    /// `toolc.drain` event (`deadline_ms`: finish, then reconnect); each session ends once its
+    /// calls in flight have finished and their results reached the model, or at `deadline`,
+    /// when its open calls end as the page's leaving ends them (a failed result for the model,
+    /// within the close grace), and the page gets close code 1012. Returns when every session
+    /// has ended, or shortly after the deadline.
+    pub async fn drain(&self, deadline: Duration) {
+        let inner = &self.inner;
+        let until = tokio::time::Instant::now() + deadline;
+        inner.drain.send_replace(Some(until));
+        tracing::info!(
+            sessions = inner
+                .stats
+                .sessions_active
+                .load(std::sync::atomic::Ordering::Relaxed),
+            ?deadline,
+            "relay draining"
+        );
+        let give_up = until + inner.config.close_grace + Duration::from_secs(1);
+        while inner
+            .stats
+            .sessions_active
+            .load(std::sync::atomic::Ordering::Relaxed)
+            > 0
+            && tokio::time::Instant::now() < give_up
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Whether [`RelayService::drain`] was called.
+    pub fn is_draining(&self) -> bool {
+        self.inner.drain.borrow().is_some()
     }
 
     /// The limits the service enforces.
@@ -117,6 +159,13 @@ impl RelayService {
             Ok(key) => key,
             Err(refusal) => return refuse(&stats.refused_not_websocket, refusal),
         };
+        if self.is_draining() {
+            let refusal = Refusal::with_status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the relay is restarting; connect again (to another relay)",
+            );
+            return refuse(&stats.refused_draining, refusal);
+        }
         let handshake = Handshake {
             uri: request.uri().clone(),
             headers: request.headers().clone(),
@@ -258,7 +307,8 @@ impl RelayService {
             ended_by = tracing::field::Empty,
         );
         session.set_scope(scope);
-        let options = DriveOptions::from_config(config, Some(inner.stats.clone()));
+        let mut options = DriveOptions::from_config(config, Some(inner.stats.clone()));
+        options.drain = Some(inner.drain.subscribe());
         let ended = {
             use tracing::Instrument;
             // A Live session that must move to a new model connection opens it the same way,
@@ -282,6 +332,7 @@ impl RelayService {
             match ended {
                 super::Ended::Browser => "browser",
                 super::Ended::Model => "model",
+                super::Ended::Drained => "drain",
             },
         );
     }

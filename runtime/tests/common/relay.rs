@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use toolc_runtime::realtime::SessionConfig;
-use toolc_runtime::relay::{Relay, RelayConfig, RelayStats};
+use toolc_runtime::relay::{Relay, RelayConfig, RelayService, RelayStats};
 use toolc_runtime::Registry;
 
 /// A started relay.
@@ -18,6 +18,8 @@ pub struct TestRelay {
     pub stats: Arc<RelayStats>,
     /// The task that serves it; abort it to stop the relay.
     pub server: tokio::task::JoinHandle<()>,
+    /// The service it serves, to drain it.
+    pub service: RelayService,
 }
 
 /// Binds a relay for `registry` to a free loopback port and serves it on a task.
@@ -35,8 +37,14 @@ pub async fn start(
         .expect("a loopback port");
     let url = format!("ws://{}/", relay.local_addr().expect("a bound relay"));
     let stats = relay.stats();
+    let service = relay.service().clone();
     let server = tokio::spawn(relay.serve());
-    TestRelay { url, stats, server }
+    TestRelay {
+        url,
+        stats,
+        server,
+        service,
+    }
 }
 
 /// Changes the session settings every connection gets (they are shared behind an `Arc`).

@@ -160,6 +160,22 @@ impl Core {
     /// question is aborted, and an open call ends as "interrupted" (a result that comes later
     /// is refused). Returns whether the call was still open.
     pub(super) fn cancel_call(&mut self, codec: &mut dyn Codec, call_id: &str) -> bool {
+        let ended = self.end_call(codec, call_id, "interrupted", CallError::interrupted);
+        if ended {
+            Counters::bump(&self.counters_ref().interrupted_calls);
+        }
+        ended
+    }
+
+    /// Cancels one call as [`Core::cancel_call`] does, telling the page why (`reason`) and
+    /// ending an open call with `error`. Returns whether the call was still open.
+    pub(super) fn end_call(
+        &mut self,
+        codec: &mut dyn Codec,
+        call_id: &str,
+        reason: &str,
+        error: impl FnOnce(&str) -> CallError,
+    ) -> bool {
         let call_id = call_id.to_owned();
         let Some(info) = self.calls.get_mut(&call_id) else {
             return false;
@@ -186,17 +202,16 @@ impl Core {
         };
         if connected {
             for id in &questions {
-                let text = browser::encode_approval_cancel(id, "interrupted");
+                let text = browser::encode_approval_cancel(id, reason);
                 self.outputs.push_back(Output::ToBrowser(text));
             }
             if matches!(kind, CallKind::Client | CallKind::Notify) {
-                let text = browser::encode_call_cancel(&call_id, "interrupted");
+                let text = browser::encode_call_cancel(&call_id, reason);
                 self.outputs.push_back(Output::ToBrowser(text));
             }
         }
         if self.tracker.is_open(&call_id) {
-            Counters::bump(&self.counters_ref().interrupted_calls);
-            let outcome = CallOutcome::failed(&call_id, CallError::interrupted(&name));
+            let outcome = CallOutcome::failed(&call_id, error(&name));
             self.finish(codec, &call_id, outcome);
             return true;
         }

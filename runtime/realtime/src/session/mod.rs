@@ -580,6 +580,27 @@ impl Session {
         self.codec.resume_setup(&mut self.core)
     }
 
+    /// The conversation ends here with calls still open (a relay's drain reached its
+    /// deadline): each is cancelled (its executor's signal, `toolc.cancel` to the page) and
+    /// answers the model with a `server_restarting` error, so none is silently dropped.
+    /// Returns how many there were.
+    pub fn end_open_calls(&mut self) -> usize {
+        let core = &mut self.core;
+        let open = core.calls_in_order(|id, _| core.tracker.is_open(id));
+        let mut ended = 0;
+        for call_id in &open {
+            if core.end_call(
+                self.codec.as_mut(),
+                call_id,
+                "server_restarting",
+                CallError::server_restarting,
+            ) {
+                ended += 1;
+            }
+        }
+        ended
+    }
+
     /// The new connection could not be opened or refused the handle: the conversation ends.
     /// The page gets an `error` event (`upstream_resume_failed`), every open call is cancelled
     /// (its executor's signal, `toolc.cancel` to the page) and none of them answers the model.
