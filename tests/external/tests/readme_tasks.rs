@@ -1,6 +1,6 @@
-//! The README's tasks beyond "Use it in your crate", done by this crate outside toolc's workspace
-//! from the README's text (the functions shown in the README are regions of this file, which
-//! `compiler/tests/readme.rs` checks): the generated module's builder joined by another tool
+//! The book's tasks beyond "Use it in your crate", done by this crate outside toolc's workspace
+//! from the book's text (the functions shown in `docs/` are regions of this file, which
+//! `compiler/tests/docs.rs` checks): the generated module's builder joined by another tool
 //! source, its declarations as a chat request's `tools`, a step of an Anthropic chat loop with a
 //! call that needs the user's approval (a scripted response: no network), and the settings of a
 //! relay to Gemini Live with another model (built, not connected).

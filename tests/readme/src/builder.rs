@@ -1,4 +1,4 @@
-//! README, "From Rust: build.rs and the typed registry": the generated module's builder, for
+//! docs/rust.md, "From Rust: build.rs and the typed registry": the generated module's builder, for
 //! other tool sources, and its provider declarations.
 
 use serde_json::Value;

@@ -1,4 +1,4 @@
-//! README, "From Rust fns: `#[tool]`".
+//! docs/rust.md, "From Rust fns: `#[tool]`" (and the README's example of `#[tool]`).
 
 use toolc_runtime::{tool, tools, Registry, RegistryError, ToolError};
 

@@ -1,5 +1,6 @@
-//! The README's Rust snippets, each a region of one module here (the README shows the region,
-//! `compiler/tests/readme.rs` checks that it is the same text, `tests/snippets.rs` runs it).
+//! The Rust snippets of the README and the book (`docs/`), each a region of one module here (the
+//! page shows the region, `compiler/tests/docs.rs` checks that it is the same text,
+//! `tests/snippets.rs` runs it).
 
 pub mod builder;
 pub mod fn_tools;

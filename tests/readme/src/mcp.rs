@@ -1,4 +1,4 @@
-//! README, "MCP both ways": a registry as an MCP server, and an MCP server's tools in the
+//! docs/mcp.md, "MCP both ways": a registry as an MCP server, and an MCP server's tools in the
 //! generated module's registry.
 
 use std::sync::Arc;

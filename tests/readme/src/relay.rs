@@ -1,4 +1,4 @@
-//! README, "Deploying the relay": your sign-in, your axum app, the relay mounted in it.
+//! docs/runtime.md, "Deploying the relay": your sign-in, your axum app, the relay mounted in it.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

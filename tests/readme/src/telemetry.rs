@@ -1,4 +1,4 @@
-//! README, "Tracing": the runtime's spans exported to OpenTelemetry.
+//! docs/tracing.md, "Tracing": the runtime's spans exported to OpenTelemetry.
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanExporter};

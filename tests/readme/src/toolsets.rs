@@ -1,4 +1,4 @@
-//! README, "Large catalogs": what a realtime session and a chat conversation offer the model.
+//! docs/toolsets.md, "Large catalogs": what a realtime session and a chat conversation offer the model.
 
 use std::sync::Arc;
 

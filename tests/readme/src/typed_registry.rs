@@ -1,4 +1,4 @@
-//! README, "From Rust: build.rs and the typed registry".
+//! docs/rust.md, "From Rust: build.rs and the typed registry".
 
 // src/lib.rs                                 (toolc-runtime is the only dependency)
 pub mod support {

@@ -1,4 +1,4 @@
-//! The README's `serve_stdio` serving the `#[tool]` snippet's registry: the MCP server the
+//! The book's `serve_stdio` (docs/mcp.md) serving the `#[tool]` snippet's registry: the MCP server the
 //! snippet tests spawn as another tool source for the generated module's builder.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
