@@ -13,6 +13,8 @@
 #[allow(unused_imports)]
 use toolc_kernel::*;
 
+#[cfg(feature = "server")]
+mod approval;
 #[cfg(feature = "client")]
 mod client;
 #[cfg(feature = "server")]
@@ -24,6 +26,8 @@ mod server;
 #[cfg(feature = "server")]
 mod tasks;
 
+#[cfg(feature = "server")]
+pub use approval::DEFAULT_APPROVAL_TIMEOUT;
 #[cfg(feature = "client")]
 pub use client::{McpTools, DEFAULT_MCP_TIMEOUT};
 #[cfg(feature = "server")]
