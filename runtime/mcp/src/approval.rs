@@ -197,6 +197,9 @@ pub(crate) struct Waiting {
 #[derive(Default)]
 pub(crate) struct Pending {
     entries: Mutex<HashMap<String, Waiting>>,
+    /// The handles of calls that timed out, with their tool, for a while: a late retry is
+    /// told the call timed out rather than that its state is unknown.
+    timed_out: Mutex<HashMap<String, (String, Instant)>>,
 }
 
 /// Why a retry's `requestState` does not name a waiting call of this tool, arguments and caller.
@@ -207,6 +210,8 @@ pub(crate) enum Unbound {
     Mismatch(&'static str),
     /// It waited longer than the timeout.
     Expired(Box<Waiting>),
+    /// It timed out before the retry came, and has ended as timed out.
+    TimedOut,
 }
 
 impl Pending {
@@ -255,7 +260,11 @@ impl Pending {
     ) -> Result<Waiting, Unbound> {
         let mut entries = self.lock();
         let Some(waiting) = entries.get(handle) else {
-            return Err(Unbound::Unknown);
+            let timed_out = self.timed_out.lock().unwrap_or_else(|e| e.into_inner());
+            return match timed_out.get(handle) {
+                Some((name, _)) if name == tool => Err(Unbound::TimedOut),
+                _ => Err(Unbound::Unknown),
+            };
         };
         if waiting.admission.call().name != tool {
             return Err(Unbound::Mismatch("it was asked for a call of another tool"));
@@ -276,16 +285,25 @@ impl Pending {
     /// Ends the calls that waited longer than `timeout`: each is recorded as timed out in its
     /// session (so that a repeat waiting for it is answered).
     pub(crate) fn expire(&self, timeout: Duration) {
-        let expired: Vec<Waiting> = {
+        let expired: Vec<(String, Waiting)> = {
             let mut entries = self.lock();
             let old: Vec<String> = entries
                 .iter()
                 .filter(|(_, w)| w.asked.elapsed() > timeout)
                 .map(|(k, _)| k.clone())
                 .collect();
-            old.into_iter().filter_map(|k| entries.remove(&k)).collect()
+            old.into_iter()
+                .filter_map(|k| entries.remove(&k).map(|w| (k, w)))
+                .collect()
         };
-        for waiting in expired {
+        let mut timed_out = self.timed_out.lock().unwrap_or_else(|e| e.into_inner());
+        // Remembered for ten timeouts, and at most as many as may wait.
+        timed_out.retain(|_, (_, at)| at.elapsed() < timeout.saturating_mul(10));
+        for (handle, waiting) in expired {
+            if timed_out.len() < MAX_PENDING {
+                let name = waiting.admission.call().name.clone();
+                timed_out.insert(handle, (name, Instant::now()));
+            }
             waiting.time_out(timeout);
         }
     }

@@ -21,6 +21,8 @@ mod client;
 mod jsonrpc;
 #[cfg(feature = "server")]
 mod logging;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 #[cfg(feature = "server")]
 mod server;
 #[cfg(feature = "server")]

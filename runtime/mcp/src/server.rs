@@ -60,6 +60,9 @@ pub struct McpServer {
     approvals: Arc<Pending>,
     /// How long a call waits for the user's answer.
     approval_timeout: std::time::Duration,
+    /// Over HTTP, with `oauth`: the resource server that checks every request's token.
+    #[cfg(feature = "oauth")]
+    auth: Option<Arc<crate::oauth::ResourceServer>>,
 }
 
 /// One MCP session's call engine, and where the repeats that wait for a running first call
@@ -151,7 +154,18 @@ impl McpServer {
             log_level: Arc::default(),
             approvals: Arc::default(),
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+            #[cfg(feature = "oauth")]
+            auth: None,
         }
+    }
+
+    /// Over HTTP ([`McpServer::streamable_http`]), act as an OAuth 2.1 resource server: every
+    /// request needs an access token `auth` accepts, and the token's subject is the calls'
+    /// principal (unless [`McpServer::with_principal`] says otherwise). See [`crate::oauth`].
+    #[cfg(feature = "oauth")]
+    pub fn with_oauth(mut self, auth: crate::oauth::ResourceServer) -> McpServer {
+        self.auth = Some(Arc::new(auth));
+        self
     }
 
     /// How long a call of an `approval: required` tool waits for the user's answer before it
@@ -208,14 +222,13 @@ impl McpServer {
         finish(&self.calls, call_id, outcome);
     }
 
-    /// Who the caller of this request is (over HTTP, when [`McpServer::with_principal`] says).
+    /// Who the caller of this request is, over HTTP: as [`McpServer::with_principal`] says,
+    /// else the subject of the request's access token (with `oauth`).
     fn principal_of(&self, context: &RequestContext<RoleServer>) -> Option<Principal> {
-        match (
-            &self.principal,
-            context.extensions.get::<http::request::Parts>(),
-        ) {
-            (Some(map), Some(parts)) => map(parts),
-            _ => None,
+        let parts = context.extensions.get::<http::request::Parts>()?;
+        match &self.principal {
+            Some(map) => map(parts),
+            None => parts.extensions.get::<Principal>().cloned(),
         }
     }
 
@@ -251,7 +264,16 @@ impl McpServer {
                 asked: std::time::Instant::now(),
             };
             return match self.approvals.ask(waiting, form, self.approval_timeout) {
-                Ok(input_required) => input_required.into(),
+                Ok(input_required) => {
+                    // A client that never comes back: the call ends as timed out all the same
+                    // (and a repeat waiting for it is answered).
+                    let (approvals, timeout) = (self.approvals.clone(), self.approval_timeout);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(timeout + std::time::Duration::from_millis(10)).await;
+                        approvals.expire(timeout);
+                    });
+                    input_required.into()
+                }
                 Err(refused) => self.refuse(refused.0.admission.call(), refused.1).into(),
             };
         }
@@ -294,6 +316,10 @@ impl McpServer {
             Err(Unbound::Expired(waiting)) => {
                 let outcome = waiting.time_out(timeout);
                 return CallToolResult::error(vec![ContentBlock::text(outcome.output)]);
+            }
+            Err(Unbound::TimedOut) => {
+                let error = crate::CallError::approval_timeout(name, timeout);
+                return CallToolResult::error(vec![ContentBlock::text(error.model_text())]);
             }
             Err(Unbound::Unknown) => "the `requestState` names no call waiting for approval (never asked, answered already, or expired): call the tool again to be asked",
             Err(Unbound::Mismatch(why)) => why,
@@ -441,13 +467,18 @@ impl McpServer {
             rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
         >,
     > {
-        super::McpHttpService::new(
+        #[cfg(feature = "oauth")]
+        let auth = self.auth.clone();
+        let service = super::McpHttpService::new(
             rmcp::transport::streamable_http_server::tower::StreamableHttpService::new(
                 move || Ok(self.for_new_session()),
                 Default::default(),
                 Default::default(),
             ),
-        )
+        );
+        #[cfg(feature = "oauth")]
+        let service = service.with_auth(auth);
+        service
     }
 
     /// Runs one admitted call; `cancelled` is what cancels it (the request's own token for a
