@@ -140,7 +140,7 @@ async fn reported_progress_reaches_a_client_that_asked_for_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tool_that_needs_approval_does_not_run_over_mcp() {
+async fn a_tool_that_needs_approval_does_not_run_for_a_client_without_elicitation() {
     let ran = Arc::new(AtomicBool::new(false));
     let flag = ran.clone();
     let registry = Registry::builder()
@@ -192,9 +192,10 @@ async fn a_tool_that_needs_approval_does_not_run_over_mcp() {
             listed = v;
         }
     }
-    // Not offered: this server cannot ask, so it does not advertise a tool that always refuses.
-    assert_eq!(listed["result"]["tools"], json!([]), "{listed}");
-    // Named anyway: refused in the one `{"error": ...}` shape every path sends.
+    // Offered: each call asks the user through elicitation (see `mcp_approvals.rs`).
+    assert_eq!(listed["result"]["tools"][0]["name"], "wipe", "{listed}");
+    // This client declared no elicitation, so nobody can be asked: refused in the one
+    // `{"error": ...}` shape every path sends.
     assert_eq!(result["result"]["isError"], true, "{result}");
     let text: Value =
         serde_json::from_str(result["result"]["content"][0]["text"].as_str().unwrap()).unwrap();

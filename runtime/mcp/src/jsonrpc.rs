@@ -161,11 +161,28 @@ fn line_of(value: &Value) -> Vec<u8> {
 #[derive(Clone)]
 pub struct McpHttpService<S> {
     inner: S,
+    /// With `oauth`: the resource server every request's token is checked by.
+    #[cfg(feature = "oauth")]
+    auth: Option<std::sync::Arc<crate::oauth::ResourceServer>>,
 }
 
 impl<S> McpHttpService<S> {
     pub(super) fn new(inner: S) -> McpHttpService<S> {
-        McpHttpService { inner }
+        McpHttpService {
+            inner,
+            #[cfg(feature = "oauth")]
+            auth: None,
+        }
+    }
+
+    /// Every request must carry a token `auth` accepts (see [`crate::oauth`]).
+    #[cfg(feature = "oauth")]
+    pub(super) fn with_auth(
+        mut self,
+        auth: Option<std::sync::Arc<crate::oauth::ResourceServer>>,
+    ) -> McpHttpService<S> {
+        self.auth = auth;
+        self
     }
 }
 
@@ -211,8 +228,20 @@ where
         // The service that was polled ready takes the call; a fresh clone stays for the next.
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
+        #[cfg(feature = "oauth")]
+        let auth = self.auth.clone();
         Box::pin(async move {
-            let (parts, body) = request.into_parts();
+            #[allow(unused_mut)]
+            let (mut parts, body) = request.into_parts();
+            // The token first: a request without one is refused before its body is read.
+            #[cfg(feature = "oauth")]
+            let token = match &auth {
+                Some(auth) => match auth.authenticate(&parts).await {
+                    Ok(token) => Some(token),
+                    Err(refused) => return Ok(*refused),
+                },
+                None => None,
+            };
             let bytes =
                 match Limited::new(body, MAX_HTTP_BODY).collect().await {
                     Ok(collected) => collected.to_bytes(),
@@ -229,6 +258,16 @@ where
                 if let Some(answer) = rejection(&bytes) {
                     return Ok(json_response(http::StatusCode::BAD_REQUEST, &answer));
                 }
+            }
+            // The scopes of the tool a message calls; then who the caller is, for the calls.
+            #[cfg(feature = "oauth")]
+            if let (Some(auth), Some(token)) = (&auth, token) {
+                if parts.method == http::Method::POST {
+                    if let Err(refused) = auth.authorize_message(&token, &bytes) {
+                        return Ok(*refused);
+                    }
+                }
+                parts.extensions.insert(crate::oauth::principal(token));
             }
             inner
                 .call(http::Request::from_parts(parts, Full::new(bytes)))

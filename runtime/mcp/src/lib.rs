@@ -13,17 +13,23 @@
 #[allow(unused_imports)]
 use toolc_kernel::*;
 
+#[cfg(feature = "server")]
+mod approval;
 #[cfg(feature = "client")]
 mod client;
 #[cfg(feature = "server")]
 mod jsonrpc;
 #[cfg(feature = "server")]
 mod logging;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 #[cfg(feature = "server")]
 mod server;
 #[cfg(feature = "server")]
 mod tasks;
 
+#[cfg(feature = "server")]
+pub use approval::DEFAULT_APPROVAL_TIMEOUT;
 #[cfg(feature = "client")]
 pub use client::{McpTools, DEFAULT_MCP_TIMEOUT};
 #[cfg(feature = "server")]

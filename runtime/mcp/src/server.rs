@@ -25,6 +25,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::ErrorData;
 use serde_json::Value;
 
+use super::approval::{self, Pending, Unbound, Waiting, DEFAULT_APPROVAL_TIMEOUT};
 use super::logging::{LevelSetting, Route};
 use super::tasks::Tasks;
 use super::McpError;
@@ -54,13 +55,33 @@ pub struct McpServer {
     tasks: Arc<Tasks>,
     /// The level this MCP session's client asked for with `logging/setLevel`.
     log_level: LevelSetting,
+    /// The calls that asked for approval over MRTR and wait for the client's retry (shared by
+    /// every session: a 2026-07-28 client may come back on another).
+    approvals: Arc<Pending>,
+    /// How long a call waits for the user's answer.
+    approval_timeout: std::time::Duration,
+    /// Over HTTP, with `oauth`: the resource server that checks every request's token.
+    #[cfg(feature = "oauth")]
+    auth: Option<Arc<crate::oauth::ResourceServer>>,
 }
 
 /// One MCP session's call engine, and where the repeats that wait for a running first call
 /// get their answer.
-struct Calls {
+pub(crate) struct Calls {
     conversation: Conversation,
     waiting: std::collections::HashMap<String, tokio::sync::oneshot::Sender<CallOutcome>>,
+}
+
+/// `call_id` of the session whose calls are `calls` ended: later repeats get its outcome, and
+/// those waiting for it get it now.
+pub(crate) fn finish(calls: &std::sync::Mutex<Calls>, call_id: &str, outcome: &CallOutcome) {
+    // Nothing panics while holding it; recover rather than spread a poison.
+    let mut calls = calls.lock().unwrap_or_else(|e| e.into_inner());
+    for theirs in calls.conversation.finished(call_id, outcome) {
+        if let Some(tx) = calls.waiting.remove(&theirs.call_id) {
+            let _ = tx.send(theirs);
+        }
+    }
 }
 
 impl Calls {
@@ -110,12 +131,11 @@ impl McpServer {
     /// Serves the server tools of `registry`, as the implementation `toolc` with this crate's
     /// version until [`McpServer::with_implementation`] names it.
     pub fn new(registry: Arc<Registry>) -> McpServer {
-        // A tool that needs the user's approval is not offered: this server has no way to ask
-        // (MCP elicitation is not used yet), so listing it would advertise a tool that always
-        // refuses.
+        // A tool that needs the user's approval is offered too: each call asks the user through
+        // the client's elicitation (see `approval`).
         let tools = registry
             .definitions()
-            .filter(|d| d.location == Location::Server && !d.requires_approval())
+            .filter(|d| d.location == Location::Server)
             .map(mcp_tool)
             .collect();
         let list_cache = ListCache {
@@ -132,7 +152,27 @@ impl McpServer {
             list_cache,
             tasks: Arc::default(),
             log_level: Arc::default(),
+            approvals: Arc::default(),
+            approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+            #[cfg(feature = "oauth")]
+            auth: None,
         }
+    }
+
+    /// Over HTTP ([`McpServer::streamable_http`]), act as an OAuth 2.1 resource server: every
+    /// request needs an access token `auth` accepts, and the token's subject is the calls'
+    /// principal (unless [`McpServer::with_principal`] says otherwise). See [`crate::oauth`].
+    #[cfg(feature = "oauth")]
+    pub fn with_oauth(mut self, auth: crate::oauth::ResourceServer) -> McpServer {
+        self.auth = Some(Arc::new(auth));
+        self
+    }
+
+    /// How long a call of an `approval: required` tool waits for the user's answer before it
+    /// ends as `approval_timeout` (default [`DEFAULT_APPROVAL_TIMEOUT`]).
+    pub fn with_approval_timeout(mut self, timeout: std::time::Duration) -> McpServer {
+        self.approval_timeout = timeout;
+        self
     }
 
     /// The cache hints `tools/list` answers with (see [`ListCache`]).
@@ -179,12 +219,157 @@ impl McpServer {
 
     /// `call_id` ended: later repeats get its outcome, and those waiting for it get it now.
     fn finished(&self, call_id: &str, outcome: &CallOutcome) {
-        let mut calls = self.calls();
-        for theirs in calls.conversation.finished(call_id, outcome) {
-            if let Some(tx) = calls.waiting.remove(&theirs.call_id) {
-                let _ = tx.send(theirs);
+        finish(&self.calls, call_id, outcome);
+    }
+
+    /// Who the caller of this request is, over HTTP: as [`McpServer::with_principal`] says,
+    /// else the subject of the request's access token (with `oauth`).
+    fn principal_of(&self, context: &RequestContext<RoleServer>) -> Option<Principal> {
+        let parts = context.extensions.get::<http::request::Parts>()?;
+        match &self.principal {
+            Some(map) => map(parts),
+            None => parts.extensions.get::<Principal>().cloned(),
+        }
+    }
+
+    /// A call that needs the user's approval: asked through the client's elicitation, in the
+    /// way the request's protocol version has (see `approval`). `arguments` are the call's as
+    /// the client sent them (an MRTR retry must send the same).
+    async fn approve_then_call(
+        &self,
+        admission: Admission,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        let name = admission.call().name.clone();
+        if !approval::client_can_elicit(&context) {
+            tracing::info!(tool = %name, "MCP call refused: the client cannot be asked for approval");
+            let why = "the MCP client did not declare the elicitation capability (form mode), so the user cannot be asked";
+            let error = crate::CallError::approval_unavailable(&name, why);
+            let mut refused = self.refuse(admission.call(), error);
+            // The model reads the first block; the host's developer, the second.
+            refused.content.push(ContentBlock::text(format!(
+                "toolc: `{name}` needs the user's approval, asked through MCP elicitation; {why}. Declare `capabilities.elicitation` (form) to be asked."
+            )));
+            return refused.into();
+        }
+        let shown = admission.arguments().cloned().unwrap_or(Value::Null);
+        let form = approval::form(&self.registry, &name, &shown);
+        if approval::uses_input_required(&context) {
+            let waiting = Waiting {
+                admission,
+                arguments,
+                principal: self.principal_of(&context),
+                calls: self.calls.clone(),
+                asked: std::time::Instant::now(),
+            };
+            return match self.approvals.ask(waiting, form, self.approval_timeout) {
+                Ok(input_required) => {
+                    // A client that never comes back: the call ends as timed out all the same
+                    // (and a repeat waiting for it is answered).
+                    let (approvals, timeout) = (self.approvals.clone(), self.approval_timeout);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(timeout + std::time::Duration::from_millis(10)).await;
+                        approvals.expire(timeout);
+                    });
+                    input_required.into()
+                }
+                Err(refused) => self.refuse(refused.0.admission.call(), refused.1).into(),
+            };
+        }
+        let path = approval::Elicit {
+            peer: context.peer.clone(),
+            form,
+            timeout: self.approval_timeout,
+        };
+        self.ask_then_call(admission, &path, context).await.into()
+    }
+
+    /// An MRTR retry (`requestState` set): the call waiting under that handle, with the
+    /// client's answer, when it is the same tool, arguments and caller.
+    async fn resume(
+        &self,
+        handle: &str,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let arguments = request.arguments.clone().unwrap_or_default();
+        let principal = self.principal_of(&context);
+        let name = request.name.as_ref();
+        let timeout = self.approval_timeout;
+        let taken = self
+            .approvals
+            .take(handle, name, &arguments, principal.as_ref(), timeout);
+        // The others that waited too long end now (their repeats are answered).
+        self.approvals.expire(timeout);
+        let why = match taken {
+            Ok(waiting) => {
+                let decision = approval::retry_decision(request.input_responses.as_ref());
+                let path = approval::Answered(std::sync::Mutex::new(Some(decision)));
+                // Its end is recorded in the session it was admitted in.
+                let server = McpServer {
+                    calls: waiting.calls,
+                    ..self.clone()
+                };
+                return server.ask_then_call(waiting.admission, &path, context).await;
+            }
+            Err(Unbound::Expired(waiting)) => {
+                let outcome = waiting.time_out(timeout);
+                return CallToolResult::error(vec![ContentBlock::text(outcome.output)]);
+            }
+            Err(Unbound::TimedOut) => {
+                let error = crate::CallError::approval_timeout(name, timeout);
+                return CallToolResult::error(vec![ContentBlock::text(error.model_text())]);
+            }
+            Err(Unbound::Unknown) => "the `requestState` names no call waiting for approval (never asked, answered already, or expired): call the tool again to be asked",
+            Err(Unbound::Mismatch(why)) => why,
+        };
+        tracing::info!(
+            tool = name,
+            why,
+            "MCP retry refused: not bound to a waiting approval"
+        );
+        let error = crate::CallError::approval_required(name, why);
+        CallToolResult::error(vec![ContentBlock::text(error.model_text())])
+    }
+
+    /// Asks the user through `path` (the engine decides what the answer means), then runs the
+    /// call on a yes; the request's cancellation withdraws the question.
+    async fn ask_then_call(
+        &self,
+        admission: Admission,
+        path: &dyn crate::dispatch::ClientPath,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let call_id = admission.call().call_id.clone();
+        let scope = SessionScope::new();
+        let ctx = scope.call(&admission.call().name, &call_id);
+        let asked = admission.ask(&ctx, path);
+        tokio::pin!(asked);
+        let asked = tokio::select! {
+            asked = &mut asked => asked,
+            () = context.ct.cancelled() => {
+                scope.cancel();
+                asked.await
+            }
+        };
+        match asked {
+            Ok(approved) => {
+                let cancelled = context.ct.clone();
+                self.call(approved, None, context, cancelled).await
+            }
+            Err(refused) => {
+                self.finished(&call_id, &refused);
+                CallToolResult::error(vec![ContentBlock::text(refused.output)])
             }
         }
+    }
+
+    /// A call that does not run: `error` is its outcome, recorded for later repeats.
+    fn refuse(&self, call: &ToolCall, error: crate::CallError) -> CallToolResult {
+        let refused = CallOutcome::failed(&call.call_id, error);
+        self.finished(&call.call_id, &refused);
+        CallToolResult::error(vec![ContentBlock::text(refused.output)])
     }
 
     /// A call answered without running (a repeat), as MCP gives it.
@@ -282,13 +467,18 @@ impl McpServer {
             rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
         >,
     > {
-        super::McpHttpService::new(
+        #[cfg(feature = "oauth")]
+        let auth = self.auth.clone();
+        let service = super::McpHttpService::new(
             rmcp::transport::streamable_http_server::tower::StreamableHttpService::new(
                 move || Ok(self.for_new_session()),
                 Default::default(),
                 Default::default(),
             ),
-        )
+        );
+        #[cfg(feature = "oauth")]
+        let service = service.with_auth(auth);
+        service
     }
 
     /// Runs one admitted call; `cancelled` is what cancels it (the request's own token for a
@@ -318,8 +508,8 @@ impl McpServer {
                 });
                 return self.answer(name, &outcome);
             }
-            // MCP's way to ask the user (elicitation) is not used yet, and the host's own
-            // confirmation cannot be relied on: a call that needs approval does not run here.
+            // Approval is asked before a call gets here (`approve_then_call`); one that still
+            // needs it does not run.
             Next::Run { approval: true, .. } => {
                 tracing::info!(
                     tool = name,
@@ -335,15 +525,10 @@ impl McpServer {
             }
             _ => {}
         }
-        let principal = match (
-            &self.principal,
-            context.extensions.get::<http::request::Parts>(),
-        ) {
-            (Some(map), Some(parts)) => map(parts),
-            _ => None,
-        };
+        let principal = self.principal_of(&context);
         let scope = SessionScope::new().with_principal(principal);
-        let mut ctx = scope.call(name, &context.id.to_string());
+        // The call's id (an MRTR retry runs the call it answers, under that call's id).
+        let mut ctx = scope.call(name, &admission.call().call_id);
         // Progress the executor reports goes to a client that asked for it.
         // One forwarding task per call keeps the reports in order; it ends with the call (the
         // last handle of the sink goes with the context).
@@ -542,15 +727,9 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // A tool that needs approval is not listed, but a client that names it anyway is told
-        // why it cannot run, in the `{"error": ...}` shape of every other refusal.
-        let needs_approval = self
-            .registry
-            .definition(&request.name)
-            .is_some_and(|d| d.location == Location::Server && d.requires_approval());
         // Client tools are not this server's to run, and unknown names are not tools: both
         // are protocol errors, not results.
-        if !needs_approval && !self.tools.iter().any(|t| t.name == request.name) {
+        if !self.tools.iter().any(|t| t.name == request.name) {
             let known: Vec<&str> = self.tools.iter().map(|t| t.name.as_ref()).collect();
             return Err(ErrorData::invalid_params(
                 format!(
@@ -561,13 +740,22 @@ impl ServerHandler for McpServer {
                 None,
             ));
         }
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        // A retry with the user's answer to an approval asked over MRTR.
+        if let Some(handle) = request.request_state.clone() {
+            return Ok(self.resume(&handle, request, context).await.into());
+        }
+        let raw = request.arguments.unwrap_or_default();
+        let arguments = Value::Object(raw.clone());
         let call = ToolCall::new(
             context.id.to_string(),
             request.name.as_ref(),
             serde_json::to_string(&arguments).unwrap_or_default(),
         );
         let (admission, waits) = self.admit(call);
+        // A call of an `approval: required` tool asks the user first.
+        if admission.needs_approval() {
+            return Ok(self.approve_then_call(admission, raw, context).await);
+        }
         // A background (`mode: async`) tool is a task for a client that takes tasks: it gets
         // the task at once and polls for the result; any other client waits for the result.
         let takes_tasks = context
