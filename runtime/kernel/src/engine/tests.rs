@@ -479,3 +479,108 @@ async fn a_per_conversation_limit_counts_each_conversation_alone_and_refused_cal
         Next::Run { .. }
     ));
 }
+
+const RETRIED: &str = r#"
+version: 1
+tools:
+  - name: lookup
+    description: Look up an order.
+    location: server
+    annotations: { idempotent: true }
+    retry: { attempts: 3, backoff: 100ms, on: [tool_failed] }
+  - name: slow
+    description: A slow lookup.
+    location: server
+    timeout: 1s
+    annotations: { read_only: true }
+    retry: { attempts: 2, backoff: 50ms, on: [tool_failed] }
+"#;
+
+/// A registry whose `lookup` fails `failures` times, then answers; `slow` never answers.
+fn retried(failures: usize) -> (Arc<Registry>, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (r1, r2) = (runs.clone(), runs.clone());
+    let registry = Registry::builder()
+        .definitions(definitions_from_str("r.tools.yaml", RETRIED).unwrap())
+        .executor(
+            "lookup",
+            executor_fn(move |_: Value| {
+                let n = r1.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    if n < failures {
+                        Err(crate::ToolError::new("backend unavailable"))
+                    } else {
+                        Ok(json!("found"))
+                    }
+                }
+            }),
+        )
+        .executor(
+            "slow",
+            executor_fn(move |_: Value| {
+                r2.fetch_add(1, Ordering::SeqCst);
+                async {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    Ok(json!("late"))
+                }
+            }),
+        )
+        .build()
+        .unwrap();
+    (Arc::new(registry), runs)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retryable_failure_runs_again_after_a_doubling_backoff() {
+    let (registry, runs) = retried(2);
+    let scope = SessionScope::new();
+    let admission = Conversation::new(registry.clone()).admit(call("c1", "lookup", "{}"));
+    let started = tokio::time::Instant::now();
+    let outcome = admission
+        .run(&registry, scope.call("lookup", "c1"), &NoClient)
+        .await;
+    assert_eq!(
+        (outcome.status, outcome.output.as_str()),
+        (Status::Ok, r#""found""#)
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    // 100 ms before the first retry, 200 ms before the second.
+    assert_eq!(started.elapsed(), Duration::from_millis(300));
+}
+
+#[tokio::test(start_paused = true)]
+async fn retries_stop_at_the_attempts_and_skip_failures_not_named() {
+    let (registry, runs) = retried(usize::MAX);
+    let scope = SessionScope::new();
+    let outcome = Conversation::new(registry.clone())
+        .admit(call("c1", "lookup", "{}"))
+        .run(&registry, scope.call("lookup", "c1"), &NoClient)
+        .await;
+    assert!(matches!(&outcome.status, Status::Failed(e) if e.kind() == CallErrorKind::ToolFailed));
+    assert_eq!(runs.load(Ordering::SeqCst), 3, "three runs in all");
+    // `slow` retries only `tool_failed`: its timeout reaches the model after one run.
+    runs.store(0, Ordering::SeqCst);
+    let outcome = Conversation::new(registry.clone())
+        .admit(call("c2", "slow", "{}"))
+        .run(&registry, scope.call("slow", "c2"), &NoClient)
+        .await;
+    assert!(matches!(&outcome.status, Status::Failed(e) if e.kind() == CallErrorKind::Timeout));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_call_does_not_retry() {
+    let (registry, runs) = retried(usize::MAX);
+    let scope = SessionScope::new();
+    let ctx = scope.call("lookup", "c1");
+    let admission = Conversation::new(registry.clone()).admit(call("c1", "lookup", "{}"));
+    let run = tokio::spawn({
+        let registry = registry.clone();
+        async move { admission.run(&registry, ctx, &NoClient).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    scope.cancel();
+    let outcome = run.await.unwrap();
+    assert!(matches!(&outcome.status, Status::Failed(e) if e.kind() == CallErrorKind::Cancelled));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
