@@ -404,6 +404,16 @@ impl CallError {
         e
     }
 
+    /// Whether the same call, made again unchanged, may succeed: a rate-limited one (after
+    /// [`CallError::retry_after`]) or one that timed out. A model error needs other arguments;
+    /// a refusal (approval, duplicate) or a handler's failure would only repeat.
+    pub fn retryable(&self) -> bool {
+        matches!(
+            self.0.kind,
+            CallErrorKind::RateLimited | CallErrorKind::Timeout
+        )
+    }
+
     /// When the same call may succeed, for [`CallErrorKind::RateLimited`].
     pub fn retry_after(&self) -> Option<Duration> {
         self.0.retry_after
@@ -470,8 +480,10 @@ impl CallError {
     }
 
     /// The error as the JSON value to return to the model:
-    /// `{"error": {"kind", "message", "violations"?, "code"?, "retryable"?, "retry_after_ms"?}}`
-    /// (the last two for a call that may succeed later as it is, such as a rate-limited one).
+    /// `{"error": {"kind", "message", "violations"?, "code"?, "status": "error", "reason",
+    /// "retryable", "retry_after_ms"?}}`: `reason` is the code (or the kind when there is
+    /// none), `retryable` whether the same call may succeed made again ([`CallError::retryable`]),
+    /// `retry_after_ms` when (a rate-limited call).
     pub fn to_model_json(&self) -> Value {
         let mut error = json!({ "kind": self.0.kind.as_str(), "message": self.0.message });
         if self.0.kind == CallErrorKind::InvalidArguments && !self.0.violations.is_empty() {
@@ -485,8 +497,15 @@ impl CallError {
         if let Some(code) = &self.0.code {
             error["code"] = Value::String(code.clone());
         }
+        error["status"] = Value::String("error".into());
+        error["reason"] = Value::String(
+            self.0
+                .code
+                .clone()
+                .unwrap_or_else(|| self.0.kind.as_str().to_owned()),
+        );
+        error["retryable"] = Value::Bool(self.retryable());
         if let Some(after) = self.0.retry_after {
-            error["retryable"] = Value::Bool(true);
             error["retry_after_ms"] = json!(after.as_millis() as u64);
         }
         json!({ "error": error })
