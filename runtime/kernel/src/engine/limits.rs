@@ -22,8 +22,13 @@ pub trait RateLimiter: Send + Sync {
 /// The in-process limiter: a sliding window of the times of the calls counted, per key.
 #[derive(Debug, Default)]
 pub struct InMemoryLimiter {
-    calls: Mutex<HashMap<String, VecDeque<Instant>>>,
+    /// Per key: its window, and the times of the calls counted in it.
+    calls: Mutex<HashMap<String, (Duration, VecDeque<Instant>)>>,
 }
+
+/// Past this many keys, keys whose calls have all left their window are dropped (conversations
+/// that ended leave theirs behind).
+const SWEEP_ABOVE: usize = 4096;
 
 impl InMemoryLimiter {
     /// A limiter of its own (tests, or an application that wants separate counts).
@@ -42,7 +47,17 @@ impl RateLimiter for InMemoryLimiter {
     fn acquire(&self, key: &str, limit: &RateLimit, now: Instant) -> Result<(), Duration> {
         let window = limit.window();
         let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
-        let times = calls.entry(key.to_owned()).or_default();
+        if calls.len() >= SWEEP_ABOVE && !calls.contains_key(key) {
+            calls.retain(|_, (window, times)| {
+                times
+                    .back()
+                    .is_some_and(|t| now.saturating_duration_since(*t) < *window)
+            });
+        }
+        let (kept_window, times) = calls
+            .entry(key.to_owned())
+            .or_insert_with(|| (window, VecDeque::new()));
+        *kept_window = window;
         while times
             .front()
             .is_some_and(|t| now.saturating_duration_since(*t) >= window)
@@ -55,5 +70,30 @@ impl RateLimiter for InMemoryLimiter {
         }
         times.push_back(now);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RateScope;
+
+    #[tokio::test(start_paused = true)]
+    async fn keys_whose_calls_left_their_window_are_swept() {
+        let limiter = InMemoryLimiter::new();
+        let limit = RateLimit {
+            calls: 1,
+            window_ms: 1_000,
+            per: RateScope::Conversation,
+        };
+        for i in 0..SWEEP_ABOVE {
+            limiter
+                .acquire(&format!("k{i}"), &limit, Instant::now())
+                .unwrap();
+        }
+        tokio::time::advance(Duration::from_secs(2)).await;
+        limiter.acquire("fresh", &limit, Instant::now()).unwrap();
+        assert_eq!(limiter.calls.lock().unwrap().len(), 1);
+        assert!(limiter.acquire("fresh", &limit, Instant::now()).is_err());
     }
 }
