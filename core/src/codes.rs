@@ -41,6 +41,15 @@ pub const INVALID_NAME: &str = "toolc::invalid-name";
 /// Error: anything else the JSON Schema 2020-12 meta-schema or the validator compiler rejects
 /// (`minLength: -1`, a bad `pattern`)
 pub const INVALID_SCHEMA: &str = "toolc::invalid-schema";
+/// Error: a `rate_limit` that is not calls per window (`10/min`, `100/day per principal`, `5/min
+/// per conversation`), or allows 0 calls
+pub const INVALID_RATE_LIMIT: &str = "toolc::invalid-rate-limit";
+/// Error: a `retry` that is not a mapping of `attempts` (2 to 10), `backoff` (a duration) and `on`
+/// (`timeout`, `tool_failed`)
+pub const INVALID_RETRY: &str = "toolc::invalid-retry";
+/// Error: a `retry` on a tool whose `annotations` do not say it is safe to repeat (`idempotent:
+/// true` or `read_only: true`): a retried run could do its work twice
+pub const RETRY_NOT_IDEMPOTENT: &str = "toolc::retry-not-idempotent";
 /// Error: a timeout without a unit or with an unknown unit
 pub const INVALID_TIMEOUT: &str = "toolc::invalid-timeout";
 /// A `returns` schema that is not an object schema; MCP's `outputSchema` is left out.

@@ -228,13 +228,177 @@ impl std::str::FromStr for OnDuplicate {
     }
 }
 
+/// Whose calls a [`RateLimit`] counts: one user's across all their conversations (the
+/// `CallContext` principal), or one conversation's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateScope {
+    /// Every conversation of one principal counts together (the default).
+    #[default]
+    Principal,
+    /// Each conversation counts on its own.
+    Conversation,
+}
+
+impl RateScope {
+    /// As the manifest writes it (`per principal`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RateScope::Principal => "principal",
+            RateScope::Conversation => "conversation",
+        }
+    }
+}
+
+/// The form of a `rate_limit` (for `toolc.schema.json`); [`RateLimit::parse`] takes it.
+pub const RATE_LIMIT_PATTERN: &str =
+    "^[1-9][0-9]*/([1-9][0-9]*)?(s|sec|second|min|minute|h|hour|day)( per (principal|conversation))?$";
+
+/// The manifest's `rate_limit`: at most `calls` calls per `window_ms` milliseconds, counted per
+/// [`RateScope`]. A call over the limit does not run; the model gets a `rate_limited` result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RateLimit {
+    /// Calls allowed in one window.
+    pub calls: u32,
+    /// The window, in milliseconds.
+    pub window_ms: u64,
+    /// Whose calls count together.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub per: RateScope,
+}
+
+impl RateLimit {
+    /// The window units the manifest takes, with their length in milliseconds.
+    pub const UNITS: &'static [(&'static str, u64)] = &[
+        ("s", 1_000),
+        ("sec", 1_000),
+        ("second", 1_000),
+        ("min", 60_000),
+        ("minute", 60_000),
+        ("h", 3_600_000),
+        ("hour", 3_600_000),
+        ("day", 86_400_000),
+    ];
+
+    /// The window.
+    pub fn window(&self) -> Duration {
+        Duration::from_millis(self.window_ms)
+    }
+
+    /// Parses the manifest's form: `10/min`, `100/day per principal`, `5/min per conversation`,
+    /// `3/10s`.
+    pub fn parse(text: &str) -> Result<RateLimit, String> {
+        let mut words = text.split_whitespace();
+        let rate = words.next().ok_or("empty rate limit")?;
+        let per = match (words.next(), words.next(), words.next()) {
+            (None, _, _) => RateScope::Principal,
+            (Some("per"), Some("principal"), None) => RateScope::Principal,
+            (Some("per"), Some("conversation"), None) => RateScope::Conversation,
+            _ => return Err("after the rate, write `per principal` or `per conversation`".into()),
+        };
+        let (calls, window) = rate
+            .split_once('/')
+            .ok_or("expected calls/window, such as `10/min`")?;
+        let calls: u32 = calls
+            .parse()
+            .map_err(|_| format!("`{calls}` is not a whole number of calls"))?;
+        if calls == 0 {
+            return Err("a limit of 0 calls would never let the tool run".into());
+        }
+        let split = window
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(window.len());
+        let count: u64 = if split == 0 {
+            1
+        } else {
+            window[..split]
+                .parse()
+                .map_err(|_| format!("`{window}` is not a window"))?
+        };
+        let unit = &window[split..];
+        let unit_ms = RateLimit::UNITS
+            .iter()
+            .find(|(u, _)| *u == unit)
+            .map(|(_, ms)| *ms)
+            .ok_or_else(|| format!("unknown window `{unit}`: use s, min, h or day"))?;
+        let window_ms = count * unit_ms;
+        if window_ms == 0 || window_ms > 31 * 86_400_000 {
+            return Err("the window must be more than 0 and at most 31 days".into());
+        }
+        Ok(RateLimit {
+            calls,
+            window_ms,
+            per,
+        })
+    }
+}
+
+impl std::fmt::Display for RateLimit {
+    /// The manifest's form, with the window in its largest whole unit.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (count, unit) = [
+            (86_400_000, "day"),
+            (3_600_000, "h"),
+            (60_000, "min"),
+            (1_000, "s"),
+        ]
+        .into_iter()
+        .find(|(ms, _)| self.window_ms % ms == 0)
+        .map_or((self.window_ms, "ms"), |(ms, u)| (self.window_ms / ms, u));
+        if count == 1 {
+            write!(f, "{}/{unit} per {}", self.calls, self.per.name())
+        } else {
+            write!(f, "{}/{count}{unit} per {}", self.calls, self.per.name())
+        }
+    }
+}
+
+/// The manifest's `retry`: a failed call of a tool that is safe to repeat runs again, up to
+/// `attempts` runs in all, waiting `backoff_ms` before the first retry and twice as long before
+/// each next one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RetryPolicy {
+    /// Runs in all, the first one included (at least 2).
+    pub attempts: u32,
+    /// The wait before the first retry, in milliseconds; it doubles for each next one.
+    pub backoff_ms: u64,
+    /// Whether a run that timed out is retried (`on: [timeout]`).
+    pub on_timeout: bool,
+    /// Whether a run whose executor returned an error is retried (`on: [tool_failed]`).
+    pub on_tool_failed: bool,
+}
+
+impl RetryPolicy {
+    /// The failures `retry.on` may name (the `CallError` codes).
+    pub const FAILURES: &'static [&'static str] = &["timeout", "tool_failed"];
+    /// Most runs a `retry` may ask for.
+    pub const MAX_ATTEMPTS: u32 = 10;
+    /// The backoff when the manifest gives none.
+    pub const DEFAULT_BACKOFF_MS: u64 = 200;
+
+    /// The wait before retry number `retry` (1 for the first retry).
+    pub fn backoff(&self, retry: u32) -> Duration {
+        let factor = 1u64 << retry.saturating_sub(1).min(16);
+        Duration::from_millis(self.backoff_ms.saturating_mul(factor))
+    }
+
+    /// Whether a failure with this code (`timeout`, `tool_failed`) is retried.
+    pub fn retries(&self, code: &str) -> bool {
+        match code {
+            "timeout" => self.on_timeout,
+            "tool_failed" => self.on_tool_failed,
+            _ => false,
+        }
+    }
+}
+
 /// How long after a call a second one with the same arguments counts as its duplicate, unless
 /// the manifest's `duplicate_window` says otherwise.
 pub const DEFAULT_DUPLICATE_WINDOW: Duration = Duration::from_secs(60);
 
 /// How a call of one tool runs around its handler (the manifest's `approval`, `mode`,
-/// `scheduling`, `cancel_on_interruption`, `stream_arguments`, `on_duplicate` and
-/// `duplicate_window`).
+/// `scheduling`, `cancel_on_interruption`, `stream_arguments`, `on_duplicate`,
+/// `duplicate_window`, `rate_limit` and `retry`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CallPolicy {
     /// Whether a person must approve each call before it runs.
@@ -262,6 +426,12 @@ pub struct CallPolicy {
     /// [`DEFAULT_DUPLICATE_WINDOW`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate_window_ms: Option<u64>,
+    /// At most so many calls per window; `None` means no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimit>,
+    /// Server tools that are safe to repeat: how a failed run is retried; `None` means never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryPolicy>,
 }
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
@@ -279,6 +449,8 @@ impl CallPolicy {
         stream_arguments: false,
         on_duplicate: None,
         duplicate_window_ms: None,
+        rate_limit: None,
+        retry: None,
     };
 
     /// Whether every setting is the default (`CallPolicy::DEFAULT`).
@@ -427,5 +599,81 @@ mod duration_ms {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         Ok(Option::<u64>::deserialize(d)?.map(Duration::from_millis))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_limits_read_as_written() {
+        let l = RateLimit::parse("10/min").unwrap();
+        assert_eq!(
+            (l.calls, l.window_ms, l.per),
+            (10, 60_000, RateScope::Principal)
+        );
+        let l = RateLimit::parse("100/day per principal").unwrap();
+        assert_eq!(
+            (l.calls, l.window_ms, l.per),
+            (100, 86_400_000, RateScope::Principal)
+        );
+        let l = RateLimit::parse("5/min per conversation").unwrap();
+        assert_eq!(l.per, RateScope::Conversation);
+        assert_eq!(RateLimit::parse("3/10s").unwrap().window_ms, 10_000);
+        assert_eq!(l.to_string(), "5/min per conversation");
+        assert_eq!(
+            RateLimit::parse("3/90s").unwrap().to_string(),
+            "3/90s per principal"
+        );
+        for bad in [
+            "",
+            "10",
+            "0/min",
+            "10/fortnight",
+            "10/min per user",
+            "x/min",
+            "1/0s",
+            "1/32day",
+        ] {
+            assert!(RateLimit::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_rate_limit_parser_and_pattern_agree() {
+        let pattern = regex_lite(RATE_LIMIT_PATTERN);
+        for ok in [
+            "10/min",
+            "100/day per principal",
+            "5/min per conversation",
+            "3/10s",
+            "1/h",
+        ] {
+            assert!(RateLimit::parse(ok).is_ok() && pattern(ok), "{ok}");
+        }
+        for bad in ["0/min", "10/fortnight", "10/min per user", "10/0s"] {
+            assert!(RateLimit::parse(bad).is_err() && !pattern(bad), "{bad}");
+        }
+    }
+
+    /// The pattern through the JSON Schema validator the core already uses.
+    fn regex_lite(pattern: &str) -> impl Fn(&str) -> bool {
+        let schema = serde_json::json!({ "type": "string", "pattern": pattern });
+        let validator = jsonschema::draft202012::new(&schema).unwrap();
+        move |text| validator.is_valid(&serde_json::json!(text))
+    }
+
+    #[test]
+    fn backoff_doubles() {
+        let r = RetryPolicy {
+            attempts: 4,
+            backoff_ms: 100,
+            on_timeout: true,
+            on_tool_failed: false,
+        };
+        assert_eq!(r.backoff(1), Duration::from_millis(100));
+        assert_eq!(r.backoff(3), Duration::from_millis(400));
+        assert!(r.retries("timeout") && !r.retries("tool_failed") && !r.retries("panic"));
     }
 }

@@ -36,8 +36,8 @@ pub mod yaml;
 use std::path::Path;
 
 pub use definition::{
-    Annotations, Approval, CallPolicy, Location, Mode, OnDuplicate, Scheduling, ToolDefinition,
-    DEFAULT_CLIENT_TIMEOUT, DEFAULT_DUPLICATE_WINDOW,
+    Annotations, Approval, CallPolicy, Location, Mode, OnDuplicate, RateLimit, RateScope,
+    RetryPolicy, Scheduling, ToolDefinition, DEFAULT_CLIENT_TIMEOUT, DEFAULT_DUPLICATE_WINDOW,
 };
 pub use diagnostic::{Diagnostic, Diagnostics, HumanRenderer, Severity};
 pub use ir::{Ir, IrTool};

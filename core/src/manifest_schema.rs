@@ -113,6 +113,32 @@ fn tool_field(name: &str) -> Value {
             "type": "string",
             "pattern": crate::manifest::TIMEOUT_PATTERN
         }),
+        "rate_limit" => json!({
+            "description": "At most so many calls per window: `10/min`, `100/day per principal`, `5/min per conversation`, `3/10s` (windows: s, min, h, day). Counted per principal (the user, across all their conversations) unless `per conversation`. A call over the limit does not run; the model gets a `rate_limited` result saying when to try again.",
+            "type": "string",
+            "pattern": crate::definition::RATE_LIMIT_PATTERN
+        }),
+        "retry" => json!({
+            "description": "Server tools that are safe to repeat only (`annotations: { idempotent: true }` or `read_only: true`; anything else is a build error): a run that failed with a retryable failure runs again, after `backoff` and twice as long before each next retry.",
+            "type": "object",
+            "properties": {
+                "attempts": { "description": "Runs in all, the first included.", "type": "integer", "minimum": 2, "maximum": crate::definition::RetryPolicy::MAX_ATTEMPTS },
+                "backoff": {
+                    "description": format!("The wait before the first retry (default 200ms), doubled for each next one. Written as {}.", crate::manifest::TIMEOUT_GRAMMAR),
+                    "type": "string",
+                    "pattern": crate::manifest::TIMEOUT_PATTERN
+                },
+                "on": {
+                    "description": "The failures retried (default both): `timeout` (the run passed the tool's `timeout`), `tool_failed` (the executor returned an error). Invalid arguments, refusals and panics are never retried.",
+                    "type": "array",
+                    "items": { "enum": crate::definition::RetryPolicy::FAILURES },
+                    "minItems": 1,
+                    "uniqueItems": true
+                }
+            },
+            "required": ["attempts"],
+            "additionalProperties": false
+        }),
         other => unreachable!("TOOL_FIELDS lists `{other}` without documentation"),
     }
 }

@@ -718,6 +718,8 @@ fn definition_from_rust(
                 stream_arguments: false,
                 on_duplicate: ::core::option::Option::None,
                 duplicate_window_ms: ::core::option::Option::None,
+                rate_limit: ::core::option::Option::None,
+                retry: ::core::option::Option::None,
             },
         }
         .build()

@@ -306,6 +306,30 @@ async fn edge_names_recursion_and_defaults() {
     assert_eq!(edge::EdgeServerArgs2::NAME, "edge_server_args");
 }
 
+/// A tool's `rate_limit` and `retry` reach its generated definition.
+#[test]
+fn the_generated_registry_carries_rate_limits_and_retries() {
+    let def = edge::NoParams::definition();
+    assert_eq!(
+        def.policy.rate_limit,
+        Some(toolc_runtime::RateLimit {
+            calls: 5,
+            window_ms: 60_000,
+            per: toolc_runtime::RateScope::Conversation,
+        })
+    );
+    assert_eq!(
+        def.policy.retry,
+        Some(toolc_runtime::RetryPolicy {
+            attempts: 3,
+            backoff_ms: 250,
+            on_timeout: true,
+            on_tool_failed: false,
+        })
+    );
+    assert_eq!(edge::Contact::definition().policy.rate_limit, None);
+}
+
 /// The manifest's root settings reach the registry: its toolsets (what sessions choose to
 /// declare) and the MCP list's time to live.
 #[test]

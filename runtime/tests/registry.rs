@@ -280,7 +280,10 @@ async fn executor_errors_keep_their_message_and_code() {
         json!({"error": {
             "kind": "tool_failed",
             "message": "The tool `search` failed: the index is rebuilding",
-            "code": "busy"
+            "code": "busy",
+            "status": "error",
+            "reason": "busy",
+            "retryable": false
         }})
     );
 }

@@ -140,6 +140,10 @@ pub mod codes {
     /// What a repeated call does (`on_duplicate`) or how long a repeat counts
     /// (`duplicate_window`) changed.
     pub const DUPLICATE_POLICY_CHANGED: &str = "toolc::diff::duplicate-policy-changed";
+    /// A tool's `rate_limit` was added, removed or changed.
+    pub const RATE_LIMIT_CHANGED: &str = "toolc::diff::rate-limit-changed";
+    /// A tool's `retry` was added, removed or changed.
+    pub const RETRY_CHANGED: &str = "toolc::diff::retry-changed";
     /// A tool's `toolset` or `defer_loading` changed.
     pub const TOOLSET_CHANGED: &str = "toolc::diff::toolset-changed";
     /// The manifests' `mcp.list_ttl` changed; reported once, for no tool.
@@ -526,6 +530,63 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
             Impact::Unaffected,
             format!("`{}`: {} (was: {})", n.name, shown(n), shown(o)),
             Some("a call the model repeats with the same arguments runs again, gets the first result, or is refused"),
+        ));
+    }
+    if o.policy.rate_limit != n.policy.rate_limit {
+        let shown = |l: Option<toolc_core::RateLimit>| {
+            l.map_or("no rate limit".to_owned(), |l| format!("at most `{l}`"))
+        };
+        let tighter = match (o.policy.rate_limit, n.policy.rate_limit) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(a), Some(b)) => {
+                a.per != b.per
+                    || u128::from(b.calls) * u128::from(a.window_ms)
+                        < u128::from(a.calls) * u128::from(b.window_ms)
+            }
+        };
+        found.push(change(
+            RATE_LIMIT_CHANGED,
+            if tighter { Impact::Breaking } else { Impact::Compatible },
+            Impact::Unaffected,
+            format!(
+                "`{}`: {} (was: {})",
+                n.name,
+                shown(n.policy.rate_limit),
+                shown(o.policy.rate_limit)
+            ),
+            Some("a call over the limit does not run: the model gets a `rate_limited` result saying when to try again"),
+        ));
+    }
+    if o.policy.retry != n.policy.retry {
+        let shown = |r: Option<toolc_core::RetryPolicy>| {
+            r.map_or("no retry".to_owned(), |r| {
+                let mut on = Vec::new();
+                if r.on_timeout {
+                    on.push("timeout");
+                }
+                if r.on_tool_failed {
+                    on.push("tool_failed");
+                }
+                format!(
+                    "{} runs at most, backoff {}ms, on {}",
+                    r.attempts,
+                    r.backoff_ms,
+                    on.join(" and ")
+                )
+            })
+        };
+        found.push(change(
+            RETRY_CHANGED,
+            Impact::Info,
+            Impact::Unaffected,
+            format!(
+                "`{}`: {} (was: {})",
+                n.name,
+                shown(n.policy.retry),
+                shown(o.policy.retry)
+            ),
+            Some("a failed run of the tool is run again before the model gets the failure; the tool's executor may see a call more than once"),
         ));
     }
     if o.streams_arguments() != n.streams_arguments() {

@@ -18,6 +18,7 @@ use crate::yaml::{self, Limits, Node, SpanTree, Value};
 
 mod annotations;
 mod duplicates;
+mod limits;
 mod mcp_settings;
 mod parts;
 mod targets;
@@ -25,6 +26,7 @@ mod toolsets;
 
 use annotations::parse_annotations;
 pub use annotations::ANNOTATION_FIELDS;
+pub use limits::RETRY_FIELDS;
 pub use mcp_settings::{MAX_LIST_TTL, MCP_FIELDS};
 use parts::{load_file_in_parts, PARALLEL_PARSE_BYTES, PARALLEL_THRESHOLD};
 pub use targets::{RealtimeTargets, REALTIME_TARGETS};
@@ -57,6 +59,8 @@ pub const TOOL_FIELDS: &[&str] = &[
     "duplicate_window",
     "toolset",
     "defer_loading",
+    "rate_limit",
+    "retry",
 ];
 const CLIENT_ONLY_FIELDS: &[&str] = &["wait_for_response", "stream_arguments"];
 const SERVER_ONLY_FIELDS: &[&str] = &["mode", "scheduling"];
@@ -478,6 +482,7 @@ fn load_tool(
         .unwrap_or_default();
     let mut policy = policy;
     duplicates::parse(&field, &mut policy, &annotations, &what, diags);
+    limits::parse(&field, &mut policy, &annotations, location, &what, diags);
     let (toolset, defer_loading) =
         toolsets::tool_grouping(&field, &settings.toolsets, &what, diags);
 

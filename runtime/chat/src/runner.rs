@@ -265,9 +265,13 @@ impl TurnRunner {
     /// cancellation signal of its running calls. A runner is cheap to clone: give each
     /// conversation (or request) its own scope.
     pub fn with_scope(mut self, scope: SessionScope) -> TurnRunner {
+        // Another conversation: its calls are nobody else's repeats; its principal's calls
+        // count together against `per principal` rate limits, across conversations.
+        let principal = scope.principal().map(|p| p.id().to_owned());
         self.scope = scope;
-        // Another conversation: its calls are nobody else's repeats.
-        self.conversation = Arc::new(Mutex::new(Conversation::new(self.registry.clone())));
+        self.conversation = Arc::new(Mutex::new(
+            Conversation::new(self.registry.clone()).with_principal(principal),
+        ));
         self
     }
 

@@ -99,6 +99,9 @@ pub enum CallErrorKind {
     /// `duplicate_window`) and the tool's `on_duplicate` is `refuse`: it did not run (code
     /// `duplicate_call`).
     Duplicate,
+    /// The tool's `rate_limit` allows no more calls now: it did not run (code `rate_limited`;
+    /// [`CallError::retry_after`] says when it may).
+    RateLimited,
 }
 
 impl CallErrorKind {
@@ -117,6 +120,7 @@ impl CallErrorKind {
             CallErrorKind::NotApproved => "not_approved",
             CallErrorKind::Cancelled => "cancelled",
             CallErrorKind::Duplicate => "duplicate",
+            CallErrorKind::RateLimited => "rate_limited",
         }
     }
 
@@ -174,6 +178,8 @@ struct Inner {
     code: Option<String>,
     /// Internal detail (a panic payload, output violations) kept for logs, not shown to the model.
     detail: Option<String>,
+    /// When the same call may succeed (a rate limit's next free slot).
+    retry_after: Option<Duration>,
 }
 
 impl CallError {
@@ -186,6 +192,7 @@ impl CallError {
             violations: Vec::new(),
             code: None,
             detail: None,
+            retry_after: None,
         }))
     }
 
@@ -377,6 +384,41 @@ impl CallError {
         e
     }
 
+    /// The call did not run: the tool's `rate_limit` (`limit`) allows no more calls until
+    /// `retry_after` has passed.
+    pub fn rate_limited(
+        tool: &str,
+        limit: &toolc_core::RateLimit,
+        retry_after: Duration,
+    ) -> CallError {
+        let secs = retry_after.as_millis().div_ceil(1000).max(1);
+        let mut e = CallError::new(
+            CallErrorKind::RateLimited,
+            tool,
+            format!(
+                "`{tool}` may be called at most {limit}, and that many calls were already made, so this call was not run. It may be tried again in {secs} s; until then, tell the user and do not call it again."
+            ),
+        );
+        e.0.code = Some("rate_limited".into());
+        e.0.retry_after = Some(retry_after);
+        e
+    }
+
+    /// Whether the same call, made again unchanged, may succeed: a rate-limited one (after
+    /// [`CallError::retry_after`]) or one that timed out. A model error needs other arguments;
+    /// a refusal (approval, duplicate) or a handler's failure would only repeat.
+    pub fn retryable(&self) -> bool {
+        matches!(
+            self.0.kind,
+            CallErrorKind::RateLimited | CallErrorKind::Timeout
+        )
+    }
+
+    /// When the same call may succeed, for [`CallErrorKind::RateLimited`].
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.0.retry_after
+    }
+
     /// The call was cancelled: the user interrupted, or the conversation ended.
     pub fn interrupted(tool: &str) -> CallError {
         let mut e = CallError::new(
@@ -452,7 +494,10 @@ impl CallError {
     }
 
     /// The error as the JSON value to return to the model:
-    /// `{"error": {"kind", "message", "violations"?, "code"?}}`.
+    /// `{"error": {"kind", "message", "violations"?, "code"?, "status": "error", "reason",
+    /// "retryable", "retry_after_ms"?}}`: `reason` is the code (or the kind when there is
+    /// none), `retryable` whether the same call may succeed made again ([`CallError::retryable`]),
+    /// `retry_after_ms` when (a rate-limited call).
     pub fn to_model_json(&self) -> Value {
         let mut error = json!({ "kind": self.0.kind.as_str(), "message": self.0.message });
         if self.0.kind == CallErrorKind::InvalidArguments && !self.0.violations.is_empty() {
@@ -465,6 +510,17 @@ impl CallError {
         }
         if let Some(code) = &self.0.code {
             error["code"] = Value::String(code.clone());
+        }
+        error["status"] = Value::String("error".into());
+        error["reason"] = Value::String(
+            self.0
+                .code
+                .clone()
+                .unwrap_or_else(|| self.0.kind.as_str().to_owned()),
+        );
+        error["retryable"] = Value::Bool(self.retryable());
+        if let Some(after) = self.0.retry_after {
+            error["retry_after_ms"] = json!(after.as_millis() as u64);
         }
         json!({ "error": error })
     }

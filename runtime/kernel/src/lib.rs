@@ -37,8 +37,8 @@ pub use executor::{
 pub use registry::{Registry, RegistryBuilder};
 pub use tool::Tool;
 pub use toolc_core::definition::{
-    Annotations, Approval, CallPolicy, Location, Mode, OnDuplicate, Scheduling, ToolDefinition,
-    DEFAULT_CLIENT_TIMEOUT, DEFAULT_DUPLICATE_WINDOW,
+    Annotations, Approval, CallPolicy, Location, Mode, OnDuplicate, RateLimit, RateScope,
+    RetryPolicy, Scheduling, ToolDefinition, DEFAULT_CLIENT_TIMEOUT, DEFAULT_DUPLICATE_WINDOW,
 };
 /// The APIs whose tool declarations toolc writes (the CLI's provider files, a generated module's
 /// `declarations(..)`) and whose chat messages it speaks.

@@ -280,8 +280,32 @@ impl ::toolc_runtime::Tool for NoParams {
             wait_for_response: true,
             filler: ::std::vec::Vec::new(),
             title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            annotations: ::toolc_runtime::Annotations {
+                read_only: ::std::option::Option::Some(true),
+                destructive: ::std::option::Option::None,
+                idempotent: ::std::option::Option::None,
+                open_world: ::std::option::Option::None,
+            },
+            policy: ::toolc_runtime::CallPolicy {
+                approval: ::toolc_runtime::Approval::None,
+                mode: ::toolc_runtime::Mode::Sync,
+                scheduling: ::std::option::Option::None,
+                cancel_on_interruption: ::std::option::Option::None,
+                stream_arguments: false,
+                on_duplicate: ::std::option::Option::None,
+                duplicate_window_ms: ::std::option::Option::None,
+                rate_limit: ::std::option::Option::Some(::toolc_runtime::RateLimit {
+                    calls: 5u32,
+                    window_ms: 60000u64,
+                    per: ::toolc_runtime::RateScope::Conversation,
+                }),
+                retry: ::std::option::Option::Some(::toolc_runtime::RetryPolicy {
+                    attempts: 3u32,
+                    backoff_ms: 250u64,
+                    on_timeout: true,
+                    on_tool_failed: false,
+                }),
+            },
         }
     }
 }
@@ -307,7 +331,7 @@ pub type EdgeServerArgsOutput = ::toolc_runtime::__private::serde_json::Value;
 ///
 /// A client tool named so that its marker collides with another tool's args type.
 ///
-/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 62.
+/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 65.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub struct EdgeServerArgs2;
@@ -368,7 +392,7 @@ pub type ContactOutput = ::toolc_runtime::__private::serde_json::Value;
 ///
 /// Contact by email or phone (at least one); headers are strings by name.
 ///
-/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 66.
+/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 69.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub struct Contact;
@@ -420,7 +444,7 @@ pub type SnapshotOutput = ::toolc_runtime::ToolContent;
 ///
 /// Answers with content blocks, typed as the runtime's ToolContent.
 ///
-/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 82.
+/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 85.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub struct Snapshot;
@@ -2106,6 +2130,9 @@ const DECLARATIONS_MCP: &str = r##"{
         "type": "object",
         "properties": {},
         "additionalProperties": false
+      },
+      "annotations": {
+        "readOnlyHint": true
       }
     },
     {

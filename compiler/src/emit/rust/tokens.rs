@@ -284,6 +284,38 @@ impl<'a> Tokens<'a> {
                 }
                 None => quote!(::std::option::Option::None),
             };
+            let rate_limit = match p.rate_limit {
+                Some(l) => {
+                    let calls = Literal::u32_suffixed(l.calls);
+                    let window = Literal::u64_suffixed(l.window_ms);
+                    let per = match l.per {
+                        toolc_core::RateScope::Principal => quote!(#rt::RateScope::Principal),
+                        toolc_core::RateScope::Conversation => {
+                            quote!(#rt::RateScope::Conversation)
+                        }
+                    };
+                    quote!(::std::option::Option::Some(#rt::RateLimit {
+                        calls: #calls,
+                        window_ms: #window,
+                        per: #per,
+                    }))
+                }
+                None => quote!(::std::option::Option::None),
+            };
+            let retry = match p.retry {
+                Some(r) => {
+                    let attempts = Literal::u32_suffixed(r.attempts);
+                    let backoff = Literal::u64_suffixed(r.backoff_ms);
+                    let (t, f) = (r.on_timeout, r.on_tool_failed);
+                    quote!(::std::option::Option::Some(#rt::RetryPolicy {
+                        attempts: #attempts,
+                        backoff_ms: #backoff,
+                        on_timeout: #t,
+                        on_tool_failed: #f,
+                    }))
+                }
+                None => quote!(::std::option::Option::None),
+            };
             quote!(#rt::CallPolicy {
                 approval: #approval,
                 mode: #mode,
@@ -292,6 +324,8 @@ impl<'a> Tokens<'a> {
                 stream_arguments: #stream,
                 on_duplicate: #on_duplicate,
                 duplicate_window_ms: #window,
+                rate_limit: #rate_limit,
+                retry: #retry,
             })
         };
         let docs = doc_attrs(&marker_docs(tool));

@@ -7,6 +7,9 @@
 //! 2. **validation**: the arguments against the tool's schema ([`plan`]), before anything runs;
 //! 3. **duplicates**: a repeat of an earlier call of the conversation is answered as the tool's
 //!    `on_duplicate` says, with the first call's result (now, or once it ends) or a refusal;
+//!    then a tool's `rate_limit`: over it, the model gets a `rate_limited` result and nothing runs
+//!    (counted by a [`RateLimiter`] shared across conversations, per principal or per
+//!    conversation);
 //! 4. **approval**: a tool with `approval: required` waits for the user;
 //! 5. **background**: a `mode: async` server tool answers "started" and its work goes on.
 //!
@@ -32,9 +35,11 @@ use crate::live::LiveTools;
 use crate::{Location, Registry, ToolSelection};
 
 mod duplicates;
+mod limits;
 mod run;
 
 use duplicates::{Repeat, Seen};
+pub use limits::{InMemoryLimiter, RateLimiter};
 pub use run::plan;
 
 /// More repeats waiting than this (for first calls that may never end, e.g. approvals never
@@ -51,6 +56,12 @@ pub struct Conversation {
     seen: Seen,
     /// Repeats waiting for a first call that is still running, by the first call's id.
     waiting: HashMap<String, Vec<String>>,
+    /// Counts calls against the tools' `rate_limit`s; shared with other conversations.
+    limiter: Arc<dyn RateLimiter>,
+    /// Whose calls a `per principal` limit counts together; `None`: this conversation's.
+    principal: Option<String>,
+    /// This conversation's key for `per conversation` limits, unique in the process.
+    id: u64,
 }
 
 impl std::fmt::Debug for Conversation {
@@ -119,7 +130,28 @@ impl Conversation {
             live: None,
             seen: Seen::default(),
             waiting: HashMap::new(),
+            limiter: InMemoryLimiter::shared(),
+            principal: None,
+            id: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         }
+    }
+
+    /// Counts calls against `rate_limit`s with `limiter` instead of the process's
+    /// [`InMemoryLimiter::shared`].
+    pub fn with_limiter(mut self, limiter: Arc<dyn RateLimiter>) -> Conversation {
+        self.limiter = limiter;
+        self
+    }
+
+    /// The principal (its [`crate::Principal`] id) whose calls `per principal` limits count
+    /// together, across every conversation that shares the limiter. Without one, a `per
+    /// principal` limit counts this conversation's calls.
+    pub fn with_principal(mut self, principal: Option<String>) -> Conversation {
+        self.principal = principal;
+        self
     }
 
     /// Offers only the tools of `selection` (`None`: every tool).
@@ -231,6 +263,22 @@ impl Conversation {
             Repeat::Refuse { first, running } => {
                 let error = CallError::duplicate(&def.name, &first, running);
                 return Next::Answer(CallOutcome::failed(&call.call_id, error));
+            }
+        }
+        // 3b. Over the tool's rate limit it does not run (and is no first call for repeats).
+        if let Some(limit) = &def.policy.rate_limit {
+            let key = match (limit.per, &self.principal) {
+                (crate::RateScope::Principal, Some(p)) => format!("{}\u{0}p\u{0}{p}", def.name),
+                _ => format!("{}\u{0}c\u{0}{}", def.name, self.id),
+            };
+            if let Err(after) = self
+                .limiter
+                .acquire(&key, limit, tokio::time::Instant::now())
+            {
+                let error = CallError::rate_limited(&def.name, limit, after);
+                let outcome = CallOutcome::failed(&call.call_id, error);
+                self.seen.finished(&call.call_id, &outcome);
+                return Next::Answer(outcome);
             }
         }
         // 4. and 5.

@@ -46,6 +46,38 @@ pub fn plan(registry: &Registry, call: &ToolCall) -> Route {
     }
 }
 
+/// Runs a server tool's executor, and again after a backoff while it fails with a failure its
+/// `retry` names, up to its `attempts` (a tool the manifest lets retry is safe to repeat). A
+/// cancellation during the backoff ends the call as interrupted.
+async fn run_server(
+    registry: &Registry,
+    ctx: CallContext,
+    name: &str,
+    arguments: Value,
+) -> Result<Value, CallError> {
+    let retry = registry.definition(name).and_then(|d| d.policy.retry);
+    let Some(retry) = retry else {
+        return registry.call_prevalidated(ctx, name, arguments).await;
+    };
+    let mut attempt = 1;
+    loop {
+        let result = registry
+            .call_prevalidated(ctx.clone(), name, arguments.clone())
+            .await;
+        let error = match result {
+            Err(error) if attempt < retry.attempts && retry.retries(error.kind().as_str()) => error,
+            done => return done,
+        };
+        let wait = retry.backoff(attempt);
+        tracing::info!(tool = %name, attempt, kind = %error.kind(), wait_ms = wait.as_millis() as u64, "retrying a failed call");
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = ctx.cancelled() => return Err(CallError::interrupted(name)),
+        }
+        attempt += 1;
+    }
+}
+
 impl Admission {
     /// Runs the call in the foreground, in its `toolc.call` span, and returns its one outcome:
     /// the answer of a call that does not run; else the user's approval first when it needs
@@ -155,7 +187,7 @@ impl Admission {
         match (self.next, self.route) {
             (_, Route::Reject(error)) => Err(error),
             (Next::Run { .. }, Route::Server { arguments }) => {
-                registry.call_prevalidated(ctx, &call.name, arguments).await
+                run_server(registry, ctx, &call.name, arguments).await
             }
             _ => Err(CallError::unknown_tool(&call.name, &[])),
         }
@@ -186,7 +218,7 @@ impl Admission {
             Route::Reject(error) => CallOutcome::failed(&call.call_id, error),
             // `plan` validated these arguments against this registry: run without a second check.
             Route::Server { arguments } => {
-                match registry.call_prevalidated(ctx, &call.name, arguments).await {
+                match run_server(registry, ctx, &call.name, arguments).await {
                     Ok(value) => CallOutcome::ok(&call.call_id, value.to_string()),
                     Err(error) => CallOutcome::failed(&call.call_id, error),
                 }

@@ -362,3 +362,225 @@ async fn a_name_the_registry_does_not_know_goes_to_the_live_tools() {
     let refund = conversation.admit(call("c3", "refund", "{}"));
     assert_eq!(refusal_kind(&refund), Some(CallErrorKind::UnknownTool));
 }
+
+const LIMITED: &str = r#"
+version: 1
+tools:
+  - name: send_sms
+    description: Send a text.
+    location: server
+    rate_limit: 2/min per principal
+  - name: poll
+    description: Poll.
+    location: server
+    rate_limit: 1/10s per conversation
+"#;
+
+fn limited() -> Arc<Registry> {
+    let ok = || executor_fn(|_: Value| async { Ok(json!("sent")) });
+    Arc::new(
+        Registry::builder()
+            .definitions(definitions_from_str("l.tools.yaml", LIMITED).unwrap())
+            .executor("send_sms", ok())
+            .executor("poll", ok())
+            .build()
+            .unwrap(),
+    )
+}
+
+fn rate_limited(admission: &Admission) -> Option<CallError> {
+    match admission.next() {
+        Next::Answer(CallOutcome {
+            status: Status::Failed(e),
+            ..
+        }) if e.kind() == CallErrorKind::RateLimited => Some(e.clone()),
+        _ => None,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_per_principal_limit_holds_across_conversations_and_the_model_is_told_when_to_retry() {
+    let registry = limited();
+    let limiter: Arc<dyn RateLimiter> = Arc::new(InMemoryLimiter::new());
+    let open = |principal: &str| {
+        Conversation::new(registry.clone())
+            .with_limiter(limiter.clone())
+            .with_principal(Some(principal.to_owned()))
+    };
+    let (mut a, mut b, mut other) = (open("ann"), open("ann"), open("bob"));
+    assert!(matches!(
+        a.admit(call("c1", "send_sms", "{}")).next(),
+        Next::Run { .. }
+    ));
+    tokio::time::advance(Duration::from_secs(20)).await;
+    assert!(matches!(
+        b.admit(call("c2", "send_sms", "{}")).next(),
+        Next::Run { .. }
+    ));
+    // A third call of the same principal, in either conversation, does not run.
+    let over = a.admit(call("c3", "send_sms", r#"{}"#));
+    let error = rate_limited(&over).expect("rate limited");
+    assert_eq!(error.retry_after(), Some(Duration::from_secs(40)));
+    let shown = error.to_model_json();
+    assert_eq!(shown["error"]["code"], "rate_limited");
+    assert_eq!(shown["error"]["kind"], "rate_limited");
+    assert_eq!(shown["error"]["retryable"], true);
+    assert_eq!(shown["error"]["retry_after_ms"], 40_000);
+    assert!(error.message().contains("in 40 s"), "{}", error.message());
+    // The refused call is no first call: a repeat with the same arguments is judged afresh.
+    assert!(!a.remembers("c3"));
+    // Another principal has its own count.
+    assert!(matches!(
+        other.admit(call("c4", "send_sms", "{}")).next(),
+        Next::Run { .. }
+    ));
+    // Once the first call leaves the window, one more fits.
+    tokio::time::advance(Duration::from_secs(40)).await;
+    assert!(matches!(
+        b.admit(call("c5", "send_sms", "{}")).next(),
+        Next::Run { .. }
+    ));
+    assert!(rate_limited(&a.admit(call("c6", "send_sms", "{}"))).is_some());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_per_conversation_limit_counts_each_conversation_alone_and_refused_calls_do_not_run() {
+    let registry = limited();
+    let limiter: Arc<dyn RateLimiter> = Arc::new(InMemoryLimiter::new());
+    let open = || {
+        Conversation::new(registry.clone())
+            .with_limiter(limiter.clone())
+            .with_principal(Some("ann".into()))
+    };
+    let (mut a, mut b) = (open(), open());
+    let scope = SessionScope::new();
+    let first = a.admit(call("c1", "poll", "{}"));
+    let outcome = first
+        .run(&registry, scope.call("poll", "c1"), &NoClient)
+        .await;
+    assert_eq!(
+        (outcome.status, outcome.output.as_str()),
+        (Status::Ok, r#""sent""#)
+    );
+    let over = a.admit(call("c2", "poll", "{}"));
+    // Nothing runs: running the admission answers the refusal.
+    let outcome = over
+        .run(&registry, scope.call("poll", "c2"), &NoClient)
+        .await;
+    assert!(matches!(&outcome.status, Status::Failed(e) if e.kind() == CallErrorKind::RateLimited));
+    assert!(matches!(
+        b.admit(call("c3", "poll", "{}")).next(),
+        Next::Run { .. }
+    ));
+    // Without a principal, a `per principal` limit counts the conversation's calls.
+    let mut anonymous = Conversation::new(registry.clone()).with_limiter(limiter.clone());
+    assert!(matches!(
+        anonymous.admit(call("c4", "send_sms", "{}")).next(),
+        Next::Run { .. }
+    ));
+}
+
+const RETRIED: &str = r#"
+version: 1
+tools:
+  - name: lookup
+    description: Look up an order.
+    location: server
+    annotations: { idempotent: true }
+    retry: { attempts: 3, backoff: 100ms, on: [tool_failed] }
+  - name: slow
+    description: A slow lookup.
+    location: server
+    timeout: 1s
+    annotations: { read_only: true }
+    retry: { attempts: 2, backoff: 50ms, on: [tool_failed] }
+"#;
+
+/// A registry whose `lookup` fails `failures` times, then answers; `slow` never answers.
+fn retried(failures: usize) -> (Arc<Registry>, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (r1, r2) = (runs.clone(), runs.clone());
+    let registry = Registry::builder()
+        .definitions(definitions_from_str("r.tools.yaml", RETRIED).unwrap())
+        .executor(
+            "lookup",
+            executor_fn(move |_: Value| {
+                let n = r1.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    if n < failures {
+                        Err(crate::ToolError::new("backend unavailable"))
+                    } else {
+                        Ok(json!("found"))
+                    }
+                }
+            }),
+        )
+        .executor(
+            "slow",
+            executor_fn(move |_: Value| {
+                r2.fetch_add(1, Ordering::SeqCst);
+                async {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    Ok(json!("late"))
+                }
+            }),
+        )
+        .build()
+        .unwrap();
+    (Arc::new(registry), runs)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retryable_failure_runs_again_after_a_doubling_backoff() {
+    let (registry, runs) = retried(2);
+    let scope = SessionScope::new();
+    let admission = Conversation::new(registry.clone()).admit(call("c1", "lookup", "{}"));
+    let started = tokio::time::Instant::now();
+    let outcome = admission
+        .run(&registry, scope.call("lookup", "c1"), &NoClient)
+        .await;
+    assert_eq!(
+        (outcome.status, outcome.output.as_str()),
+        (Status::Ok, r#""found""#)
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    // 100 ms before the first retry, 200 ms before the second.
+    assert_eq!(started.elapsed(), Duration::from_millis(300));
+}
+
+#[tokio::test(start_paused = true)]
+async fn retries_stop_at_the_attempts_and_skip_failures_not_named() {
+    let (registry, runs) = retried(usize::MAX);
+    let scope = SessionScope::new();
+    let outcome = Conversation::new(registry.clone())
+        .admit(call("c1", "lookup", "{}"))
+        .run(&registry, scope.call("lookup", "c1"), &NoClient)
+        .await;
+    assert!(matches!(&outcome.status, Status::Failed(e) if e.kind() == CallErrorKind::ToolFailed));
+    assert_eq!(runs.load(Ordering::SeqCst), 3, "three runs in all");
+    // `slow` retries only `tool_failed`: its timeout reaches the model after one run.
+    runs.store(0, Ordering::SeqCst);
+    let outcome = Conversation::new(registry.clone())
+        .admit(call("c2", "slow", "{}"))
+        .run(&registry, scope.call("slow", "c2"), &NoClient)
+        .await;
+    assert!(matches!(&outcome.status, Status::Failed(e) if e.kind() == CallErrorKind::Timeout));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_call_does_not_retry() {
+    let (registry, runs) = retried(usize::MAX);
+    let scope = SessionScope::new();
+    let ctx = scope.call("lookup", "c1");
+    let admission = Conversation::new(registry.clone()).admit(call("c1", "lookup", "{}"));
+    let run = tokio::spawn({
+        let registry = registry.clone();
+        async move { admission.run(&registry, ctx, &NoClient).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    scope.cancel();
+    let outcome = run.await.unwrap();
+    assert!(matches!(&outcome.status, Status::Failed(e) if e.kind() == CallErrorKind::Cancelled));
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
