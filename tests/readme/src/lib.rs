@@ -4,6 +4,7 @@
 
 pub mod builder;
 pub mod fn_tools;
+pub mod gpt_live;
 pub mod mcp;
 pub mod relay;
 pub mod telemetry;

@@ -154,6 +154,12 @@ impl Conversation {
         self
     }
 
+    /// Sets whose calls `per principal` limits count ([`Conversation::with_principal`]), once
+    /// the conversation's user is known (a relay session's principal is set after it starts).
+    pub fn set_principal(&mut self, principal: Option<String>) {
+        self.principal = principal;
+    }
+
     /// Offers only the tools of `selection` (`None`: every tool).
     pub fn with_selection(mut self, selection: Option<ToolSelection>) -> Conversation {
         self.selection = selection;

@@ -100,16 +100,17 @@ impl Admission {
             }
             Next::Run { .. } => {}
         }
-        let session = ctx.session_id().to_owned();
-        let location = self.location_label();
-        let call = self.call.clone();
+        // The span is made before the call moves into its future: only the tool's name is
+        // kept for the logs after it (not a copy of the whole call).
+        let span = open_span(&self.call, ctx.session_id(), self.location_label());
+        let tool = self.call.name.clone();
         let run = async move {
             match self.ask(&ctx, client).await {
                 Ok(approved) => approved.execute(registry, ctx, client).await,
                 Err(refused) => refused,
             }
         };
-        traced(&call, &session, location, run).await
+        traced(span, &tool, run).await
     }
 
     /// Asks the user through `client` when the call needs approval: `Ok` with the call, now
@@ -158,15 +159,15 @@ impl Admission {
         ctx: CallContext,
         client: &dyn ClientPath,
     ) -> CallOutcome {
-        let session = ctx.session_id().to_owned();
-        let call = self.call.clone();
+        let span = open_span(&self.call, ctx.session_id(), "server_async");
+        let tool = self.call.name.clone();
         let run = async move {
             match self.ask(&ctx, client).await {
                 Ok(approved) => approved.execute(registry, ctx, client).await,
                 Err(refused) => refused,
             }
         };
-        traced(&call, &session, "server_async", run).await
+        traced(span, &tool, run).await
     }
 
     /// Runs a server call for an adapter that gives results as values (MCP's
@@ -272,17 +273,21 @@ impl Admission {
     }
 }
 
-/// Runs `run` (one call, routed to `location`) inside its `toolc.call` span, and records the
+/// The `toolc.call` span of `call`, routed to `location`, with its arguments logged as a payload.
+fn open_span(call: &ToolCall, session: &str, location: &'static str) -> tracing::Span {
+    let span = crate::telemetry::call_span(call, session, location);
+    tracing::trace!(target: "toolc::payloads", parent: &span, arguments = %call.arguments, "call");
+    span
+}
+
+/// Runs `run` (one call) inside its `toolc.call` span (made by [`open_span`]), and records the
 /// outcome, error kind and duration on the span once it is over (see [`crate::telemetry`]).
 async fn traced(
-    call: &ToolCall,
-    session: &str,
-    location: &'static str,
+    span: tracing::Span,
+    tool: &str,
     run: impl Future<Output = CallOutcome>,
 ) -> CallOutcome {
     use tracing::Instrument;
-    let span = crate::telemetry::call_span(call, session, location);
-    tracing::trace!(target: "toolc::payloads", parent: &span, arguments = %call.arguments, "call");
     let started = std::time::Instant::now();
     let outcome = run.instrument(span.clone()).await;
     let took = started.elapsed();
@@ -292,9 +297,9 @@ async fn traced(
         match error.kind() {
             CallErrorKind::Timeout => {
                 let duration_ms = took.as_secs_f64() * 1e3;
-                tracing::warn!(tool = %call.name, duration_ms, "call timed out")
+                tracing::warn!(tool = %tool, duration_ms, "call timed out")
             }
-            kind => tracing::info!(tool = %call.name, error = kind.as_str(), "call failed"),
+            kind => tracing::info!(tool = %tool, error = kind.as_str(), "call failed"),
         }
     }
     tracing::trace!(target: "toolc::payloads", parent: &span, output = %outcome.output, "result");

@@ -409,6 +409,9 @@ impl Session {
     /// The session's id and authenticated principal (set by the relay from its authorizer);
     /// every call made in this session runs with a context from it.
     pub fn set_scope(&mut self, scope: SessionScope) {
+        // `per principal` rate limits count this user's calls across sessions.
+        let principal = scope.principal().map(|p| p.id().to_owned());
+        self.core.conversation.set_principal(principal);
         self.core.scope = scope;
     }
 
