@@ -464,6 +464,9 @@ async fn a_cancelled_call_does_not_run_after_a_late_yes() {
 /// Over streamable HTTP on loopback, with both ways of asking.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approvals_over_streamable_http() {
+    // Beside the catalog feature's ring, the workspace build enables a second rustls provider:
+    // reqwest's client then needs the process default chosen.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     for version in [ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28] {
         let runs = Runs::default();
         let server = McpServer::new(registry(&runs));

@@ -336,6 +336,9 @@ async fn the_protected_resource_metadata_document() {
 /// executor sees the token's subject as its principal (and no credential to pass on).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_token_subject_is_the_calls_principal() {
+    // Beside the catalog feature's ring, the workspace build enables a second rustls provider:
+    // reqwest's client then needs the process default chosen.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let (signer, jwks) = keys();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
