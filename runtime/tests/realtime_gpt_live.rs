@@ -18,7 +18,7 @@ use common::behaviours::Harness;
 use serde_json::{json, Value};
 use toolc_runtime::realtime::script::gpt_live as script;
 use toolc_runtime::realtime::{
-    client_delegate, DelegationAnswer, Note, Provider, Speaker, Verdict,
+    client_delegate, DelegationAnswer, Note, Provider, RejectReason, Speaker, Verdict,
 };
 
 fn gpt_live() -> Harness {
@@ -512,4 +512,245 @@ async fn a_continuation_the_backend_never_starts_is_asked_for_again() {
     ));
     h.run_for(Duration::from_secs(60)).await;
     assert_eq!(continuations(&h), 2);
+}
+
+// ---- the session rules of `realtime_behaviours.rs`, on GPT-Live ------------------------------
+
+/// A lifecycle event of delegation `d1`'s response `response_id`.
+fn lifecycle(kind: &str, response_id: &str, status: &str, seq: u64) -> Value {
+    script::response_event("d1", seq, script::lifecycle(kind, response_id, status, seq))
+}
+
+/// The calls of backend response `response_id`, its `response.created` and calls only: the
+/// response is still in progress.
+fn calls_in_progress(h: &mut Harness, response_id: &str, calls: &[(&str, &str, &str)]) {
+    h.model(&script::delegation_created("d1", "responses"));
+    let mut events = script::response_with_calls("d1", response_id, calls);
+    events.pop();
+    for e in &events {
+        h.model(e);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_continuation_waits_while_another_backend_response_is_in_progress() {
+    let mut h = gpt_live();
+    h.model(&script::session_started("sess_1"));
+    delegate(
+        &mut h,
+        "resp_1",
+        &[("c1", "highlight", r##"{"selector":"#a"}"##)],
+    );
+    // The user speaks: the live model delegates again before the page answered.
+    h.model(&script::delegation_created("d2", "responses"));
+    h.model(&script::response_event(
+        "d2",
+        0,
+        script::lifecycle("response.created", "resp_2", "in_progress", 0),
+    ));
+    h.answer_call("c1", r#"{"ok":true}"#);
+    h.run_for(Duration::from_millis(10)).await;
+    assert_eq!(outputs(&h).len(), 1, "the result goes in at once");
+    assert_eq!(continuations(&h), 0, "the backend is busy: it would refuse");
+    h.model(&script::response_event(
+        "d2",
+        1,
+        script::lifecycle("response.completed", "resp_2", "completed", 1),
+    ));
+    assert_eq!(continuations(&h), 1, "asked for when resp_2 ended");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_continuation_asks_again_when_the_next_response_ends() {
+    let mut h = gpt_live();
+    h.model(&script::session_started("sess_1"));
+    delegate(&mut h, "resp_1", &[("c1", "search", "{}")]);
+    h.run_for(Duration::from_secs(4)).await;
+    let create = h.model_events_of("response.create")[0].clone();
+    h.model(&script::error(
+        create["event_id"].as_str().unwrap(),
+        "conversation_already_has_active_response",
+    ));
+    assert_eq!(continuations(&h), 1);
+    h.model(&lifecycle("response.created", "resp_9", "in_progress", 40));
+    h.model(&lifecycle("response.completed", "resp_9", "completed", 41));
+    assert_eq!(continuations(&h), 2, "asked again");
+    assert_eq!(outputs(&h).len(), 1, "the result is not sent twice");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_approves_only_its_own_request_and_the_page_cannot_answer_a_server_call() {
+    let mut h = gpt_live();
+    h.model(&script::session_started("sess_1"));
+    delegate(
+        &mut h,
+        "resp_1",
+        &[("c1", "delete_account", r#"{"user":"ann"}"#)],
+    );
+    h.run_for(Duration::from_millis(10)).await;
+    let id = h.approval_request()["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for forged in [
+        json!({"type": "toolc.approval.response", "approval_id": "approval_2", "approved": true}),
+        json!({"type": "toolc.approval.response", "approval_id": "c1", "approved": true}),
+        json!({"type": "toolc.approval.response", "approval_id": id, "approved": "yes"}),
+    ] {
+        assert_eq!(h.browser(&forged), Verdict::Drop, "{forged}");
+    }
+    h.run_for(Duration::from_millis(10)).await;
+    assert_eq!(h.seen.deletions.load(Ordering::SeqCst), 0);
+    h.answer_call("c1", r#"{"deleted":"everyone"}"#);
+    h.answer_approval(&id, true, None);
+    h.answer_approval(&id, false, None);
+    h.run_for(Duration::from_millis(10)).await;
+    assert_eq!(
+        outputs(&h),
+        vec![("c1".into(), r#"{"deleted":"ann"}"#.into())]
+    );
+    assert_eq!(h.seen.deletions.load(Ordering::SeqCst), 1);
+    assert!(h.notes().iter().any(|n| matches!(
+        n,
+        Note::ResultRejected { call_id, reason: RejectReason::NotRoutedToBrowser } if call_id == "c1"
+    )));
+    assert_eq!(continuations(&h), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_approval_times_out_and_the_question_is_withdrawn() {
+    let mut h = Harness::for_provider(Provider::GptLive, |c| {
+        c.approval_timeout = Duration::from_secs(3)
+    });
+    h.model(&script::session_started("sess_1"));
+    delegate(
+        &mut h,
+        "resp_1",
+        &[("c1", "delete_account", r#"{"user":"ann"}"#)],
+    );
+    h.run_for(Duration::from_secs(4)).await;
+    let out = outputs(&h);
+    assert_eq!(out.len(), 1);
+    assert!(out[0].1.contains("approval_timeout"), "{out:?}");
+    let id = h.approval_request()["approval_id"].clone();
+    assert_eq!(h.browser_of("toolc.cancel")[0]["approval_id"], id);
+    h.answer_approval(id.as_str().unwrap(), true, None);
+    h.run_for(Duration::from_millis(10)).await;
+    assert_eq!(h.seen.deletions.load(Ordering::SeqCst), 0);
+    assert_eq!(continuations(&h), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn barge_in_during_an_approval_cancels_the_call_and_the_question() {
+    let mut h = gpt_live();
+    h.model(&script::session_started("sess_1"));
+    calls_in_progress(
+        &mut h,
+        "resp_1",
+        &[("c1", "delete_account", r#"{"user":"ann"}"#)],
+    );
+    h.run_for(Duration::from_millis(10)).await;
+    let id = h.approval_request()["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.model(&lifecycle("response.cancelled", "resp_1", "cancelled", 30));
+    h.run_for(Duration::from_millis(10)).await;
+    let out = outputs(&h);
+    assert_eq!(out.len(), 1);
+    assert!(out[0].1.contains("interrupted"), "{out:?}");
+    let cancels = h.browser_of("toolc.cancel");
+    assert_eq!(cancels.len(), 1, "{cancels:?}");
+    assert_eq!(cancels[0]["approval_id"], id.as_str());
+    h.answer_approval(&id, true, None);
+    h.run_for(Duration::from_secs(1)).await;
+    assert_eq!(h.seen.deletions.load(Ordering::SeqCst), 0);
+    assert_eq!(continuations(&h), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_result_before_the_interruption_stands_and_one_after_is_refused() {
+    let mut h = gpt_live();
+    h.model(&script::session_started("sess_1"));
+    calls_in_progress(
+        &mut h,
+        "resp_1",
+        &[
+            ("a", "highlight", r##"{"selector":"#x"}"##),
+            ("b", "highlight", r##"{"selector":"#y"}"##),
+        ],
+    );
+    h.run_for(Duration::from_millis(10)).await;
+    h.answer_call("a", r#"{"ok":true}"#);
+    h.run_for(Duration::from_millis(10)).await;
+    h.model(&lifecycle(
+        "response.incomplete",
+        "resp_1",
+        "incomplete",
+        30,
+    ));
+    h.answer_call("b", r#"{"ok":true}"#);
+    h.run_for(Duration::from_secs(1)).await;
+    let out = outputs(&h);
+    assert_eq!(out.len(), 2, "one result per call: {out:?}");
+    assert_eq!(out[0], ("a".into(), r#"{"ok":true}"#.into()));
+    assert!(
+        out[1].0 == "b" && out[1].1.contains("interrupted"),
+        "{out:?}"
+    );
+    assert_eq!(h.browser_of("toolc.cancel")[0]["call_id"], "b");
+    assert!(h.notes().iter().any(|n| matches!(
+        n,
+        Note::ResultRejected { call_id, reason: RejectReason::NotOpen } if call_id == "b"
+    )));
+    assert_eq!(continuations(&h), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_that_does_not_cancel_keeps_running_and_earns_the_continuation() {
+    let mut h = gpt_live();
+    h.model(&script::session_started("sess_1"));
+    calls_in_progress(&mut h, "resp_1", &[("c1", "play_video", "{}")]);
+    h.model(&lifecycle("response.cancelled", "resp_1", "cancelled", 30));
+    h.run_for(Duration::from_millis(10)).await;
+    assert!(h.browser_of("toolc.cancel").is_empty());
+    assert!(outputs(&h).is_empty());
+    h.answer_call("c1", r#"{"played":true}"#);
+    h.run_for(Duration::from_millis(10)).await;
+    assert_eq!(
+        outputs(&h),
+        vec![("c1".into(), r#"{"played":true}"#.into())]
+    );
+    assert_eq!(continuations(&h), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_reported_twice_runs_once() {
+    let mut h = gpt_live();
+    h.model(&script::session_started("sess_1"));
+    delegate(
+        &mut h,
+        "resp_1",
+        &[("c1", "delete_account", r#"{"user":"ann"}"#)],
+    );
+    // The same call again, in the completed snapshot of the response.
+    let mut completed = script::lifecycle("response.completed", "resp_1", "completed", 30);
+    completed["response"]["output"] = json!([{
+        "type": "function_call", "id": "fc_c1", "call_id": "c1", "name": "delete_account",
+        "arguments": r#"{"user":"ann"}"#, "status": "completed",
+    }]);
+    let verdict = h.model(&script::response_event("d1", 30, completed));
+    let Verdict::Replace(text) = verdict else {
+        panic!("the server call is scrubbed from the snapshot: {verdict:?}")
+    };
+    assert!(!text.contains("c1"), "{text}");
+    h.run_for(Duration::from_millis(10)).await;
+    let id = h.approval_request()["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    h.answer_approval(&id, true, None);
+    h.run_for(Duration::from_millis(10)).await;
+    assert_eq!(h.seen.deletions.load(Ordering::SeqCst), 1);
+    assert_eq!(outputs(&h).len(), 1);
 }

@@ -9,7 +9,8 @@
 //!   `cancelled`: an interruption, whose calls that cancel on interruption are cancelled).
 //! - Results go as `response.item.create` with a `function_call_output` item, each when its
 //!   call resolves; the batch's one `response.create` goes when the response is over and its
-//!   last call resolved.
+//!   last call resolved, and, while another backend response is in progress or asked for,
+//!   when that one ends (the backend refuses a `response.create` meanwhile).
 //! - The tools are declared strict where their schema allows, so the backend writes `null` for
 //!   an optional argument it leaves out: those nulls are removed before validation, as the chat
 //!   runner does.
@@ -44,8 +45,11 @@ pub(super) struct GptLiveCodec {
     in_progress: HashSet<String>,
     /// `response.create`s this session sent, which number their event ids.
     requests_sent: u64,
-    /// The event id of the session's `response.create` that has not started a response yet.
-    requested: Option<String>,
+    /// The session's `response.create` that has not started a response yet.
+    requested: Option<Requested>,
+    /// A batch's continuation is owed but waits for the backend response in progress (or the
+    /// request not started yet) to end: the backend refuses a `response.create` meanwhile.
+    continuation_waiting: bool,
     /// Results of background calls waiting for a point where no response is in progress.
     background_done: VecDeque<(String, CallOutcome)>,
     /// Tools declared strict, whose arguments lose the nulls strict mode makes the model write.
@@ -54,6 +58,13 @@ pub(super) struct GptLiveCodec {
     transcript: Transcript,
     /// Client delegations the page may answer (no delegate is configured).
     page_delegations: HashSet<String>,
+}
+
+/// A `response.create` of this session, and whether it continues a batch (so that a refusal
+/// or a request that never starts asks again).
+struct Requested {
+    event_id: String,
+    continuation: bool,
 }
 
 /// The most recent transcript, one line per run of one speaker's fragments, at most
@@ -95,6 +106,7 @@ impl GptLiveCodec {
             in_progress: HashSet::new(),
             requests_sent: 0,
             requested: None,
+            continuation_waiting: false,
             background_done: VecDeque::new(),
             strict,
             transcript: Transcript::default(),
@@ -232,8 +244,7 @@ impl Codec for GptLiveCodec {
     }
 
     fn all_resolved(&mut self, core: &mut Core, _response: &str) {
-        Counters::bump(&core.counters_ref().continuations);
-        self.request_response(core);
+        self.continuation(core);
     }
 
     fn background_result(&mut self, core: &mut Core, call_id: &str, outcome: CallOutcome) {
@@ -243,16 +254,21 @@ impl Codec for GptLiveCodec {
     }
 
     fn request_due(&mut self, core: &mut Core, event_id: &str) {
-        if self.requested.as_deref() != Some(event_id) {
+        let Some(requested) = self.requested.take_if(|r| r.event_id == event_id) else {
             return;
-        }
-        self.requested = None;
+        };
         Counters::bump(&core.counters_ref().unanswered_requests);
         core.note(Note::RequestUnanswered {
             event_id: event_id.to_owned(),
             asked_again: true,
         });
-        self.request_response(core);
+        // A background result's request asks again too: its message is in the conversation
+        // and waits for a response.
+        if requested.continuation {
+            self.continuation(core);
+        } else {
+            self.request_response(core, false);
+        }
     }
 
     fn delegation_answered(
@@ -457,6 +473,11 @@ impl GptLiveCodec {
         if core.tracker.response_done(&batch) && !interrupted {
             self.all_resolved(core, &batch);
         }
+        // A continuation that waited for this response to end goes now (one, also when this
+        // response's own calls want one too).
+        if self.continuation_waiting {
+            self.continuation(core);
+        }
         self.flush_background(core);
         self.scrub_snapshot(core, event)
     }
@@ -547,8 +568,10 @@ impl GptLiveCodec {
         let Some(event_id) = client_event_id.filter(|id| id.starts_with(REQUEST_ID_PREFIX)) else {
             return Verdict::Forward;
         };
-        if self.requested.as_deref() == Some(event_id) {
-            self.requested = None;
+        // A refused continuation is owed still: it asks again when the response in progress
+        // ends.
+        if let Some(requested) = self.requested.take_if(|r| r.event_id == event_id) {
+            self.continuation_waiting |= requested.continuation;
         }
         Counters::bump(&core.counters_ref().refused_responses);
         core.note(Note::ResponseRefused {
@@ -562,25 +585,53 @@ impl GptLiveCodec {
         Verdict::Drop
     }
 
+    /// Whether the backend may be asked for a response now: none is in progress or asked for.
+    fn quiet(&self) -> bool {
+        self.in_progress.is_empty() && self.requested.is_none()
+    }
+
+    /// A batch is over and its results are in: the backend goes on with one `response.create`,
+    /// now if no backend response is in progress or asked for, else when that one ends (the
+    /// backend refuses a `response.create` meanwhile). Background results that arrived go in
+    /// before it, so one response covers both.
+    fn continuation(&mut self, core: &mut Core) {
+        if !self.quiet() {
+            self.continuation_waiting = true;
+            return;
+        }
+        self.continuation_waiting = false;
+        self.push_background_results(core);
+        Counters::bump(&core.counters_ref().continuations);
+        self.request_response(core, true);
+    }
+
     /// Sends a `response.create` around a fresh event id, so that an `error` refusing it can
     /// be told from errors about other events.
-    fn request_response(&mut self, core: &mut Core) {
+    fn request_response(&mut self, core: &mut Core, continuation: bool) {
         self.requests_sent += 1;
         let event_id = format!("{REQUEST_ID_PREFIX}{}", self.requests_sent);
         core.send_model(wire::response_create(&event_id));
         core.watch_request(&event_id);
-        self.requested = Some(event_id);
+        self.requested = Some(Requested {
+            event_id,
+            continuation,
+        });
     }
 
     /// At a point where no backend response is in progress or asked for: the background
     /// results that arrived, and one `response.create` for them.
     fn flush_background(&mut self, core: &mut Core) {
-        if self.background_done.is_empty()
-            || !self.in_progress.is_empty()
-            || self.requested.is_some()
-        {
+        if self.background_done.is_empty() || !self.quiet() || self.continuation_waiting {
             return;
         }
+        if self.push_background_results(core) {
+            self.request_response(core, false);
+        }
+    }
+
+    /// Adds the background results that arrived to the backend's conversation, as developer
+    /// messages.
+    fn push_background_results(&mut self, core: &mut Core) -> bool {
         let mut any = false;
         while let Some((call_id, outcome)) = self.background_done.pop_front() {
             let Some(info) = core.calls.get(&call_id) else {
@@ -592,8 +643,6 @@ impl GptLiveCodec {
             core.send_model(text);
             any = true;
         }
-        if any {
-            self.request_response(core);
-        }
+        any
     }
 }
