@@ -201,7 +201,7 @@ async fn a_cancelled_backend_response_cancels_its_calls_and_earns_no_continuatio
     h.model(&script::response_event(
         "d1",
         99,
-        script::lifecycle("response.cancelled", "resp_1", "cancelled", 9),
+        script::lifecycle("response.failed", "resp_1", "cancelled", 9),
     ));
     h.run_for(Duration::from_secs(4)).await;
     assert_eq!(h.seen.searches_cancelled.load(Ordering::SeqCst), 1);
@@ -268,6 +268,12 @@ async fn what_cannot_be_read_is_dropped_and_noted() {
         r#"{"no_type":true}"#,
         r#"{"type":"response.event","event_id":"e","delegation_id":"d1"}"#,
         r#"{"type":"response.event","event_id":"e","event":{"item":{}}}"#,
+        // Types the SDK does not define: they could carry a server call in a shape the
+        // session does not read.
+        r#"{"type":"response.function_call_arguments.done","call_id":"c1","arguments":"{}"}"#,
+        r#"{"type":"conversation.item.created","item":{"type":"function_call","call_id":"c1"}}"#,
+        r#"{"type":"session.tool_call","name":"delete_account"}"#,
+        r#"{"type":"response.event","event_id":"e","event":{"type":"response.tool_call.done","call_id":"c1"}}"#,
     ] {
         assert_eq!(h.session.on_model_event(text), Verdict::Drop, "{text}");
     }
@@ -276,9 +282,14 @@ async fn what_cannot_be_read_is_dropped_and_noted() {
         .iter()
         .filter(|n| matches!(n, Note::ModelEventUnreadable { .. }))
         .count();
-    assert_eq!(unreadable, 5);
-    // Audio and other events that are not about calls pass unread.
+    assert_eq!(unreadable, 9);
+    assert_eq!(h.session.counters().snapshot().unreadable_model_events, 9);
+    // Audio and the SDK's other events that are not about calls pass unread.
     assert_eq!(h.model(&script::audio("AAAA")), Verdict::Forward);
+    assert_eq!(
+        h.model(&json!({"type": "session.usage.updated", "event_id": "e", "usage": {}})),
+        Verdict::Forward
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -654,7 +665,12 @@ async fn barge_in_during_an_approval_cancels_the_call_and_the_question() {
         .as_str()
         .unwrap()
         .to_owned();
-    h.model(&lifecycle("response.cancelled", "resp_1", "cancelled", 30));
+    h.model(&lifecycle(
+        "response.incomplete",
+        "resp_1",
+        "incomplete",
+        30,
+    ));
     h.run_for(Duration::from_millis(10)).await;
     let out = outputs(&h);
     assert_eq!(out.len(), 1);
@@ -711,7 +727,12 @@ async fn a_call_that_does_not_cancel_keeps_running_and_earns_the_continuation() 
     let mut h = gpt_live();
     h.model(&script::session_started("sess_1"));
     calls_in_progress(&mut h, "resp_1", &[("c1", "play_video", "{}")]);
-    h.model(&lifecycle("response.cancelled", "resp_1", "cancelled", 30));
+    h.model(&lifecycle(
+        "response.incomplete",
+        "resp_1",
+        "incomplete",
+        30,
+    ));
     h.run_for(Duration::from_millis(10)).await;
     assert!(h.browser_of("toolc.cancel").is_empty());
     assert!(outputs(&h).is_empty());
@@ -753,4 +774,35 @@ async fn a_call_reported_twice_runs_once() {
     h.run_for(Duration::from_millis(10)).await;
     assert_eq!(h.seen.deletions.load(Ordering::SeqCst), 1);
     assert_eq!(outputs(&h).len(), 1);
+}
+
+#[test]
+fn the_session_forwards_exactly_the_sdks_server_event_types() {
+    let python = repo().join("tests/mcp/.venv/bin/python");
+    let out = std::process::Command::new(&python)
+        .arg(repo().join("tests/gpt-live/validate.py"))
+        .arg("--server-types")
+        .output()
+        .expect("the validator runs");
+    assert!(out.status.success());
+    let sdk: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(sdk, toolc_runtime::realtime::gpt_live::SERVER_EVENT_TYPES);
+    let out = std::process::Command::new(&python)
+        .arg(repo().join("tests/gpt-live/validate.py"))
+        .arg("--nested-types")
+        .output()
+        .expect("the validator runs");
+    let nested: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        nested,
+        toolc_runtime::realtime::gpt_live::RESPONSE_STREAM_EVENT_TYPES
+    );
 }

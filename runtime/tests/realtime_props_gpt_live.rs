@@ -423,13 +423,13 @@ fn behaviours(responses: Vec<BehaviourResponse>) -> Backend {
             let rid = format!("b{r}");
             let mut scripted = script::response_with_calls(&delegation, &rid, &refs);
             if *interrupted {
-                // The user spoke over it: the backend response ends cancelled.
+                // The user spoke over it: the backend response ends incomplete.
                 let completed = scripted.pop().unwrap();
                 let seq = completed["event"]["sequence_number"].as_u64().unwrap();
                 scripted.push(script::response_event(
                     &delegation,
                     seq,
-                    script::lifecycle("response.cancelled", &rid, "cancelled", seq),
+                    script::lifecycle("response.incomplete", &rid, "incomplete", seq),
                 ));
             }
             out.script(

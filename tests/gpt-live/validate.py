@@ -2,9 +2,15 @@
 
 Usage: validate.py FILE...  Each FILE holds one JSON event per line, prefixed with its side:
 `client {...}` (what toolc sends upstream: ClientEvent) or `server {...}` (what the scripted fake
-model sends: ServerEvent). The SDK's models accept unknown members (they keep them as extras);
-here any extra member, at any depth, refuses the event, so a field the SDK does not define
-cannot slip through. Prints one line per refused event and exits 1 if any was refused.
+model sends: ServerEvent). A `response.event`'s nested event (the SDK types it as a plain dict)
+is checked too, as the Responses streaming event its `type` names (ResponseStreamEvent). The
+SDK's models accept unknown members (they keep them as extras); here any extra member, at any
+depth, refuses the event, so a field the SDK does not define cannot slip through. Prints one
+line per refused event and exits 1 if any was refused.
+
+`validate.py --server-types` prints the SDK's server event types, one a line, sorted (the
+session's allowlist, `gpt_live::SERVER_EVENT_TYPES`, is held to it); `--nested-types` the
+Responses streaming event types (`gpt_live::RESPONSE_STREAM_EVENT_TYPES`).
 """
 
 import json
@@ -15,19 +21,25 @@ import typing
 from pydantic import BaseModel
 
 from openai.types.live import ClientEvent, ServerEvent
+from openai.types.responses import ResponseStreamEvent
 
 
 def by_type(union):
     """The union's event models by their `type` literal: an event is checked against the one
     model its `type` names, so an error says what is wrong with it, not with every model."""
     models = {}
-    for model in typing.get_args(typing.get_args(union)[0]):
+    members = typing.get_args(union)
+    # An `Annotated[Union[...], discriminator]` or a bare `Union[...]`.
+    if members and not hasattr(members[0], "model_fields"):
+        members = typing.get_args(members[0])
+    for model in members:
         for kind in typing.get_args(model.model_fields["type"].annotation):
             models[kind] = model
     return models
 
 
 MODELS = {"client": by_type(ClientEvent), "server": by_type(ServerEvent)}
+NESTED = by_type(ResponseStreamEvent)
 
 
 def extras(value, path="$"):
@@ -45,6 +57,12 @@ def extras(value, path="$"):
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--server-types"]:
+        print("\n".join(sorted(MODELS["server"])))
+        return 0
+    if sys.argv[1:] == ["--nested-types"]:
+        print("\n".join(sorted(NESTED)))
+        return 0
     refused = 0
     checked = 0
     for path in sys.argv[1:]:
@@ -60,6 +78,14 @@ def main() -> int:
                         raise ValueError(f"no {side} event has the type {value.get('type')!r}")
                     event = model.model_validate(value)
                     unknown = extras(event)
+                    if value.get("type") == "response.event":
+                        nested = value["event"]
+                        inner = NESTED.get(nested.get("type"))
+                        if inner is None:
+                            raise ValueError(
+                                f"no Responses streaming event has the type {nested.get('type')!r}"
+                            )
+                        unknown += extras(inner.model_validate(nested), "$.event")
                     if unknown:
                         raise ValueError(f"members the SDK does not define: {', '.join(unknown)}")
                     checked += 1

@@ -23,6 +23,118 @@ pub const DEFAULT_MODEL: &str = "gpt-live-1";
 /// (`session.delegation.responses.model`).
 pub const DEFAULT_BACKEND_MODEL: &str = "gpt-5.5";
 
+/// Every server event type of OpenAI's SDK (`openai.types.live.ServerEvent`, `openai` 3.63.0),
+/// sorted. The session forwards only these: an event of any other type could carry what the
+/// page must not see (a server call in a shape toolc does not read), so it is dropped and
+/// counted, as an unreadable one is. `tests/gpt-live/validate.py --server-types` prints the
+/// SDK's list, and a test holds this one to it.
+pub const SERVER_EVENT_TYPES: &[&str] = &[
+    "decision.event",
+    "decision.item.created",
+    "decision.item.deleted",
+    "error",
+    "info",
+    "response.event",
+    "session.closed",
+    "session.commentary.appended",
+    "session.delegation.created",
+    "session.input_audio.append",
+    "session.input_audio.muted",
+    "session.input_audio.unmuted",
+    "session.input_transcript.delta",
+    "session.instructions.appended",
+    "session.output_audio.delta",
+    "session.output_audio.fixture.played",
+    "session.output_audio.fixture.playing",
+    "session.output_transcript.delta",
+    "session.started",
+    "session.thinking.appended",
+    "session.updated",
+    "session.usage.updated",
+    "transport.answered",
+    "transport.dtmf.received",
+    "transport.dtmf.send",
+    "transport.dtmf.sent",
+    "transport.failed",
+    "transport.ringing",
+];
+
+/// Every Responses streaming event type of OpenAI's SDK
+/// (`openai.types.responses.ResponseStreamEvent`, `openai` 3.63.0), sorted: the nested events of
+/// `response.event` the session forwards. Another type in a `response.event` is dropped and
+/// counted (`validate.py --nested-types` prints the SDK's list; a test holds this one to it).
+pub const RESPONSE_STREAM_EVENT_TYPES: &[&str] = &[
+    "error",
+    "response.audio.delta",
+    "response.audio.done",
+    "response.audio.transcript.delta",
+    "response.audio.transcript.done",
+    "response.code_interpreter_call.completed",
+    "response.code_interpreter_call.in_progress",
+    "response.code_interpreter_call.interpreting",
+    "response.code_interpreter_call_code.delta",
+    "response.code_interpreter_call_code.done",
+    "response.compaction.compacting",
+    "response.completed",
+    "response.content_part.added",
+    "response.content_part.done",
+    "response.created",
+    "response.custom_tool_call_input.delta",
+    "response.custom_tool_call_input.done",
+    "response.failed",
+    "response.file_search_call.completed",
+    "response.file_search_call.in_progress",
+    "response.file_search_call.searching",
+    "response.function_call_arguments.delta",
+    "response.function_call_arguments.done",
+    "response.image_generation_call.completed",
+    "response.image_generation_call.generating",
+    "response.image_generation_call.in_progress",
+    "response.image_generation_call.partial_image",
+    "response.in_progress",
+    "response.incomplete",
+    "response.mcp_call.completed",
+    "response.mcp_call.failed",
+    "response.mcp_call.in_progress",
+    "response.mcp_call_arguments.delta",
+    "response.mcp_call_arguments.done",
+    "response.mcp_list_tools.completed",
+    "response.mcp_list_tools.failed",
+    "response.mcp_list_tools.in_progress",
+    "response.output_item.added",
+    "response.output_item.done",
+    "response.output_text.annotation.added",
+    "response.output_text.delta",
+    "response.output_text.done",
+    "response.queued",
+    "response.reasoning_summary_part.added",
+    "response.reasoning_summary_part.done",
+    "response.reasoning_summary_text.delta",
+    "response.reasoning_summary_text.done",
+    "response.reasoning_text.delta",
+    "response.reasoning_text.done",
+    "response.refusal.delta",
+    "response.refusal.done",
+    "response.shell_call_command.added",
+    "response.shell_call_command.delta",
+    "response.shell_call_command.done",
+    "response.shell_call_output_content.delta",
+    "response.shell_call_output_content.done",
+    "response.web_search_call.completed",
+    "response.web_search_call.in_progress",
+    "response.web_search_call.searching",
+];
+
+/// Whether `kind` is a Responses streaming event type of the SDK.
+pub fn is_response_stream_event_type(kind: &str) -> bool {
+    RESPONSE_STREAM_EVENT_TYPES.binary_search(&kind).is_ok()
+}
+
+/// Whether `kind` is a server event type of the SDK.
+pub fn is_server_event_type(kind: &str) -> bool {
+    SERVER_EVENT_TYPES.binary_search(&kind).is_ok()
+}
+
 /// The `session.delegation.responses.tools` entry of one tool (the SDK's `FunctionTool`, made
 /// by [`toolc_core::declare::openai_function`]): the strict form of the parameters where the
 /// schema has one, else the schema as written with `strict: false`.
@@ -187,6 +299,20 @@ pub fn function_call_item(item: &Value) -> Option<FunctionCallItem<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_server_event_types_are_sorted_for_the_search() {
+        assert!(SERVER_EVENT_TYPES.windows(2).all(|w| w[0] < w[1]));
+        assert!(RESPONSE_STREAM_EVENT_TYPES.windows(2).all(|w| w[0] < w[1]));
+        assert!(is_response_stream_event_type("response.output_item.done"));
+        assert!(!is_response_stream_event_type("response.cancelled"));
+        assert!(is_server_event_type("response.event"));
+        assert!(is_server_event_type("transport.ringing"));
+        assert!(!is_server_event_type(
+            "response.function_call_arguments.done"
+        ));
+        assert!(!is_server_event_type(""));
+    }
 
     #[test]
     fn session_start_keeps_hosted_tools_and_replaces_function_tools() {

@@ -251,8 +251,9 @@ pub mod gpt_live {
         })
     }
 
-    /// A Responses lifecycle snapshot (`response.created`, `response.completed`, ...), its
-    /// output cleared as GPT-Live sends them.
+    /// A Responses lifecycle snapshot (`response.created`, `response.completed`, ...), as
+    /// GPT-Live sends them: no input, and instructions, tools and output cleared (the members
+    /// the SDK's `Response` requires are there, empty).
     pub fn lifecycle(kind: &str, response_id: &str, status: &str, seq: u64) -> Value {
         json!({
             "type": kind,
@@ -260,6 +261,8 @@ pub mod gpt_live {
             "response": {
                 "id": response_id, "object": "response", "status": status,
                 "created_at": 1_796_000_000, "model": "gpt-5.5", "output": [],
+                "instructions": null, "tools": [], "tool_choice": "auto",
+                "parallel_tool_calls": true,
             },
         })
     }
@@ -282,7 +285,9 @@ pub mod gpt_live {
         vec![
             json!({ "type": "response.output_item.added", "sequence_number": seq, "output_index": 0, "item": item("in_progress", "") }),
             json!({ "type": "response.function_call_arguments.delta", "sequence_number": seq + 1, "output_index": 0, "item_id": item_id, "delta": arguments }),
-            json!({ "type": "response.function_call_arguments.done", "sequence_number": seq + 2, "output_index": 0, "item_id": item_id, "name": name, "arguments": arguments }),
+            // The SDK's `ResponseFunctionCallArgumentsDoneEvent` has no `name` (OpenAI's
+            // OpenAPI document lists one; the session reads either).
+            json!({ "type": "response.function_call_arguments.done", "sequence_number": seq + 2, "output_index": 0, "item_id": item_id, "arguments": arguments }),
             json!({ "type": "response.output_item.done", "sequence_number": seq + 3, "output_index": 0, "item": item("completed", arguments) }),
         ]
     }

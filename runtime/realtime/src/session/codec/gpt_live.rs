@@ -5,8 +5,9 @@
 //! How the core's rules land on GPT-Live:
 //! - A batch is one backend response (its id from the nested `response.created`; the
 //!   delegation's id until then). Its function calls are reported by the nested
-//!   `response.output_item.done`; its end by `response.completed` (or `failed`, `incomplete`,
-//!   `cancelled`: an interruption, whose calls that cancel on interruption are cancelled).
+//!   `response.output_item.done`; its end by `response.completed` (or `failed`, or
+//!   `incomplete`; a snapshot whose status is `incomplete` or `cancelled` is an interruption,
+//!   whose calls that cancel on interruption are cancelled).
 //! - Results go as `response.item.create` with a `function_call_output` item, each when its
 //!   call resolves; the batch's one `response.create` goes when the response is over and its
 //!   last call resolved, and, while another backend response is in progress or asked for,
@@ -14,8 +15,9 @@
 //! - The tools are declared strict where their schema allows, so the backend writes `null` for
 //!   an optional argument it leaves out: those nulls are removed before validation, as the chat
 //!   runner does.
-//! - What the page sees: everything but the nested events about server calls (their items,
-//!   argument deltas, and their entries in response snapshots). The page may send audio,
+//! - What the page sees: the SDK's server events (any other type is dropped and counted), but
+//!   not the nested events about server calls (their items, argument deltas, and their entries
+//!   in response snapshots). The page may send audio,
 //!   mute and unmute, instructions, fixtures, unbound commentary and thinking, and `session.close`;
 //!   the events that declare tools, add items or ask for responses are the server's.
 //! - Toolsets chosen while the session runs go to the backend with `session.update`.
@@ -138,6 +140,12 @@ impl Codec for GptLiveCodec {
             Head::Ambiguous => return core.unreadable_model_event("(two `type` members)"),
             Head::Invalid => return core.unreadable_model_event("(not JSON)"),
         };
+        // Fail closed: only the SDK's server events reach the page.
+        if !wire::is_server_event_type(&kind) {
+            // The type is the model's text: the note names at most its first 64 characters.
+            let shown: String = kind.chars().take(64).collect();
+            return core.unreadable_model_event(&format!("{shown} (not a GPT-Live server event)"));
+        }
         let transcript = matches!(
             kind.as_ref(),
             "session.input_transcript.delta" | "session.output_transcript.delta"
@@ -362,6 +370,14 @@ impl GptLiveCodec {
         let Some(inner_kind) = str_field(inner, "type").map(str::to_owned) else {
             return core.unreadable_model_event("response.event (nested event without `type`)");
         };
+        // Fail closed here too: a nested type the SDK does not define could be a server call
+        // in a shape the session does not read.
+        if !wire::is_response_stream_event_type(&inner_kind) {
+            let shown: String = inner_kind.chars().take(64).collect();
+            return core.unreadable_model_event(&format!(
+                "response.event ({shown}: not a Responses streaming event)"
+            ));
+        }
         match inner_kind.as_str() {
             "response.created" | "response.queued" | "response.in_progress" => {
                 if let Some(id) = inner.get("response").and_then(|r| str_field(r, "id")) {
@@ -413,10 +429,9 @@ impl GptLiveCodec {
                 };
                 core.keep_if(visible)
             }
-            "response.completed"
-            | "response.failed"
-            | "response.incomplete"
-            | "response.cancelled" => self.response_over(core, event, delegation, &inner_kind),
+            "response.completed" | "response.failed" | "response.incomplete" => {
+                self.response_over(core, event, delegation)
+            }
             _ => Verdict::Forward,
         }
     }
@@ -438,7 +453,6 @@ impl GptLiveCodec {
         core: &mut Core,
         event: &mut Value,
         delegation: Option<String>,
-        kind: &str,
     ) -> Verdict {
         let response = event["event"]
             .get("response")
@@ -462,11 +476,10 @@ impl GptLiveCodec {
                 }
             }
         }
-        let interrupted = kind == "response.cancelled"
-            || matches!(
-                str_field(&response, "status"),
-                Some("cancelled" | "incomplete")
-            );
+        let interrupted = matches!(
+            str_field(&response, "status"),
+            Some("cancelled" | "incomplete")
+        );
         if interrupted {
             core.interrupt(self, &batch);
         }
