@@ -253,6 +253,7 @@ const COMPILED_SOURCES: &[&str] = &[
     "tests/readme/src/mcp.rs",
     "tests/readme/src/toolsets.rs",
     "tests/readme/src/gpt_live.rs",
+    "tests/readme/src/gpt_live_chat.rs",
     "tests/external/build.rs",
     "tests/external/src/main.rs",
     "tests/external/tests/readme_tasks.rs",

@@ -11,6 +11,7 @@
 //! | `relay` | `toolc-relay` | `relay` |
 //! | `mcp` | `toolc-mcp` | `mcp` (server), `mcp-client` |
 //! | `catalog` | `toolc-catalog` | `catalog` |
+//! | `delegate` (a GPT-Live client delegate on the chat runner, over HTTP) | `toolc-chat` and `toolc-realtime` | `chat-delegate` |
 //!
 //! - [`Registry`]: tool definitions plus one executor per server tool, checked against the
 //!   location rule when it is built; calls are parsed, validated against schemas compiled once,
@@ -31,6 +32,8 @@ pub use toolc_macros::{tool, tools};
 pub use toolc_catalog as catalog;
 #[cfg(feature = "chat")]
 pub use toolc_chat as chat;
+#[cfg(feature = "chat-delegate")]
+pub mod delegate;
 #[cfg(any(feature = "mcp", feature = "mcp-client"))]
 pub use toolc_mcp as mcp;
 #[cfg(feature = "realtime")]

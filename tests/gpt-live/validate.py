@@ -8,6 +8,11 @@ SDK's models accept unknown members (they keep them as extras); here any extra m
 depth, refuses the event, so a field the SDK does not define cannot slip through. Prints one
 line per refused event and exits 1 if any was refused.
 
+Two more sides check a Responses API exchange (the chat delegate's fake model in
+`runtime/tests/chat_delegate.rs`): `response {...}` is a body the API answers with (the SDK's
+`Response`, no extra members) and `request {...}` a body toolc sends to `POST /responses` (the
+SDK's `ResponseCreateParamsNonStreaming`: members it does not define are refused).
+
 `validate.py --server-types` prints the SDK's server event types, one a line, sorted (the
 session's allowlist, `gpt_live::SERVER_EVENT_TYPES`, is held to it); `--nested-types` the
 Responses streaming event types (`gpt_live::RESPONSE_STREAM_EVENT_TYPES`).
@@ -21,7 +26,9 @@ import typing
 from pydantic import BaseModel
 
 from openai.types.live import ClientEvent, ServerEvent
-from openai.types.responses import ResponseStreamEvent
+from openai.types.responses import Response, ResponseStreamEvent
+from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
+from pydantic import TypeAdapter
 
 
 def by_type(union):
@@ -40,6 +47,16 @@ def by_type(union):
 
 MODELS = {"client": by_type(ClientEvent), "server": by_type(ServerEvent)}
 NESTED = by_type(ResponseStreamEvent)
+REQUEST = TypeAdapter(ResponseCreateParamsNonStreaming)
+
+
+def check_exchange(side, value):
+    """The members the SDK does not define in a Responses API body (`response` or `request`)."""
+    if side == "response":
+        return extras(Response.model_validate(value))
+    REQUEST.validate_python(value)
+    known = typing.get_type_hints(ResponseCreateParamsNonStreaming)
+    return [f"$.{name}" for name in value if name not in known]
 
 
 def extras(value, path="$"):
@@ -73,6 +90,12 @@ def main() -> int:
                 side, _, text = line.partition(" ")
                 try:
                     value = json.loads(text)
+                    if side in ("response", "request"):
+                        unknown = check_exchange(side, value)
+                        if unknown:
+                            raise ValueError(f"members the SDK does not define: {', '.join(unknown)}")
+                        checked += 1
+                        continue
                     model = MODELS[side].get(value.get("type"))
                     if model is None:
                         raise ValueError(f"no {side} event has the type {value.get('type')!r}")

@@ -30,6 +30,8 @@ use toolc_kernel::*;
 
 pub mod anthropic;
 pub mod gemini;
+#[cfg(feature = "http")]
+pub mod http;
 pub mod openai_chat;
 pub mod openai_responses;
 mod runner;

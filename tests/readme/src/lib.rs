@@ -5,6 +5,7 @@
 pub mod builder;
 pub mod fn_tools;
 pub mod gpt_live;
+pub mod gpt_live_chat;
 pub mod mcp;
 pub mod relay;
 pub mod telemetry;

@@ -1,0 +1,407 @@
+//! A chat model reached over HTTP: OpenAI's Responses API (`POST {base}/responses`), its tool
+//! calls run by a [`TurnRunner`] until the model answers without one (feature `http`: reqwest
+//! with rustls). The codecs stay I/O-free for applications that keep their own client; this
+//! is for those that want a ready one (a GPT-Live client delegation is its first user).
+//!
+//! Shapes (OpenAI's OpenAPI document and the SDK's `openai.types.responses`): the request is
+//! `{model, input, tools, instructions?, previous_response_id?}` with the function tools in the
+//! Responses format; the answer a `Response` whose `output[]` holds `function_call` items (run,
+//! and sent back as `function_call_output` input items of the next request, which continues
+//! with `previous_response_id`) or `message` items whose `output_text` parts are the answer.
+//! A failed request is an HTTP error status with `{"error": {"message", "type", "code"}}`.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::openai_responses::Responses;
+use crate::{Codec, DecodeError, TurnRunner};
+
+/// OpenAI's API, where [`ResponsesModel::openai`] sends its requests.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The most a response body may hold: a model's answer is far smaller; more is refused rather
+/// than buffered.
+const MAX_BODY: usize = 8 * 1024 * 1024;
+
+/// OpenAI's Responses API as a tool-using model: [`ResponsesModel::run`] sends the input, runs
+/// the calls of each response with the runner, and sends their results back, until the model
+/// answers in text.
+///
+/// ```no_run
+/// # async fn demo(registry: std::sync::Arc<toolc_kernel::Registry>) -> Result<(), toolc_chat::http::ModelError> {
+/// use toolc_chat::http::{user_message, ResponsesModel};
+/// use toolc_chat::TurnRunner;
+/// let model = ResponsesModel::openai(std::env::var("OPENAI_API_KEY").unwrap(), "gpt-5.5")?
+///     .tools(registry.definitions().map(toolc_core::declare::openai_function).collect());
+/// let answer = model
+///     .run(&TurnRunner::new(registry), vec![user_message("Where is order AB-1?")])
+///     .await?;
+/// println!("{}", answer.text);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct ResponsesModel {
+    client: reqwest::Client,
+    endpoint: String,
+    /// Sent as `Authorization: Bearer`; never printed.
+    api_key: Arc<str>,
+    model: String,
+    instructions: Option<String>,
+    tools: Vec<Value>,
+    max_turns: usize,
+}
+
+impl fmt::Debug for ResponsesModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponsesModel")
+            .field("endpoint", &self.endpoint)
+            .field("model", &self.model)
+            .field("tools", &self.tools.len())
+            .field("max_turns", &self.max_turns)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The model's answer to one [`ResponsesModel::run`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelAnswer {
+    /// The text of the last response's messages (`output_text` parts, joined).
+    pub text: String,
+    /// The last response's id.
+    pub response_id: String,
+    /// How many requests it took.
+    pub requests: usize,
+    /// How many tool calls ran (one result each).
+    pub calls: usize,
+}
+
+/// Why a run gave no answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelError {
+    /// The base URL is not `http://` or `https://`, or the HTTP client could not be set up.
+    Setup(String),
+    /// The request did not get an answer (connection, timeout).
+    Transport(String),
+    /// The API answered with an error status (and, when it sent one, its error object's
+    /// message and code).
+    Api {
+        /// The HTTP status.
+        status: u16,
+        /// `error.message`, or the start of the body.
+        message: String,
+        /// `error.code`, when the API sent one.
+        code: Option<String>,
+    },
+    /// The answer is not a Response this client can read.
+    Unreadable(String),
+    /// The response's tool calls cannot be read.
+    Decode(DecodeError),
+    /// The response did not finish (`status` other than `completed`: `incomplete`, `failed`).
+    NotCompleted(String),
+    /// The model still called tools after this many requests.
+    TooManyTurns(usize),
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelError::Setup(why) => write!(f, "cannot set up the Responses client: {why}"),
+            ModelError::Transport(why) => write!(f, "the Responses API did not answer: {why}"),
+            ModelError::Api {
+                status,
+                message,
+                code,
+            } => match code {
+                Some(code) => write!(f, "the Responses API refused ({status}, {code}): {message}"),
+                None => write!(f, "the Responses API refused ({status}): {message}"),
+            },
+            ModelError::Unreadable(why) => write!(f, "unreadable Responses answer: {why}"),
+            ModelError::Decode(e) => e.fmt(f),
+            ModelError::NotCompleted(status) => write!(f, "the response ended {status}"),
+            ModelError::TooManyTurns(n) => {
+                write!(f, "the model still called tools after {n} requests")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// A user message input item (`{"type":"message","role":"user","content":[input_text]}`).
+pub fn user_message(text: &str) -> Value {
+    json!({
+        "type": "message",
+        "role": "user",
+        "content": [{ "type": "input_text", "text": text }],
+    })
+}
+
+impl ResponsesModel {
+    /// A model at `base_url` (`https://api.openai.com/v1`, or a compatible server; `http://` for
+    /// one on loopback), sending `api_key` as a bearer token.
+    pub fn new(
+        base_url: &str,
+        api_key: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Result<ResponsesModel, ModelError> {
+        let base = base_url.trim_end_matches('/');
+        let https = base.starts_with("https://");
+        if !https && !base.starts_with("http://") {
+            return Err(ModelError::Setup(format!(
+                "{base_url}: the base URL must start with https:// or http://"
+            )));
+        }
+        Ok(ResponsesModel {
+            client: http_client(https, Duration::from_secs(120))?,
+            endpoint: format!("{base}/responses"),
+            api_key: Arc::from(api_key.into()),
+            model: model.into(),
+            instructions: None,
+            tools: Vec::new(),
+            max_turns: 8,
+        })
+    }
+
+    /// OpenAI's API ([`OPENAI_BASE_URL`]).
+    pub fn openai(
+        api_key: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Result<ResponsesModel, ModelError> {
+        ResponsesModel::new(OPENAI_BASE_URL, api_key, model)
+    }
+
+    /// The `instructions` of every request.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> ResponsesModel {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// The tools declared to the model (Responses `function` tools, e.g.
+    /// [`toolc_core::declare::openai_function`] of each definition, or the compiled
+    /// `openai-responses.json`).
+    pub fn tools(mut self, tools: Vec<Value>) -> ResponsesModel {
+        self.tools = tools;
+        self
+    }
+
+    /// The tools declared.
+    pub fn declared_tools(&self) -> &[Value] {
+        &self.tools
+    }
+
+    /// The most requests one run sends (8 unless set; at least 1): a model that still calls
+    /// tools after them is stopped ([`ModelError::TooManyTurns`]).
+    pub fn max_turns(mut self, requests: usize) -> ResponsesModel {
+        self.max_turns = requests.max(1);
+        self
+    }
+
+    /// How long one request may take (120 s unless set).
+    pub fn timeout(mut self, timeout: Duration) -> Result<ResponsesModel, ModelError> {
+        self.client = http_client(self.endpoint.starts_with("https://"), timeout)?;
+        Ok(self)
+    }
+
+    /// Sends `input`, runs the tool calls of each response with `runner` and sends their
+    /// results back (continuing with `previous_response_id`), until a response has no tool
+    /// calls: its text is the answer. Calls that need approval are refused (the model reads
+    /// that approval could not be asked for), as [`TurnRunner::follow_up`] does.
+    pub async fn run(
+        &self,
+        runner: &TurnRunner,
+        input: Vec<Value>,
+    ) -> Result<ModelAnswer, ModelError> {
+        let mut input = input;
+        let mut previous: Option<String> = None;
+        let mut calls = 0;
+        for request in 1..=self.max_turns {
+            let response = self.create(&input, previous.as_deref()).await?;
+            let id = response
+                .get("id")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ModelError::Unreadable("a Response without an `id`".into()))?
+                .to_owned();
+            match response.get("status").and_then(Value::as_str) {
+                None | Some("completed") => {}
+                Some(other) => return Err(ModelError::NotCompleted(other.to_owned())),
+            }
+            let made = Responses.decode(&response).map_err(ModelError::Decode)?;
+            if made.is_empty() {
+                return Ok(ModelAnswer {
+                    text: output_text(&response),
+                    response_id: id,
+                    requests: request,
+                    calls,
+                });
+            }
+            calls += made.len();
+            input = runner
+                .follow_up(&Responses, &response)
+                .await
+                .map_err(ModelError::Decode)?;
+            previous = Some(id);
+        }
+        Err(ModelError::TooManyTurns(self.max_turns))
+    }
+
+    /// One `POST /responses`.
+    async fn create(&self, input: &[Value], previous: Option<&str>) -> Result<Value, ModelError> {
+        let mut body = json!({
+            "model": self.model,
+            "input": input,
+            "tools": self.tools,
+        });
+        if let Some(instructions) = &self.instructions {
+            body["instructions"] = json!(instructions);
+        }
+        if let Some(previous) = previous {
+            body["previous_response_id"] = json!(previous);
+        }
+        let mut response = self
+            .client
+            .post(&self.endpoint)
+            .bearer_auth(&*self.api_key)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .map_err(|e| ModelError::Transport(error_chain(&e)))?;
+        let status = response.status().as_u16();
+        if response
+            .content_length()
+            .is_some_and(|n| n > MAX_BODY as u64)
+        {
+            return Err(ModelError::Unreadable(format!(
+                "a body over {MAX_BODY} bytes"
+            )));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| ModelError::Transport(error_chain(&e)))?
+        {
+            if bytes.len() + chunk.len() > MAX_BODY {
+                return Err(ModelError::Unreadable(format!(
+                    "a body over {MAX_BODY} bytes"
+                )));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let parsed = serde_json::from_slice::<Value>(&bytes);
+        if !(200..300).contains(&status) {
+            let error = parsed.as_ref().ok().and_then(|v| v.get("error"));
+            let text = |key| error.and_then(|e| e.get(key)).and_then(Value::as_str);
+            let message = text("message").map(str::to_owned).unwrap_or_else(|| {
+                String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned()
+            });
+            return Err(ModelError::Api {
+                status,
+                message,
+                code: text("code").map(str::to_owned),
+            });
+        }
+        let value = parsed.map_err(|e| ModelError::Unreadable(format!("not JSON: {e}")))?;
+        if !value.is_object() {
+            return Err(ModelError::Unreadable("not a JSON object".into()));
+        }
+        Ok(value)
+    }
+}
+
+/// The `output_text` of a Response's `message` items, joined.
+fn output_text(response: &Value) -> String {
+    let mut text = String::new();
+    let items = response.get("output").and_then(Value::as_array);
+    for item in items.into_iter().flatten() {
+        if item.get("type").and_then(Value::as_str) != Some("message") {
+            continue;
+        }
+        let parts = item.get("content").and_then(Value::as_array);
+        for part in parts.into_iter().flatten() {
+            if part.get("type").and_then(Value::as_str) == Some("output_text") {
+                if let Some(t) = part.get("text").and_then(Value::as_str) {
+                    text.push_str(t);
+                }
+            }
+        }
+    }
+    text
+}
+
+fn http_client(https: bool, timeout: Duration) -> Result<reqwest::Client, ModelError> {
+    reqwest::Client::builder()
+        // The API key goes to the host the application named, never to a redirect's.
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(timeout)
+        .user_agent(concat!("toolc-chat/", env!("CARGO_PKG_VERSION")))
+        .tls_backend_preconfigured(tls_config(https)?)
+        .build()
+        .map_err(|e| ModelError::Setup(e.to_string()))
+}
+
+fn error_chain(e: &reqwest::Error) -> String {
+    // reqwest's own message is only "error sending request": the causes say why.
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// rustls with the ring provider and, for `https://`, the system's roots (`SSL_CERT_FILE` /
+/// `SSL_CERT_DIR` when set).
+fn tls_config(with_roots: bool) -> Result<rustls::ClientConfig, ModelError> {
+    let mut roots = rustls::RootCertStore::empty();
+    if with_roots {
+        let found = rustls_native_certs::load_native_certs();
+        for cert in found.certs {
+            // A certificate the store cannot use is skipped, as a browser would.
+            let _ = roots.add(cert);
+        }
+        if roots.is_empty() {
+            return Err(ModelError::Setup(
+                "no trusted root certificates found (set SSL_CERT_FILE to a PEM bundle)".into(),
+            ));
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ModelError::Setup(format!("cannot set up TLS: {e}")))
+        .map(|config| config.with_root_certificates(roots).with_no_client_auth())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_is_the_messages_output_text() {
+        let response = json!({"output": [
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "message", "role": "assistant", "content": [
+                {"type": "output_text", "text": "Order AB-1 ", "annotations": []},
+                {"type": "refusal", "refusal": "no"},
+                {"type": "output_text", "text": "has shipped.", "annotations": []},
+            ]},
+        ]});
+        assert_eq!(output_text(&response), "Order AB-1 has shipped.");
+        assert_eq!(output_text(&json!({"output": "x"})), "");
+    }
+
+    #[test]
+    fn a_base_url_must_be_http() {
+        let err = ResponsesModel::new("ftp://example.com", "k", "m").unwrap_err();
+        assert!(matches!(err, ModelError::Setup(_)), "{err}");
+        let model = ResponsesModel::new("http://127.0.0.1:9/v1/", "secret", "m").unwrap();
+        assert_eq!(model.endpoint, "http://127.0.0.1:9/v1/responses");
+        assert!(!format!("{model:?}").contains("secret"));
+    }
+}
