@@ -806,3 +806,131 @@ fn the_session_forwards_exactly_the_sdks_server_event_types() {
         toolc_runtime::realtime::gpt_live::RESPONSE_STREAM_EVENT_TYPES
     );
 }
+
+// ---- sideband (`/v1/live/sessions/{id}/attach`) -----------------------------------------------
+
+fn sideband() -> Harness {
+    Harness::for_provider(Provider::GptLive, |config| config.sideband = true)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sideband_serves_the_tools_and_the_page_gets_only_the_browser_protocol() {
+    let mut h = sideband();
+    // Attached to a started session: no `session.start`, the tools by `session.update`.
+    let first: Value = serde_json::from_str(&h.session.session_update()).unwrap();
+    assert_eq!(first["type"], "session.update");
+    let tools = first["session"]["delegation"]["responses"]["tools"]
+        .as_array()
+        .unwrap();
+    assert_eq!(tools.len(), 7);
+    assert!(h.session.upstream_ready());
+    // Nothing the model sends is the page's: it has its own data channel.
+    assert_eq!(h.model(&script::audio("AAAA")), Verdict::Drop);
+    delegate(
+        &mut h,
+        "resp_1",
+        &[
+            ("c1", "search", "{}"),
+            ("c2", "highlight", r##"{"selector":"#buy"}"##),
+        ],
+    );
+    assert!(
+        h.to_browser.iter().all(|e| e["type"] == "function_call"),
+        "{:#?}",
+        h.to_browser
+    );
+    assert_eq!(h.browser_of("function_call")[0]["call_id"], "c2");
+    // The page's model events go over its data channel, not this socket.
+    for event in [
+        json!({"type": "session.input_audio.append", "audio": "AAAA"}),
+        json!({"type": "response.create"}),
+        json!({"type": "session.commentary.append", "content": "x", "delegation_id": null}),
+    ] {
+        let before = h.to_browser.len();
+        assert_eq!(h.browser(&event), Verdict::Drop, "{event}");
+        assert_eq!(
+            h.to_browser[before]["error"]["code"],
+            "sideband_model_event"
+        );
+    }
+    h.answer_call("c2", r#"{"highlighted":true}"#);
+    h.run_for(Duration::from_secs(4)).await;
+    assert_eq!(outputs(&h).len(), 2);
+    assert_eq!(continuations(&h), 1);
+    assert_eq!(
+        h.session
+            .counters()
+            .snapshot()
+            .server_calls_answered_elsewhere,
+        0
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sideband_reports_a_server_call_someone_else_answered() {
+    let mut h = sideband();
+    delegate(&mut h, "resp_1", &[("c1", "search", "{}")]);
+    h.run_for(Duration::from_millis(100)).await;
+    // The search runs for 3 s; meanwhile the backend goes on in the same delegation, and this
+    // session asked for nothing: the page (over its data channel) answered the call.
+    h.model(&lifecycle("response.created", "resp_2", "in_progress", 40));
+    let reports: Vec<Note> = h
+        .notes()
+        .into_iter()
+        .filter(|n| matches!(n, Note::ServerCallAnsweredElsewhere { .. }))
+        .collect();
+    assert_eq!(
+        reports,
+        vec![Note::ServerCallAnsweredElsewhere {
+            call_id: "c1".into(),
+            tool: "search".into(),
+            delegation_id: "d1".into(),
+        }]
+    );
+    assert_eq!(
+        h.session
+            .counters()
+            .snapshot()
+            .server_calls_answered_elsewhere,
+        1
+    );
+    // The session's own result and continuation still go: the model reads both answers.
+    h.model(&lifecycle("response.completed", "resp_2", "completed", 41));
+    h.run_for(Duration::from_secs(4)).await;
+    assert_eq!(outputs(&h), vec![("c1".into(), r#"{"hits":3}"#.into())]);
+    // A response this session asked for is not a report.
+    h.model(&lifecycle("response.created", "resp_3", "in_progress", 50));
+    assert_eq!(
+        h.session
+            .counters()
+            .snapshot()
+            .server_calls_answered_elsewhere,
+        1
+    );
+}
+
+#[test]
+fn the_webrtc_session_body_validates_with_openais_sdk() {
+    let registry = {
+        let seen = std::sync::Arc::new(common::behaviours::Seen::default());
+        common::behaviours::registry(seen)
+    };
+    let config = toolc_runtime::realtime::SessionConfig::for_provider(&registry, Provider::GptLive);
+    let session =
+        toolc_runtime::realtime::gpt_live::webrtc_session(config.session, &config.declarations);
+    let create = json!({"session": session, "transport": {"type": "webrtc", "sdp": "v=0\r\n"}});
+    let dir = std::env::temp_dir().join(format!("toolc-gpt-live-create-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("create.jsonl");
+    std::fs::write(&file, format!("create {create}\n")).unwrap();
+    let out = std::process::Command::new(repo().join("tests/mcp/.venv/bin/python"))
+        .arg(repo().join("tests/gpt-live/validate.py"))
+        .arg(&file)
+        .output()
+        .expect("the validator runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    let report =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("1 accepted, 0 refused"), "{report}");
+}

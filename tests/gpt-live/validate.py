@@ -11,7 +11,9 @@ line per refused event and exits 1 if any was refused.
 Two more sides check a Responses API exchange (the chat delegate's fake model in
 `runtime/tests/chat_delegate.rs`): `response {...}` is a body the API answers with (the SDK's
 `Response`, no extra members) and `request {...}` a body toolc sends to `POST /responses` (the
-SDK's `ResponseCreateParamsNonStreaming`: members it does not define are refused).
+SDK's `ResponseCreateParamsNonStreaming`: members it does not define are refused). `create {...}`
+is the body of `POST /v1/live/sessions` that opens a WebRTC session (the SDK's `LiveCreateParams`;
+members its session config does not define are refused).
 
 `validate.py --server-types` prints the SDK's server event types, one a line, sorted (the
 session's allowlist, `gpt_live::SERVER_EVENT_TYPES`, is held to it); `--nested-types` the
@@ -28,6 +30,8 @@ from pydantic import BaseModel
 from openai.types.live import ClientEvent, ServerEvent
 from openai.types.responses import Response, ResponseStreamEvent
 from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
+from openai.types.live.live_create_params import LiveCreateParams
+from openai.types.live.media_session_config_param import MediaSessionConfigParam
 from pydantic import TypeAdapter
 
 
@@ -48,12 +52,17 @@ def by_type(union):
 MODELS = {"client": by_type(ClientEvent), "server": by_type(ServerEvent)}
 NESTED = by_type(ResponseStreamEvent)
 REQUEST = TypeAdapter(ResponseCreateParamsNonStreaming)
+CREATE = TypeAdapter(LiveCreateParams)
 
 
 def check_exchange(side, value):
     """The members the SDK does not define in a Responses API body (`response` or `request`)."""
     if side == "response":
         return extras(Response.model_validate(value))
+    if side == "create":
+        CREATE.validate_python(value)
+        known = typing.get_type_hints(MediaSessionConfigParam)
+        return [f"$.session.{name}" for name in value["session"] if name not in known]
     REQUEST.validate_python(value)
     known = typing.get_type_hints(ResponseCreateParamsNonStreaming)
     return [f"$.{name}" for name in value if name not in known]
@@ -90,7 +99,7 @@ def main() -> int:
                 side, _, text = line.partition(" ")
                 try:
                     value = json.loads(text)
-                    if side in ("response", "request"):
+                    if side in ("response", "request", "create"):
                         unknown = check_exchange(side, value)
                         if unknown:
                             raise ValueError(f"members the SDK does not define: {', '.join(unknown)}")

@@ -199,6 +199,92 @@ pub fn session_start(mut session: Map<String, Value>, declarations: &[Value]) ->
     json!({ "type": "session.start", "session": Value::Object(session) }).to_string()
 }
 
+/// What a page may send over its WebRTC data channel when the server serves the tools from a
+/// sideband ([`webrtc_session`]): its audio controls, instructions, fixtures and closing.
+/// Results, responses, tool declarations and commentary (which could answer a delegation that
+/// is the server's: the data channel cannot tell) are the sideband's.
+pub const PAGE_CLIENT_EVENTS: &[&str] = &[
+    "session.input_audio.append",
+    "session.input_audio.mute",
+    "session.input_audio.unmute",
+    "session.instructions.append",
+    "session.output_audio.fixture.play",
+    "session.close",
+];
+
+/// The nested Responses events that can carry a function call (the item, its arguments): kept
+/// from the page's data channel in sideband mode, since a selector cannot tell a server call's
+/// from a client call's. The page gets its client calls from toolc's socket instead.
+pub const CALL_EVENTS: &[&str] = &[
+    "response.function_call_arguments.delta",
+    "response.function_call_arguments.done",
+    "response.output_item.added",
+    "response.output_item.done",
+];
+
+/// Server events delivered only to sideband connections: not selectors of the page's channel.
+const SIDEBAND_ONLY: &[&str] = &[
+    "session.input_audio.append",
+    "transport.answered",
+    "transport.dtmf.received",
+    "transport.dtmf.send",
+    "transport.dtmf.sent",
+    "transport.failed",
+    "transport.ringing",
+];
+
+/// The `session` of `POST /v1/live/sessions` for a session the page opens over WebRTC and the
+/// server serves from a sideband (`/v1/live/sessions/{id}/attach`): everything the
+/// application set, the declarations as the backend's function tools (as [`session_start`]),
+/// and `client.data_channel` restricting the page (the untrusted frontend) to
+/// [`PAGE_CLIENT_EVENTS`] and to every server event but the nested ones in [`CALL_EVENTS`].
+/// The location rule holds there as far as the API enforces these lists.
+pub fn webrtc_session(session: Map<String, Value>, declarations: &[Value]) -> Value {
+    let start: Value =
+        serde_json::from_str(&session_start(session, declarations)).unwrap_or(Value::Null);
+    let mut session = start.get("session").cloned().unwrap_or_else(|| json!({}));
+    let mut allowed_server_events = Vec::new();
+    for kind in SERVER_EVENT_TYPES {
+        if SIDEBAND_ONLY.contains(kind) {
+            continue;
+        }
+        if *kind == "response.event" {
+            allowed_server_events.extend(
+                RESPONSE_STREAM_EVENT_TYPES
+                    .iter()
+                    .filter(|nested| !CALL_EVENTS.contains(nested))
+                    .map(|nested| json!({ "type": kind, "response_event": nested })),
+            );
+        } else {
+            allowed_server_events.push(json!({ "type": kind }));
+        }
+    }
+    if let Some(map) = session.as_object_mut() {
+        map.insert(
+            "client".into(),
+            json!({
+                "data_channel": {
+                    "allowed_client_events": PAGE_CLIENT_EVENTS,
+                    "allowed_server_events": allowed_server_events,
+                },
+            }),
+        );
+    }
+    session
+}
+
+/// The URL a sideband attaches at: `{base}/{session_id}/attach`, `base` being the primary
+/// endpoint ([`DEFAULT_URL`] or a compatible one). `None` for an id that is not one path
+/// segment of URL-safe characters (it comes from the application's page).
+pub fn attach_url(base: &str, session_id: &str) -> Option<String> {
+    let safe = !session_id.is_empty()
+        && session_id.len() <= 128
+        && session_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    safe.then(|| format!("{}/{session_id}/attach", base.trim_end_matches('/')))
+}
+
 /// `session.update` that replaces the delegated backend's tools: `hosted` (the application's
 /// tools that are not functions) and the declarations.
 pub fn tools_update(hosted: &[Value], declarations: &[Value]) -> String {
@@ -312,6 +398,41 @@ mod tests {
             "response.function_call_arguments.done"
         ));
         assert!(!is_server_event_type(""));
+    }
+
+    #[test]
+    fn a_webrtc_session_keeps_call_events_and_server_commands_from_the_page() {
+        let tools = [json!({ "type": "function", "name": "lookup" })];
+        let session = webrtc_session(default_session(), &tools);
+        assert_eq!(session["delegation"]["responses"]["tools"], json!(tools));
+        let channel = &session["client"]["data_channel"];
+        let sent: Vec<&str> = channel["allowed_client_events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(!sent.iter().any(|k| k.starts_with("response.")
+            || k.starts_with("session.commentary")
+            || *k == "session.update"));
+        let received = channel["allowed_server_events"].as_array().unwrap();
+        assert!(received
+            .iter()
+            .any(|s| s["type"] == "session.output_audio.delta"));
+        assert!(received
+            .iter()
+            .any(|s| s["response_event"] == "response.output_text.delta"));
+        for selector in received {
+            let nested = selector["response_event"].as_str().unwrap_or_default();
+            assert!(!CALL_EVENTS.contains(&nested), "{selector}");
+        }
+        assert_eq!(
+            attach_url("wss://api.openai.com/v1/live/sessions/", "sess_1-a").as_deref(),
+            Some("wss://api.openai.com/v1/live/sessions/sess_1-a/attach")
+        );
+        for bad in ["", "../x", "a/b", "a?b", &"x".repeat(129)] {
+            assert_eq!(attach_url(DEFAULT_URL, bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -73,6 +73,9 @@ pub enum Refused {
     ServerOnly(String),
     /// GPT-Live: an event type the relay does not forward (not one a page sends).
     NotRelayed(String),
+    /// GPT-Live attached as a sideband: a model event from the page, which talks to the model
+    /// over its own WebRTC data channel; toolc's socket carries the browser protocol only.
+    SidebandModelEvent(String),
 }
 
 impl Refused {
@@ -97,6 +100,7 @@ impl Refused {
             Refused::LiveShape(_) => "unexpected_shape",
             Refused::ServerOnly(_) => "server_only_event",
             Refused::NotRelayed(_) => "unknown_event",
+            Refused::SidebandModelEvent(_) => "sideband_model_event",
         }
     }
 }
@@ -151,6 +155,10 @@ impl fmt::Display for Refused {
             Refused::NotRelayed(kind) => write!(
                 f,
                 "`{kind}` is not an event the relay forwards; a page sends audio (`session.input_audio.*`), `session.instructions.append`, `session.commentary.append`, `session.thinking.append`, `session.output_audio.fixture.play` or `session.close`"
+            ),
+            Refused::SidebandModelEvent(kind) => write!(
+                f,
+                "`{kind}` goes to the model over the page's own data channel: in sideband mode this socket carries call results and approval answers only"
             ),
             Refused::ServerOnly(kind) => write!(
                 f,

@@ -110,6 +110,15 @@ pub struct SessionConfig {
     /// answers its client delegations (`session.commentary.append` or
     /// `session.thinking.append` naming one), and no other.
     pub client_delegate: Option<ClientDelegate>,
+    /// GPT-Live: the session is attached as a sideband (`/v1/live/sessions/{id}/attach`) to
+    /// one the page opened over WebRTC ([`crate::gpt_live::webrtc_session`] writes its
+    /// settings), so audio never passes through the relay. The first message is a
+    /// `session.update` with the tools (never `session.start`), nothing the model sends goes
+    /// to the page (it has its own data channel), the page's socket carries the browser
+    /// protocol only, and a server call answered by someone else is reported
+    /// ([`Note::ServerCallAnsweredElsewhere`]). `false` (the default): the relay's own
+    /// websocket to the model, everything through toolc.
+    pub sideband: bool,
 }
 
 /// Runs a delegated task: [`SessionConfig::client_delegate`].
@@ -185,6 +194,7 @@ impl fmt::Debug for SessionConfig {
             .field("async_scheduling", &self.async_scheduling)
             .field("live", &self.live)
             .field("client_delegate", &self.client_delegate.is_some())
+            .field("sideband", &self.sideband)
             .finish()
     }
 }
@@ -247,6 +257,7 @@ impl SessionConfig {
             selection: None,
             live: gemini_live::LiveOptions::default(),
             client_delegate: None,
+            sideband: false,
         }
     }
 

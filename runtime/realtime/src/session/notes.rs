@@ -85,6 +85,18 @@ pub enum Note {
         /// How many of its calls were cancelled.
         cancelled: usize,
     },
+    /// GPT-Live attached as a sideband ([`SessionConfig::sideband`]): the delegated backend
+    /// went on (a new response of the delegation) while a server call of it had no result
+    /// from this session and the session asked for nothing. Someone else, the page over its
+    /// data channel most likely, answered the server call or asked for the response.
+    ServerCallAnsweredElsewhere {
+        /// The open server call.
+        call_id: String,
+        /// Its tool.
+        tool: String,
+        /// The delegation whose backend went on.
+        delegation_id: String,
+    },
     /// A tool-related model event the session could not read (not JSON it parses, an ambiguous
     /// `type`): dropped, because it might be about a server call the browser must not see.
     ModelEventUnreadable {
@@ -149,6 +161,14 @@ impl fmt::Display for Note {
             Note::BrowserToolDropped { name } => write!(
                 f,
                 "browser session.update declared function tool `{name}`, which the server cannot route; left out"
+            ),
+            Note::ServerCallAnsweredElsewhere {
+                call_id,
+                tool,
+                delegation_id,
+            } => write!(
+                f,
+                "the backend of delegation `{delegation_id}` went on while server call `{call_id}` of `{tool}` was open and this session asked for nothing: someone else (the page?) answered it"
             ),
             Note::BrowserEventRefused { code, message } => {
                 write!(f, "browser event refused ({code}): {message}")
@@ -328,6 +348,9 @@ counters! {
     /// Browser events refused with an `error` event to the browser: unparsable ones, duplicate
     /// keys, events without a type, and `response.create`s that would grant tools or forge calls.
     refused_browser_events,
+    /// GPT-Live sideband: backend responses that went on while a server call was open and the
+    /// session asked for nothing ([`Note::ServerCallAnsweredElsewhere`]).
+    server_calls_answered_elsewhere,
     /// Gemini Live: moves to a new model connection (resumed with a handle).
     reconnections,
     /// Gemini Live: moves to a new model connection that failed (no handle, connection refused,

@@ -60,6 +60,11 @@ pub(super) struct GptLiveCodec {
     transcript: Transcript,
     /// Client delegations the page may answer (no delegate is configured).
     page_delegations: HashSet<String>,
+    /// Attached as a sideband to a session the page opened ([`SessionConfig::sideband`]).
+    sideband: bool,
+    /// The last backend response of each delegation (kept after it ends): a new one of the
+    /// same delegation while a server call of it is open was asked for by someone else.
+    last_response: HashMap<String, String>,
 }
 
 /// A `response.create` of this session, and whether it continues a batch (so that a refusal
@@ -76,6 +81,9 @@ struct Transcript {
     lines: VecDeque<TranscriptLine>,
     bytes: usize,
 }
+
+/// How many delegations' last responses a sideband keeps to tell who asked for the next.
+const MAX_DELEGATIONS_KEPT: usize = 1024;
 
 /// How much transcript a delegation gets.
 const TRANSCRIPT_BYTES: usize = 32 * 1024;
@@ -102,7 +110,10 @@ impl GptLiveCodec {
     pub(super) fn new(config: &SessionConfig) -> GptLiveCodec {
         let strict = strict_tools(&config.declarations);
         GptLiveCodec {
-            ready: false,
+            // A sideband attaches to a session that has started: no `session.started` comes.
+            ready: config.sideband,
+            sideband: config.sideband,
+            last_response: HashMap::new(),
             item_visible: HashMap::new(),
             responses: HashMap::new(),
             in_progress: HashSet::new(),
@@ -128,61 +139,23 @@ fn strict_tools(declarations: &[Value]) -> HashSet<String> {
 
 impl Codec for GptLiveCodec {
     fn first_message(&self, core: &Core) -> String {
+        if self.sideband {
+            // The page's session has started (with the settings `gpt_live::webrtc_session`
+            // wrote, or not): a sideband never sends `session.start`, but it may make sure the
+            // backend's tools are the manifest's.
+            let hosted = wire::hosted_tools(&core.config.session);
+            return wire::tools_update(&hosted, &core.declarations);
+        }
         wire::session_start(core.config.session.clone(), &core.declarations)
     }
 
     fn on_model_event(&mut self, core: &mut Core, text: &str) -> Verdict {
-        let kind = match head(text) {
-            Head::Typed(kind) => kind,
-            // Every GPT-Live server event has a `type`; what the session cannot read could be
-            // about a server call: fail closed.
-            Head::Untyped => return core.unreadable_model_event("(no `type`)"),
-            Head::Ambiguous => return core.unreadable_model_event("(two `type` members)"),
-            Head::Invalid => return core.unreadable_model_event("(not JSON)"),
-        };
-        // Fail closed: only the SDK's server events reach the page.
-        if !wire::is_server_event_type(&kind) {
-            // The type is the model's text: the note names at most its first 64 characters.
-            let shown: String = kind.chars().take(64).collect();
-            return core.unreadable_model_event(&format!("{shown} (not a GPT-Live server event)"));
-        }
-        let transcript = matches!(
-            kind.as_ref(),
-            "session.input_transcript.delta" | "session.output_transcript.delta"
-        );
-        // Transcripts are read only when a delegate will need them.
-        let read = matches!(
-            kind.as_ref(),
-            "response.event" | "error" | "session.started" | "session.delegation.created"
-        ) || (transcript && core.config.client_delegate.is_some());
-        if !read {
-            return Verdict::Forward;
-        }
-        let Ok(mut event) = serde_json::from_str::<Value>(text) else {
-            return core.unreadable_model_event(&kind);
-        };
-        if str_field(&event, "type") != Some(kind.as_ref()) {
-            return core.unreadable_model_event(&kind);
-        }
-        match kind.as_ref() {
-            "session.started" => {
-                self.ready = true;
-                Verdict::Forward
-            }
-            "error" => self.model_error(core, &event),
-            "session.delegation.created" => self.delegation_created(core, &event),
-            "session.input_transcript.delta" | "session.output_transcript.delta" => {
-                let speaker = if kind == "session.input_transcript.delta" {
-                    Speaker::User
-                } else {
-                    Speaker::Assistant
-                };
-                if let Some(delta) = str_field(&event, "delta") {
-                    self.transcript.push(speaker, delta);
-                }
-                Verdict::Forward
-            }
-            _ => self.response_event(core, &mut event),
+        let verdict = self.read_model_event(core, text);
+        // A sideband's events are not the page's: it has its own data channel.
+        if self.sideband {
+            Verdict::Drop
+        } else {
+            verdict
         }
     }
 
@@ -207,6 +180,9 @@ impl Codec for GptLiveCodec {
             }
             // The browser protocol's own events are never the model's.
             other if other.starts_with("toolc.") => Verdict::Drop,
+            _ if self.sideband => {
+                core.refuse_browser_event(guard::Refused::SidebandModelEvent(kind.into()))
+            }
             "session.input_audio.append"
             | "session.input_audio.mute"
             | "session.input_audio.unmute"
@@ -337,6 +313,62 @@ impl Codec for GptLiveCodec {
 }
 
 impl GptLiveCodec {
+    /// One server event read: what the page would get of it over the relay's own socket.
+    fn read_model_event(&mut self, core: &mut Core, text: &str) -> Verdict {
+        let kind = match head(text) {
+            Head::Typed(kind) => kind,
+            // Every GPT-Live server event has a `type`; what the session cannot read could be
+            // about a server call: fail closed.
+            Head::Untyped => return core.unreadable_model_event("(no `type`)"),
+            Head::Ambiguous => return core.unreadable_model_event("(two `type` members)"),
+            Head::Invalid => return core.unreadable_model_event("(not JSON)"),
+        };
+        // Fail closed: only the SDK's server events reach the page.
+        if !wire::is_server_event_type(&kind) {
+            // The type is the model's text: the note names at most its first 64 characters.
+            let shown: String = kind.chars().take(64).collect();
+            return core.unreadable_model_event(&format!("{shown} (not a GPT-Live server event)"));
+        }
+        let transcript = matches!(
+            kind.as_ref(),
+            "session.input_transcript.delta" | "session.output_transcript.delta"
+        );
+        // Transcripts are read only when a delegate will need them.
+        let read = matches!(
+            kind.as_ref(),
+            "response.event" | "error" | "session.started" | "session.delegation.created"
+        ) || (transcript && core.config.client_delegate.is_some());
+        if !read {
+            return Verdict::Forward;
+        }
+        let Ok(mut event) = serde_json::from_str::<Value>(text) else {
+            return core.unreadable_model_event(&kind);
+        };
+        if str_field(&event, "type") != Some(kind.as_ref()) {
+            return core.unreadable_model_event(&kind);
+        }
+        match kind.as_ref() {
+            "session.started" => {
+                self.ready = true;
+                Verdict::Forward
+            }
+            "error" => self.model_error(core, &event),
+            "session.delegation.created" => self.delegation_created(core, &event),
+            "session.input_transcript.delta" | "session.output_transcript.delta" => {
+                let speaker = if kind == "session.input_transcript.delta" {
+                    Speaker::User
+                } else {
+                    Speaker::Assistant
+                };
+                if let Some(delta) = str_field(&event, "delta") {
+                    self.transcript.push(speaker, delta);
+                }
+                Verdict::Forward
+            }
+            _ => self.response_event(core, &mut event),
+        }
+    }
+
     /// `session.delegation.created`: a client delegation goes to the delegate with the
     /// transcript, or, with none configured, becomes the page's to answer.
     fn delegation_created(&mut self, core: &mut Core, event: &Value) -> Verdict {
@@ -383,6 +415,7 @@ impl GptLiveCodec {
                 if let Some(id) = inner.get("response").and_then(|r| str_field(r, "id")) {
                     let id = id.to_owned();
                     if let Some(delegation) = &delegation {
+                        self.went_on(core, delegation, &id);
                         self.responses.insert(delegation.clone(), id.clone());
                     }
                     self.in_progress.insert(id);
@@ -433,6 +466,52 @@ impl GptLiveCodec {
                 self.response_over(core, event, delegation)
             }
             _ => Verdict::Forward,
+        }
+    }
+
+    /// A backend response `id` of `delegation` started. On a sideband, one this session did not
+    /// ask for while a server call of the delegation's previous response is open means someone
+    /// else (the page, over its data channel) answered that call or asked for the response:
+    /// reported, since toolc cannot stop it there.
+    fn went_on(&mut self, core: &mut Core, delegation: &str, id: &str) {
+        let previous = self.last_response.get(delegation).cloned();
+        if self.last_response.len() >= MAX_DELEGATIONS_KEPT {
+            // Bounded: the oldest are not told apart, so start over (a report may be missed).
+            self.last_response.clear();
+        }
+        self.last_response
+            .insert(delegation.to_owned(), id.to_owned());
+        let Some(previous) = previous.filter(|p| p != id) else {
+            return;
+        };
+        if !self.sideband || self.requested.is_some() {
+            return;
+        }
+        let mut open: Vec<(u64, String, String)> = core
+            .calls
+            .iter()
+            .filter(|(call_id, info)| {
+                matches!(info.kind, CallKind::Server)
+                    && core.tracker.is_open(call_id)
+                    && core.tracker.response_of(call_id) == Some(previous.as_str())
+            })
+            .map(|(call_id, info)| (info.seq, call_id.clone(), info.name.clone()))
+            .collect();
+        open.sort();
+        for (_, call_id, tool) in open {
+            Counters::bump(&core.counters_ref().server_calls_answered_elsewhere);
+            tracing::warn!(
+                session = %core.scope.session_id(),
+                call_id,
+                tool,
+                delegation,
+                "a server call was answered elsewhere (the page?)"
+            );
+            core.note(Note::ServerCallAnsweredElsewhere {
+                call_id,
+                tool,
+                delegation_id: delegation.to_owned(),
+            });
         }
     }
 
