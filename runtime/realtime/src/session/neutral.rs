@@ -48,12 +48,14 @@ impl Core {
         let browser = BrowserPath {
             state: Arc::new(Mutex::new(BrowserState {
                 connected: true,
+                away: false,
                 naming: config.naming,
                 pending: HashMap::new(),
                 sent_waiting: HashMap::new(),
                 sent_notify: HashSet::new(),
                 approvals: HashMap::new(),
                 next_approval: 0,
+                next_open: 0,
             })),
             tx,
             approval_timeout: config.approval_timeout,
