@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 
 use super::page::{write_page, PageQueue};
@@ -845,7 +846,10 @@ async fn connecting_of<F: Future>(moving: &mut Option<Moving<F>>) -> F::Output {
 fn refuse_browser_error(error: &WsError, to_browser: &mut BrowserOut, options: &DriveOptions) -> bool {
     if matches!(
         error,
-        WsError::ConnectionClosed | WsError::AlreadyClosed | WsError::Io(_)
+        WsError::ConnectionClosed
+            | WsError::AlreadyClosed
+            | WsError::Io(_)
+            | WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake)
     ) {
         return false;
     }

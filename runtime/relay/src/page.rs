@@ -81,10 +81,23 @@ impl PageQueue {
         self.wake_writer.notify_one();
     }
 
-    /// Puts `msgs` ahead of everything queued, in their order (what a resumed page gets first).
+    /// Puts `msgs` ahead of everything queued, in their order (what a resumed page gets first),
+    /// and takes out of the queue the frames that say the same (a call queued before the page
+    /// left, which `msgs` delivers again), so that the page gets each once.
     pub(crate) fn push_front(&self, msgs: Vec<Message>) {
         {
             let mut frames = self.lock();
+            let again: std::collections::HashSet<&str> =
+                msgs.iter().filter_map(|m| m.to_text().ok()).collect();
+            let mut freed = 0;
+            frames.queue.retain(|(msg, audio)| {
+                let repeated = !*audio && msg.to_text().is_ok_and(|t| again.contains(t));
+                if repeated {
+                    freed += msg.len();
+                }
+                !repeated
+            });
+            frames.bytes -= freed;
             for msg in msgs.into_iter().rev() {
                 frames.bytes += msg.len();
                 frames.queue.push_front((msg, false));
