@@ -42,10 +42,7 @@ fn registry() -> Arc<Registry> {
     Arc::new(Registry::builder().definitions(defs).build().unwrap())
 }
 
-async fn relay(
-    model: &FakeModel,
-    edit: impl FnOnce(&mut RelayConfig),
-) -> common::relay::TestRelay {
+async fn relay(model: &FakeModel, edit: impl FnOnce(&mut RelayConfig)) -> common::relay::TestRelay {
     common::relay::start(registry(), model.url(), |config| {
         config.authorizer = Some(Arc::new(
             StaticTokens::parse(&format!("{ALICE} alice\n{BOB} bob\n")).unwrap(),

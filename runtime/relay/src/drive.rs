@@ -21,9 +21,9 @@ use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
-use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 
 use super::page::{write_page, PageQueue};
@@ -202,7 +202,16 @@ where
     C: FnMut(u32) -> F,
     F: Future<Output = Result<M, String>>,
 {
-    drive(session, events, browser, model, Some(connect), options, None).await
+    drive(
+        session,
+        events,
+        browser,
+        model,
+        Some(connect),
+        options,
+        None,
+    )
+    .await
 }
 
 /// [`run_session_resumable`] for a relay session whose page may come back
@@ -843,7 +852,11 @@ async fn connecting_of<F: Future>(moving: &mut Option<Moving<F>>) -> F::Output {
 /// A browser frame that broke the protocol or the limits: counted, and answered with a close
 /// frame (1009 for a message over the size limit, 1002 otherwise) before the session ends.
 /// Returns whether it was such a frame (a lost connection is not).
-fn refuse_browser_error(error: &WsError, to_browser: &mut BrowserOut, options: &DriveOptions) -> bool {
+fn refuse_browser_error(
+    error: &WsError,
+    to_browser: &mut BrowserOut,
+    options: &DriveOptions,
+) -> bool {
     if matches!(
         error,
         WsError::ConnectionClosed

@@ -185,7 +185,10 @@ impl<B> Resumes<B> {
                 None => ResumeRefusal::Unknown,
             });
         };
-        let held = state.sessions.get(&key).expect("a live token names a session");
+        let held = state
+            .sessions
+            .get(&key)
+            .expect("a live token names a session");
         if !owner_is(&held.principal) {
             return Err(ResumeRefusal::Forbidden);
         }
@@ -257,7 +260,11 @@ impl<B> Resumes<B> {
 
 impl<B> State<B> {
     fn spend(&mut self, token: String, principal: Option<Arc<str>>, why: ResumeRefusal) {
-        if self.spent.insert(token.clone(), Spent { principal, why }).is_none() {
+        if self
+            .spent
+            .insert(token.clone(), Spent { principal, why })
+            .is_none()
+        {
             self.spent_order.push_back(token);
         }
         while self.spent_order.len() > SPENT_REMEMBERED {

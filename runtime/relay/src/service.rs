@@ -336,8 +336,9 @@ impl RelayService {
                         socket = gone.0.socket;
                         CloseFrame {
                             code: CloseCode::from(4410),
-                            reason: "resume_ended: the conversation is over; start a new conversation"
-                                .into(),
+                            reason:
+                                "resume_ended: the conversation is over; start a new conversation"
+                                    .into(),
                         }
                     }
                 },
