@@ -1051,6 +1051,8 @@ impl Side {
 /// one busy side cannot starve the other), then flushes the model side if written to. `Err`
 /// names the side whose connection failed or closed; a close frame from the model is kept in
 /// `model_close` (the page gets it if the session ends).
+// The two sockets' ends and what each close said: one batch touches all of them.
+#[allow(clippy::too_many_arguments)]
 async fn relay_batch<R, M>(
     session: &mut Session,
     from: Side,
