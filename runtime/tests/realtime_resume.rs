@@ -2,7 +2,7 @@
 //! rules on a paused clock (the relay's side, tokens and sockets, is `relay_resume.rs`): while
 //! the page is away nothing fails, calls and approval requests made meanwhile wait for it, and
 //! the resumed page gets every open one again; the model gets one result per call id and a
-//! page that dedupes by id runs no handler twice.
+//! page that dedupes by id runs no handler twice. OpenAI Realtime, Gemini Live and GPT-Live.
 #![cfg(feature = "testing")]
 
 mod common {
@@ -289,4 +289,34 @@ async fn on_gemini_live_a_call_made_while_away_is_delivered_on_resume_and_answer
     assert_eq!(responses.len(), 1, "{responses:#?}");
     assert_eq!(responses[0].len(), 1);
     assert_eq!(responses[0][0]["id"], "c1");
+}
+
+#[tokio::test(start_paused = true)]
+async fn on_gpt_live_a_call_lost_in_the_drop_is_delivered_again_and_answered_once() {
+    use toolc_runtime::realtime::Provider;
+    let mut h = Harness::for_provider(Provider::GptLive, |_| {});
+    let mut page = Page::default();
+    h.model(&script::gpt_live::session_started("s1"));
+    h.model(&script::gpt_live::delegation_created("d1", "responses"));
+    for event in script::gpt_live::response_with_calls(
+        "d1",
+        "resp_1",
+        &[("c1", "highlight", r##"{"selector":"#buy"}"##)],
+    ) {
+        h.model(&event);
+    }
+    h.run_for(Duration::from_millis(10)).await;
+    // The page missed everything it was sent.
+    leave(&mut h, &mut page, usize::MAX);
+    let (calls, _) = resume(&mut h, &mut page);
+    assert_eq!(calls, ["c1"]);
+    h.answer_call("c1", r#"{"ok":true}"#);
+    h.answer_call("c1", r#"{"ok":true}"#);
+    h.run_for(Duration::from_millis(10)).await;
+    let outputs: Vec<&Value> = h
+        .to_model
+        .iter()
+        .filter(|e| e["type"] == "response.item.create" && e["item"]["call_id"] == "c1")
+        .collect();
+    assert_eq!(outputs.len(), 1, "{:#?}", h.to_model);
 }
