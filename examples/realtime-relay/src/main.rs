@@ -93,6 +93,14 @@ struct Args {
     /// before they are closed; a second SIGTERM ends the process at once.
     #[arg(long, default_value_t = 30)]
     drain_secs: u64,
+    /// How long a session whose page's connection dropped waits for the page to resume with
+    /// its token (`?resume=TOKEN`); 0 ends the session when its page leaves.
+    #[arg(long, default_value_t = 30)]
+    resume_grace_secs: u64,
+    /// This relay's name in resume tokens, for a balancer in front of several relays to route
+    /// a resuming page to the one that holds its session (default: random).
+    #[arg(long, value_name = "NAME")]
+    relay_id: Option<String>,
     /// Export the spans (a session, its responses, an `execute_tool` span per call, as the
     /// OpenTelemetry GenAI conventions name them) to an OTLP/HTTP collector, e.g.
     /// `http://localhost:4318/v1/traces`. Arguments and results are left out unless
@@ -163,6 +171,7 @@ async fn run(args: Args) -> Result<(), String> {
     if let Some(tag) = &args.markers {
         banner.push_str(&format!("markers: {tag}\n"));
     }
+    banner.push_str(&format!("relay id: {}\n", relay.service().relay_id()));
     banner.push_str(&match &args.auth_tokens {
         Some(path) => format!("auth: bearer tokens from {}\n", path.display()),
         None => "auth: none (every browser that reaches the port gets a session)\n".to_owned(),
@@ -337,6 +346,10 @@ fn relay_config(args: &Args, tools: Tools) -> Result<RelayConfig, String> {
     }
     if !args.allow_origins.is_empty() {
         config.allowed_origins = Some(args.allow_origins.clone());
+    }
+    config.limits.resume_grace = Duration::from_secs(args.resume_grace_secs);
+    if let Some(id) = &args.relay_id {
+        config.relay_id = id.clone();
     }
     Ok(config)
 }

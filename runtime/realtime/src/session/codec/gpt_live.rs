@@ -40,7 +40,7 @@ pub(super) struct GptLiveCodec {
     /// `session.started` came: the session reads input.
     ready: bool,
     /// Visibility to the page of function-call items, by item id.
-    item_visible: HashMap<String, bool>,
+    item_visible: Recent<bool>,
     /// The backend response each delegation is in now.
     responses: HashMap<String, String>,
     /// Backend responses started and not over.
@@ -114,7 +114,7 @@ impl GptLiveCodec {
             ready: config.sideband,
             sideband: config.sideband,
             last_response: HashMap::new(),
-            item_visible: HashMap::new(),
+            item_visible: Recent::default(),
             responses: HashMap::new(),
             in_progress: HashSet::new(),
             requests_sent: 0,
@@ -161,6 +161,10 @@ impl Codec for GptLiveCodec {
 
     fn is_audio_input(&self, top: &guard::TopLevel<'_>) -> bool {
         top.kind.as_deref() == Some("session.input_audio.append")
+    }
+
+    fn is_audio_output(&self, text: &str) -> bool {
+        matches!(head(text), Head::Typed(kind) if kind == "session.output_audio.delta")
     }
 
     fn on_browser_event(
