@@ -281,9 +281,12 @@ fn new_session(configure: impl FnOnce(&mut SessionConfig)) -> (Session, SessionE
 /// while it is in progress): one result per call, one continuation per response with calls, no
 /// request refused, the page never sees a server call, nothing left open. Returns both sides
 /// of the wire.
-fn conversation(responses: Vec<(Vec<Call>, u64)>) -> Backend {
+///
+/// With `sideband`, the session is attached to one the page opened: the same, and the page
+/// gets nothing of the model's events (only the browser protocol).
+fn conversation(responses: Vec<(Vec<Call>, u64)>, sideband: bool) -> Backend {
     runtime().block_on(async move {
-        let (mut session, mut events, mut out) = new_session(|_| {});
+        let (mut session, mut events, mut out) = new_session(|config| config.sideband = sideband);
         let mut expected_calls = BTreeSet::new();
         let mut server_calls = BTreeSet::new();
         let mut responses_with_calls = 0;
@@ -381,6 +384,24 @@ fn conversation(responses: Vec<(Vec<Call>, u64)>) -> Backend {
             out.refused
         );
         out.assert_page_never_saw(&server_calls);
+        if sideband {
+            let browser_protocol = ["function_call", "toolc.cancel", "error"];
+            assert!(
+                out.to_browser
+                    .iter()
+                    .all(|e| browser_protocol.contains(&e["type"].as_str().unwrap_or_default())),
+                "{:#?}",
+                out.to_browser
+            );
+            assert_eq!(
+                session
+                    .counters()
+                    .snapshot()
+                    .server_calls_answered_elsewhere,
+                0,
+                "only this session answered"
+            );
+        }
         assert_eq!(session.open_calls(), 0);
         out
     })
@@ -697,13 +718,16 @@ fn the_properties_events_validate_with_openais_sdk() {
             })
             .collect::<Vec<_>>()
     };
-    let conversation = conversation(vec![
-        (calls(0), 0),
-        (calls(1), 120),
-        (vec![], 0),
-        (calls(3), 0),
-        (calls(2), 60),
-    ]);
+    let conversation = conversation(
+        vec![
+            (calls(0), 0),
+            (calls(1), 120),
+            (vec![], 0),
+            (calls(3), 0),
+            (calls(2), 60),
+        ],
+        false,
+    );
     let behaviours = behaviours(vec![
         (
             vec![("srv", true, true), ("cli", true, true), ("bg", true, true)],
@@ -736,8 +760,9 @@ proptest! {
             (prop::collection::vec(call(), 0..5), prop_oneof![3 => Just(0u64), 1 => 1u64..150]),
             1..4,
         ),
+        sideband in proptest::bool::weighted(0.3),
     ) {
-        conversation(responses);
+        conversation(responses, sideband);
     }
 
     /// Approvals (given, refused, unanswered), interruptions and background calls.
