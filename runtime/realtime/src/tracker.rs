@@ -180,7 +180,8 @@ impl Tracker {
         }
     }
 
-    /// The calls forgotten since the last time this was asked (see [`KEEP_DONE_RESPONSES`]).
+    /// The calls forgotten since the last time this was asked (the most recent
+    /// `KEEP_DONE_RESPONSES` done responses are kept).
     pub fn take_forgotten(&mut self) -> Vec<String> {
         std::mem::take(&mut self.forgotten)
     }
