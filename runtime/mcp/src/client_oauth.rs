@@ -343,13 +343,19 @@ impl Session {
         required: Option<String>,
     ) -> Result<(), McpError> {
         let url = self.url.as_str();
-        let resolution = slot
-            .resolve_metadata_from_challenge(challenge)
-            .await
-            .map_err(|e| explain("discovering the authorization server", url, e))?;
+        let metadata = match slot.resolve_metadata_from_challenge(challenge).await {
+            Ok(resolution) => resolution.metadata,
+            Err(e @ AuthError::AuthorizationServerMismatch { .. }) => {
+                match legacy_metadata(&self.base).await {
+                    Some(metadata) => metadata,
+                    None => return Err(explain("discovering the authorization server", url, e)),
+                }
+            }
+            Err(e) => return Err(explain("discovering the authorization server", url, e)),
+        };
         #[cfg(feature = "client-oauth-jwt")]
-        let metadata = resolution.metadata.clone();
-        slot.set_metadata(resolution.metadata);
+        let metadata_copy = metadata.clone();
+        slot.set_metadata(metadata);
         match &self.config.grant {
             Grant::Code {
                 redirect_uri,
@@ -403,7 +409,7 @@ impl Session {
                     .and_then(|()| slot.configure_client_credentials(&config))
                     .map_err(|e| explain("setting up client credentials", url, e))?;
                 #[cfg(feature = "client-oauth-jwt")]
-                return self.exchange_apart(metadata, config).await;
+                return self.exchange_apart(metadata_copy, config).await;
                 #[cfg(not(feature = "client-oauth-jwt"))]
                 slot.exchange_client_credentials(&config)
                     .await
@@ -530,6 +536,53 @@ impl super::client::Reauthorize for Session {
     ) -> Pin<Box<dyn Future<Output = Result<(), McpError>> + Send + 'a>> {
         Box::pin(Session::challenged(self, Some(challenge)))
     }
+}
+
+/// The largest authorization server metadata document read.
+const MAX_METADATA_BYTES: usize = 64 * 1024;
+
+/// A 2025-03-26 server's authorization server metadata, at its origin's
+/// `/.well-known/oauth-authorization-server`, whose `issuer` names a path on that origin
+/// (`https://mcp.example/oauth`), when the server has no protected resource metadata. RFC 8414
+/// wants the issuer to be the URL the document was found from, and rmcp refuses the
+/// document; but under 2025-03-26 the MCP server's origin *is* its authorization server, so a
+/// document it serves about an issuer on its own origin comes from the party that was asked
+/// (the mix-up the check guards against needs a second party). Any other origin stays refused.
+async fn legacy_metadata(
+    server: &url::Url,
+) -> Option<rmcp::transport::auth::AuthorizationMetadata> {
+    let mut at = server.clone();
+    at.set_path("/.well-known/oauth-authorization-server");
+    at.set_query(None);
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .ok()?;
+    let mut response = http.get(at).send().await.ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.ok()? {
+        if body.len() + chunk.len() > MAX_METADATA_BYTES {
+            return None;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let metadata: rmcp::transport::auth::AuthorizationMetadata =
+        serde_json::from_slice(&body).ok()?;
+    let issuer = url::Url::parse(metadata.issuer.as_deref()?).ok()?;
+    let endpoints = [&metadata.authorization_endpoint, &metadata.token_endpoint];
+    let same_origin = |u: &url::Url| u.origin() == server.origin();
+    (same_origin(&issuer)
+        && endpoints
+            .iter()
+            .all(|e| url::Url::parse(e).is_ok_and(|u| same_origin(&u))))
+    .then(|| {
+        tracing::info!(issuer = %issuer, "2025-03-26 authorization server metadata on the MCP server's origin accepted");
+        metadata
+    })
 }
 
 /// The user's login: the application's [`Authorize`], its redirect read (an authorization
