@@ -72,6 +72,10 @@ enum Grant {
         client_id: String,
         client_secret: String,
     },
+    /// Enterprise-managed authorization (SEP-990, cross-app access): the user's ID token from
+    /// the enterprise's identity provider is exchanged there for an ID-JAG (RFC 8693), which
+    /// the MCP server's authorization server takes for an access token (RFC 7523).
+    Enterprise(Arc<Enterprise>),
     /// The client acts for itself, authenticated by a JWT signed with its private key.
     #[cfg(feature = "client-oauth-jwt")]
     PrivateKeyJwt {
@@ -79,6 +83,37 @@ enum Grant {
         key_pem: Vec<u8>,
         algorithm: rmcp::transport::auth::JwtSigningAlgorithm,
     },
+}
+
+/// The enterprise's identity provider and this client's registrations, for
+/// [`OAuthClient::enterprise`].
+#[derive(Clone)]
+pub struct Enterprise {
+    /// The identity provider's issuer (`https://idp.example`).
+    pub idp_issuer: String,
+    /// Its token endpoint, where the ID token is exchanged.
+    pub idp_token_endpoint: String,
+    /// This client at the identity provider.
+    pub idp_client_id: String,
+    /// Its secret there (HTTP Basic), or `None` for a public client.
+    pub idp_client_secret: Option<String>,
+    /// The user's ID token, from the identity provider's login.
+    pub id_token: String,
+    /// This client at the MCP server's authorization server.
+    pub client_id: String,
+    /// Its secret there (basic or post, as the server's metadata says).
+    pub client_secret: String,
+}
+
+impl std::fmt::Debug for Enterprise {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // No secret, no token.
+        f.debug_struct("Enterprise")
+            .field("idp_issuer", &self.idp_issuer)
+            .field("idp_client_id", &self.idp_client_id)
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The signing algorithms of [`OAuthClient::private_key_jwt`].
@@ -104,6 +139,7 @@ impl std::fmt::Debug for OAuthClient {
         let grant = match &self.grant {
             Grant::Code { redirect_uri, .. } => format!("authorization code to {redirect_uri}"),
             Grant::Secret { client_id, .. } => format!("client credentials of {client_id}"),
+            Grant::Enterprise(e) => format!("ID-JAG of {} from {}", e.client_id, e.idp_issuer),
             #[cfg(feature = "client-oauth-jwt")]
             Grant::PrivateKeyJwt { client_id, .. } => format!("private_key_jwt of {client_id}"),
         };
@@ -150,6 +186,14 @@ impl OAuthClient {
             client_id: client_id.into(),
             client_secret: client_secret.into(),
         })
+    }
+
+    /// Enterprise-managed authorization (SEP-990): no login here; the user's ID token from the
+    /// enterprise's identity provider is exchanged for an access token to the MCP server (see
+    /// [`Enterprise`]). When the token expires, the same ID token is exchanged again; once it
+    /// has expired too, connecting fails until the application gets a new one.
+    pub fn enterprise(enterprise: Enterprise) -> OAuthClient {
+        OAuthClient::new(Grant::Enterprise(Arc::new(enterprise)))
     }
 
     /// The client acts for itself (client credentials), authenticated by a JWT it signs with
@@ -353,7 +397,6 @@ impl Session {
             }
             Err(e) => return Err(explain("discovering the authorization server", url, e)),
         };
-        #[cfg(feature = "client-oauth-jwt")]
         let metadata_copy = metadata.clone();
         slot.set_metadata(metadata);
         match &self.config.grant {
@@ -402,6 +445,9 @@ impl Session {
                 .await;
                 *slot = session.auth_manager;
                 result.map(drop)
+            }
+            Grant::Enterprise(enterprise) => {
+                self.enterprise(&metadata_copy, enterprise, required).await
             }
             grant => {
                 let config = self.credentials_config(grant, required);
@@ -480,6 +526,95 @@ impl Session {
         }
     }
 
+    /// rmcp's enterprise-managed exchange (ID token → ID-JAG at the identity provider → access
+    /// token at the MCP server's authorization server); the token is saved in the store, where
+    /// the transport reads it.
+    async fn enterprise(
+        &self,
+        metadata: &rmcp::transport::auth::AuthorizationMetadata,
+        enterprise: &Enterprise,
+        required: Option<String>,
+    ) -> Result<(), McpError> {
+        use rmcp::transport::auth::enterprise::{
+            EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest,
+        };
+        let url = self.url.as_str();
+        let secret = |s: &str| oauth2::ClientSecret::new(s.to_owned());
+        let Some(issuer) = metadata.issuer.clone() else {
+            return Err(McpError(format!(
+                "OAuth for {url}: the authorization server's metadata has no issuer, which the ID-JAG's audience must be"
+            )));
+        };
+        let token_endpoint = metadata.token_endpoint.clone();
+        let methods: Vec<&str> = metadata
+            .additional_fields
+            .get("token_endpoint_auth_methods_supported")
+            .and_then(serde_json::Value::as_array)
+            .map(|m| m.iter().filter_map(serde_json::Value::as_str).collect())
+            .unwrap_or_default();
+        let only_post =
+            methods.contains(&"client_secret_post") && !methods.contains(&"client_secret_basic");
+        let resource_auth = if only_post {
+            EmaClientAuthentication::ClientSecretPost(secret(&enterprise.client_secret))
+        } else {
+            EmaClientAuthentication::ClientSecretBasic(secret(&enterprise.client_secret))
+        };
+        let idp_auth = match &enterprise.idp_client_secret {
+            Some(s) => EmaClientAuthentication::ClientSecretBasic(secret(s)),
+            None => EmaClientAuthentication::None,
+        };
+        let idp = EmaAuthorizationServer::new(
+            enterprise.idp_issuer.clone(),
+            enterprise.idp_token_endpoint.clone(),
+            enterprise.idp_client_id.clone(),
+        )
+        .with_client_authentication(idp_auth);
+        let resource_as =
+            EmaAuthorizationServer::new(issuer, token_endpoint, enterprise.client_id.clone())
+                .with_client_authentication(resource_auth);
+        let mut scopes = self.config.scopes.clone();
+        for scope in required.iter().flat_map(|s| s.split_whitespace()) {
+            if !scopes.iter().any(|s| s == scope) {
+                scopes.push(scope.to_owned());
+            }
+        }
+        let http = rmcp::transport::auth::default_oauth_http_client()
+            .map_err(|e| explain("setting up OAuth", url, e))?;
+        let token = EmaExchangeRequest::new_with_id_token(idp, resource_as, url, &enterprise.id_token)
+            .with_scopes(scopes)
+            .exchange(&http, &http)
+            .await
+            .map_err(|e| {
+                McpError(format!(
+                    "OAuth for {url}: the enterprise-managed exchange failed: {e} (an `invalid_grant` at the IdentityProvider stage: the ID token expired or is not for this client; log the user in at the identity provider again)"
+                ))
+            })?;
+        let mut response = serde_json::json!({
+            "access_token": token.access_token.secret(),
+            "token_type": "Bearer",
+        });
+        if let Some(expires_in) = token.expires_in {
+            response["expires_in"] = expires_in.as_secs().into();
+        }
+        let response = serde_json::from_value(response).map_err(|e| {
+            McpError(format!(
+                "OAuth for {url}: the access token is unusable: {e}"
+            ))
+        })?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .ok();
+        let granted = token.scopes.into_iter().collect();
+        let stored =
+            StoredCredentials::new(enterprise.client_id.clone(), Some(response), granted, now);
+        self.config
+            .store
+            .save(stored)
+            .await
+            .map_err(|e| explain("saving the token", url, e))
+    }
+
     /// rmcp's client credentials settings for this server: the `resource` is the server's
     /// URL (the token's audience), the scopes the configured ones and those challenged.
     fn credentials_config(
@@ -518,8 +653,8 @@ impl Session {
                 scopes,
                 resource,
             },
-            // Not reached: the authorization code grant does not get here.
-            Grant::Code { .. } => ClientCredentialsConfig::ClientSecret {
+            // Not reached: these grants do not get here.
+            Grant::Code { .. } | Grant::Enterprise(_) => ClientCredentialsConfig::ClientSecret {
                 client_id: String::new(),
                 client_secret: String::new(),
                 scopes,

@@ -10,7 +10,7 @@
 use std::process::ExitCode;
 
 use serde_json::{json, Map, Value};
-use toolc_runtime::mcp::client_oauth::OAuthClient;
+use toolc_runtime::mcp::client_oauth::{Enterprise, OAuthClient};
 use toolc_runtime::mcp::McpTools;
 use toolc_runtime::Registry;
 
@@ -89,6 +89,15 @@ fn oauth(scenario: &str, context: &Value) -> Result<Option<OAuthClient>, String>
             };
             OAuthClient::private_key_jwt(field("client_id")?, field("private_key_pem")?, algorithm)
         }
+        "auth/cross-app-access-complete-flow" => OAuthClient::enterprise(Enterprise {
+            idp_issuer: field("idp_issuer")?,
+            idp_token_endpoint: field("idp_token_endpoint")?,
+            idp_client_id: field("idp_client_id")?,
+            idp_client_secret: None,
+            id_token: field("idp_id_token")?,
+            client_id: field("client_id")?,
+            client_secret: field("client_secret")?,
+        }),
         _ => {
             let mut oauth = OAuthClient::authorization_code(REDIRECT_URI, scripted_user)
                 .client_name("toolc conformance client")
