@@ -200,14 +200,20 @@ impl McpServer {
     /// The engine's decision on a call, and for a repeat of a call still running the channel
     /// its answer comes on (registered under the same lock, so the first's end cannot be
     /// missed).
+    /// `principal` is the caller of this request: its calls count together against `per
+    /// principal` rate limits, across sessions (over HTTP, each request says who sends it).
     fn admit(
         &self,
         call: ToolCall,
+        principal: Option<&Principal>,
     ) -> (
         Admission,
         Option<tokio::sync::oneshot::Receiver<CallOutcome>>,
     ) {
         let mut calls = self.calls();
+        calls
+            .conversation
+            .set_principal(principal.map(|p| p.id().to_owned()));
         let admission = calls.conversation.admit(call);
         let waits = matches!(admission.next(), Next::Wait { .. }).then(|| {
             let (tx, rx) = tokio::sync::oneshot::channel();
@@ -751,7 +757,8 @@ impl ServerHandler for McpServer {
             request.name.as_ref(),
             serde_json::to_string(&arguments).unwrap_or_default(),
         );
-        let (admission, waits) = self.admit(call);
+        let principal = self.principal_of(&context);
+        let (admission, waits) = self.admit(call, principal.as_ref());
         // A call of an `approval: required` tool asks the user first.
         if admission.needs_approval() {
             return Ok(self.approve_then_call(admission, raw, context).await);
