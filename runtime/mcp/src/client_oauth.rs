@@ -406,9 +406,14 @@ impl Session {
             } => {
                 let mut request = AuthorizationRequest::new(redirect_uri.clone())
                     .with_client_name(self.config.client_name.clone());
-                if !self.config.scopes.is_empty() {
-                    request = request.with_scopes(self.config.scopes.iter().cloned());
-                }
+                // MCP's rule for a login: the challenge's scopes, else the resource's
+                // `scopes_supported` (not both: least privilege; a tool that needs more says so
+                // with a 403, and the step-up adds them).
+                request = if self.config.scopes.is_empty() {
+                    request.with_initial_scope_selection()
+                } else {
+                    request.with_scopes(self.config.scopes.iter().cloned())
+                };
                 if let Some((id, secret)) = &self.config.client_id {
                     request = request.with_preregistered_client(id.clone());
                     if let Some(secret) = secret {
