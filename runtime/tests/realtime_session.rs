@@ -926,3 +926,54 @@ async fn calls_inside_a_filler_response_are_ignored() {
     assert_eq!(h.continuations(), 0);
     assert_eq!(h.lookups.load(Ordering::SeqCst), 0);
 }
+
+/// The calls the session keeps, from its `Debug` form (`calls: N`).
+fn calls_kept(h: &Harness) -> usize {
+    let debug = format!("{:?}", h.session);
+    let at = debug.find("calls: ").expect("Debug names the calls kept") + "calls: ".len();
+    let digits: String = debug[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_session_keeps_only_its_recent_calls_and_answers_every_one() {
+    let mut h = Harness::new();
+    let responses = 1_000;
+    for i in 0..responses {
+        let (response, call) = (format!("r{i}"), format!("c{i}"));
+        let arguments = format!(r#"{{"word":"w{i}"}}"#);
+        h.model_all(&script::response_with_calls(
+            &response,
+            &[(&call, "lookup", &arguments)],
+        ));
+        h.run_for(Duration::from_millis(1)).await;
+    }
+    // Every call answered once, every response continued once ...
+    let outputs = h.outputs();
+    assert_eq!(outputs.len(), responses);
+    let ids: std::collections::HashSet<_> = outputs.iter().map(|(id, _)| id.clone()).collect();
+    assert_eq!(ids.len(), responses);
+    assert_eq!(h.continuations(), responses);
+    // ... and the session remembers the calls of its recent responses, not all of them.
+    let kept = calls_kept(&h);
+    assert!(kept <= 2 * 64, "{kept} calls kept after {responses}");
+    // A recent call reported again is still a repeat, not a new call.
+    let last = responses - 1;
+    h.model_all(&script::response_with_calls(
+        "again",
+        &[(
+            &format!("c{last}"),
+            "lookup",
+            &format!(r#"{{"word":"w{last}"}}"#),
+        )],
+    ));
+    h.run_for(Duration::from_millis(1)).await;
+    assert_eq!(
+        h.outputs().len(),
+        responses,
+        "a repeated call id does not run again"
+    );
+}

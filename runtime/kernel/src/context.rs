@@ -172,15 +172,17 @@ impl SessionScope {
     /// The context of one call in this session; its cancellation is a child of the session's.
     pub fn call(&self, tool: &str, call_id: &str) -> CallContext {
         CallContext {
-            session_id: self.session_id.clone(),
-            call_id: call_id.into(),
-            tool: tool.into(),
-            principal: self.principal.clone(),
-            deadline: None,
-            cancellation: self.cancellation.child_token(),
-            state: None,
-            progress: None,
-            approval: None,
+            inner: Arc::new(CallInner {
+                session_id: self.session_id.clone(),
+                call_id: call_id.into(),
+                tool: tool.into(),
+                principal: self.principal.clone(),
+                deadline: None,
+                cancellation: self.cancellation.child_token(),
+                state: None,
+                progress: None,
+                approval: None,
+            }),
         }
     }
 }
@@ -278,6 +280,14 @@ pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 /// selects on [`CallContext::cancelled`] to stop early. Cheap to clone.
 #[derive(Clone)]
 pub struct CallContext {
+    // Behind one pointer: a call's future holds its context in every layer it passes through
+    // (the approval question, the executor, its deadline), and a context of its own size
+    // (over 250 bytes) made those futures kilobytes, copied whole whenever they moved.
+    inner: Arc<CallInner>,
+}
+
+#[derive(Clone)]
+struct CallInner {
     session_id: Arc<str>,
     call_id: Arc<str>,
     tool: Arc<str>,
@@ -292,13 +302,13 @@ pub struct CallContext {
 impl fmt::Debug for CallContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CallContext")
-            .field("session_id", &self.session_id)
-            .field("call_id", &self.call_id)
-            .field("tool", &self.tool)
-            .field("principal", &self.principal)
-            .field("deadline", &self.deadline)
-            .field("cancelled", &self.cancellation.is_cancelled())
-            .field("approval", &self.approval)
+            .field("session_id", &self.inner.session_id)
+            .field("call_id", &self.inner.call_id)
+            .field("tool", &self.inner.tool)
+            .field("principal", &self.inner.principal)
+            .field("deadline", &self.inner.deadline)
+            .field("cancelled", &self.inner.cancellation.is_cancelled())
+            .field("approval", &self.inner.approval)
             .finish_non_exhaustive()
     }
 }
@@ -312,49 +322,49 @@ impl CallContext {
 
     /// The id of the session the call was made in.
     pub fn session_id(&self) -> &str {
-        &self.session_id
+        &self.inner.session_id
     }
 
     /// The call's id; results are matched to calls by it.
     pub fn call_id(&self) -> &str {
-        &self.call_id
+        &self.inner.call_id
     }
 
     /// The name of the tool being called.
     pub fn tool(&self) -> &str {
-        &self.tool
+        &self.inner.tool
     }
 
     /// The caller, when the session was authenticated.
     pub fn principal(&self) -> Option<&Principal> {
-        self.principal.as_ref()
+        self.inner.principal.as_ref()
     }
 
     /// When the registry stops the call (its `timeout`), if it has one.
     pub fn deadline(&self) -> Option<Instant> {
-        self.deadline
+        self.inner.deadline
     }
 
     /// Completes when the call is cancelled (timeout, browser gone, session cancelled).
     pub async fn cancelled(&self) {
-        self.cancellation.cancelled().await
+        self.inner.cancellation.cancelled().await
     }
 
     /// Whether the call has been cancelled (timeout, browser gone, session cancelled).
     pub fn is_cancelled(&self) -> bool {
-        self.cancellation.is_cancelled()
+        self.inner.cancellation.is_cancelled()
     }
 
     /// The token behind [`CallContext::cancelled`], to hand to code that takes one.
     pub fn cancellation_token(&self) -> &CancellationToken {
-        &self.cancellation
+        &self.inner.cancellation
     }
 
     /// Reports how far the call has got. Where the caller asked for progress (an MCP client
     /// with a progress token) it receives it; elsewhere the report goes nowhere, so executors
     /// may report unconditionally.
     pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        if let Some(sink) = &self.progress {
+        if let Some(sink) = &self.inner.progress {
             sink(Progress {
                 progress,
                 total,
@@ -365,7 +375,7 @@ impl CallContext {
 
     /// Sends this call's progress reports to `sink`.
     pub fn with_progress(mut self, sink: ProgressSink) -> CallContext {
-        self.progress = Some(sink);
+        Arc::make_mut(&mut self.inner).progress = Some(sink);
         self
     }
 
@@ -375,33 +385,43 @@ impl CallContext {
     /// runs only if the grant names this tool, this call id and the very arguments of the call,
     /// and only once.
     pub fn with_approval(mut self, approval: ApprovalGrant) -> CallContext {
-        self.approval = Some(approval);
+        Arc::make_mut(&mut self.inner).approval = Some(approval);
         self
     }
 
     pub(crate) fn approval(&self) -> Option<&ApprovalGrant> {
-        self.approval.as_ref()
+        self.inner.approval.as_ref()
     }
 
     /// Application state of type `T` given to [`crate::RegistryBuilder::state`].
     pub fn state<T: Any>(&self) -> Option<&T> {
-        self.state.as_deref().and_then(StateMap::get::<T>)
+        self.inner.state.as_deref().and_then(StateMap::get::<T>)
     }
 
     pub(crate) fn with_deadline(mut self, deadline: Option<Instant>) -> CallContext {
-        self.deadline = deadline;
+        // Shared contexts (the adapter keeps one to cancel the call) are copied only on change.
+        if self.inner.deadline != deadline {
+            Arc::make_mut(&mut self.inner).deadline = deadline;
+        }
         self
     }
 
     pub(crate) fn with_state(mut self, state: Option<Arc<StateMap>>) -> CallContext {
-        self.state = state;
+        let same = match (&self.inner.state, &state) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        if !same {
+            Arc::make_mut(&mut self.inner).state = state;
+        }
         self
     }
 
     /// Fires this call's cancellation signal ([`CallContext::cancelled`]): the adapter's way to
     /// stop a call the user interrupted or the model cancelled.
     pub fn cancel(&self) {
-        self.cancellation.cancel();
+        self.inner.cancellation.cancel();
     }
 }
 

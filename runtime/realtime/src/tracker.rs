@@ -6,7 +6,12 @@
 //! once. A call that arrives for a response whose continuation was already sent (a protocol
 //! anomaly) opens a new batch, so its result still reaches the model.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+
+/// Responses that are done and have no open call are forgotten, oldest first, beyond this many:
+/// a session that runs for hours must not keep (and scan) every response and call it ever saw.
+/// A call reported for a response this far back is no protocol anyone speaks.
+pub const KEEP_DONE_RESPONSES: usize = 64;
 
 #[derive(Clone, Debug, Default)]
 struct ResponseCalls {
@@ -14,6 +19,8 @@ struct ResponseCalls {
     total: usize,
     done: bool,
     continued: bool,
+    /// The ids of its calls, forgotten with it.
+    calls: Vec<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -39,6 +46,10 @@ pub struct Tracker {
     responses: HashMap<String, ResponseCalls>,
     calls: HashMap<String, CallEntry>,
     open: usize,
+    /// Done responses, in the order they were done.
+    done: VecDeque<String>,
+    /// Calls of forgotten responses, for the session to forget too ([`Tracker::take_forgotten`]).
+    forgotten: Vec<String>,
 }
 
 impl Tracker {
@@ -67,6 +78,7 @@ impl Tracker {
         }
         r.open += 1;
         r.total += 1;
+        r.calls.push(call_id.to_owned());
         self.open += 1;
         true
     }
@@ -126,17 +138,82 @@ impl Tracker {
             return false;
         }
         r.done = true;
-        if r.total > 0 && r.open == 0 && !r.continued {
+        let completes = r.total > 0 && r.open == 0 && !r.continued;
+        if completes {
             r.continued = true;
-            return true;
         }
-        false
+        self.done.push_back(response_id.to_owned());
+        self.forget_old();
+        completes
+    }
+
+    /// Forgets the oldest done responses beyond [`KEEP_DONE_RESPONSES`] whose calls all
+    /// resolved, and their calls. One with an open call (a slow client call) waits its turn
+    /// again.
+    fn forget_old(&mut self) {
+        // Two looks per response done: one may be a response kept for its open call (put back
+        // at the end), and the queue still shrinks back to its bound.
+        for _ in 0..2 {
+            if self.done.len() <= KEEP_DONE_RESPONSES {
+                return;
+            }
+            let Some(oldest) = self.done.pop_front() else {
+                return;
+            };
+            if self.responses.get(&oldest).is_some_and(|r| r.open > 0) {
+                self.done.push_back(oldest);
+                continue;
+            }
+            let Some(r) = self.responses.remove(&oldest) else {
+                continue;
+            };
+            for call_id in r.calls {
+                if self
+                    .calls
+                    .get(&call_id)
+                    .is_some_and(|c| c.response_id == oldest)
+                {
+                    self.calls.remove(&call_id);
+                    self.forgotten.push(call_id);
+                }
+            }
+        }
+    }
+
+    /// The calls forgotten since the last time this was asked (see [`KEEP_DONE_RESPONSES`]).
+    pub fn take_forgotten(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.forgotten)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn old_done_responses_and_their_resolved_calls_are_forgotten() {
+        let mut t = Tracker::new();
+        // r0 has a call that stays open; r1.. have one resolved call each.
+        t.register("r0", "open");
+        t.response_done("r0");
+        for i in 1..=3 * KEEP_DONE_RESPONSES {
+            t.register(&format!("r{i}"), &format!("c{i}"));
+            t.resolve(&format!("c{i}"));
+            t.response_done(&format!("r{i}"));
+        }
+        assert!(t.responses.len() <= KEEP_DONE_RESPONSES + 1);
+        assert!(t.calls.len() <= KEEP_DONE_RESPONSES + 1);
+        let forgotten = t.take_forgotten();
+        assert!(forgotten.contains(&"c1".to_owned()));
+        assert!(!forgotten.contains(&"open".to_owned()));
+        // The open call is still tracked and still earns its continuation.
+        assert!(t.is_open("open"));
+        assert_eq!(t.resolve("open"), Resolved::Continue);
+        // The most recent responses are remembered: a repeat of their call id is no new call.
+        let last = 3 * KEEP_DONE_RESPONSES;
+        assert!(!t.register(&format!("r{last}"), &format!("c{last}")));
+        assert!(t.take_forgotten().is_empty());
+    }
 
     #[test]
     fn continuation_waits_for_response_done() {

@@ -56,9 +56,22 @@ async fn run_server(
     arguments: Value,
 ) -> Result<Value, CallError> {
     let retry = registry.definition(name).and_then(|d| d.policy.retry);
-    let Some(retry) = retry else {
-        return registry.call_prevalidated(ctx, name, arguments).await;
-    };
+    match retry {
+        None => registry.call_prevalidated(ctx, name, arguments).await,
+        // Boxed: the retry loop holds a second executor future and a backoff timer, which
+        // every call's future would otherwise carry (and copy) for the few tools that retry.
+        Some(retry) => Box::pin(run_with_retries(registry, ctx, name, arguments, retry)).await,
+    }
+}
+
+/// [`run_server`] for a tool with a `retry` policy.
+async fn run_with_retries(
+    registry: &Registry,
+    ctx: CallContext,
+    name: &str,
+    arguments: Value,
+    retry: crate::RetryPolicy,
+) -> Result<Value, CallError> {
     let mut attempt = 1;
     loop {
         let result = registry
@@ -110,7 +123,7 @@ impl Admission {
                 Err(refused) => refused,
             }
         };
-        traced(span, &tool, run).await
+        traced(span, &tool, Box::pin(run)).await
     }
 
     /// Asks the user through `client` when the call needs approval: `Ok` with the call, now
@@ -167,7 +180,7 @@ impl Admission {
                 Err(refused) => refused,
             }
         };
-        traced(span, &tool, run).await
+        traced(span, &tool, Box::pin(run)).await
     }
 
     /// Runs a server call for an adapter that gives results as values (MCP's
@@ -282,10 +295,14 @@ fn open_span(call: &ToolCall, session: &str, location: &'static str) -> tracing:
 
 /// Runs `run` (one call) inside its `toolc.call` span (made by [`open_span`]), and records the
 /// outcome, error kind and duration on the span once it is over (see [`crate::telemetry`]).
+///
+/// `run` is boxed: a call's future is kilobytes (the approval question, the executor, the
+/// client's deadline, retries), and awaited in place it would be copied whole each time the
+/// future around it moves (into a task, through `block_on`); one allocation is cheaper.
 async fn traced(
     span: tracing::Span,
     tool: &str,
-    run: impl Future<Output = CallOutcome>,
+    run: Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>,
 ) -> CallOutcome {
     use tracing::Instrument;
     let started = std::time::Instant::now();

@@ -42,6 +42,9 @@ mod client_path;
 mod codec;
 mod neutral;
 mod notes;
+mod recent;
+
+use recent::Recent;
 
 use client_path::*;
 use codec::Codec;
@@ -488,7 +491,9 @@ impl Session {
     /// An event from the model. Tool calls in it are started; the verdict says what the browser
     /// gets.
     pub fn on_model_event(&mut self, text: &str) -> Verdict {
-        self.codec.on_model_event(&mut self.core, text)
+        let verdict = self.codec.on_model_event(&mut self.core, text);
+        self.core.forget_calls();
+        verdict
     }
 
     /// A binary frame from the model. Google's Live servers send their JSON in binary frames;

@@ -16,7 +16,7 @@ pub(super) struct Core {
     pub(super) conversation: Conversation,
     pub(super) calls: HashMap<String, CallInfo>,
     /// Visibility to the browser of calls, by call id.
-    pub(super) call_visible: HashMap<String, bool>,
+    pub(super) call_visible: Recent<bool>,
     pub(super) browser: BrowserPath,
     pub(super) outputs: VecDeque<Output>,
     /// Calls reported so far, which number them.
@@ -39,6 +39,20 @@ pub(super) struct Core {
 }
 
 impl Core {
+    /// Forgets the calls of the responses the tracker forgot (it keeps the most recent done
+    /// ones: [`crate::tracker::KEEP_DONE_RESPONSES`]), so a long session's state and the scans
+    /// over its calls stay bounded. A background call still running is kept: its result has
+    /// yet to be told.
+    pub(super) fn forget_calls(&mut self) {
+        for call_id in self.tracker.take_forgotten() {
+            if self.calls.get(&call_id).is_some_and(|c| c.background) {
+                continue;
+            }
+            self.calls.remove(&call_id);
+            self.call_visible.remove(&call_id);
+        }
+    }
+
     pub(super) fn new(
         registry: Arc<Registry>,
         config: Arc<SessionConfig>,
@@ -71,7 +85,7 @@ impl Core {
             response_spans: HashMap::new(),
             conversation,
             calls: HashMap::new(),
-            call_visible: HashMap::new(),
+            call_visible: Recent::default(),
             browser,
             outputs: VecDeque::new(),
             next_seq: 0,

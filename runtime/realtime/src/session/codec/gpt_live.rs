@@ -37,7 +37,7 @@ pub(super) struct GptLiveCodec {
     /// `session.started` came: the session reads input.
     ready: bool,
     /// Visibility to the page of function-call items, by item id.
-    item_visible: HashMap<String, bool>,
+    item_visible: Recent<bool>,
     /// The backend response each delegation is in now.
     responses: HashMap<String, String>,
     /// Backend responses started and not over.
@@ -90,7 +90,7 @@ impl GptLiveCodec {
         let strict = strict_tools(&config.declarations);
         GptLiveCodec {
             ready: false,
-            item_visible: HashMap::new(),
+            item_visible: Recent::default(),
             responses: HashMap::new(),
             in_progress: HashSet::new(),
             requests_sent: 0,

@@ -13,7 +13,7 @@ const REQUEST_ID_PREFIX: &str = "toolc_response_";
 /// An OpenAI Realtime session's wire state.
 pub(super) struct OpenAiCodec {
     /// Visibility to the page of function-call items, by item id.
-    item_visible: HashMap<String, bool>,
+    item_visible: Recent<bool>,
     filler_responses: HashSet<String>,
     current_response: Option<String>,
     /// A continuation is due but another response is in progress; it goes at that response's
@@ -64,7 +64,7 @@ struct ReportedCall {
 impl OpenAiCodec {
     pub(super) fn new(config: &SessionConfig) -> OpenAiCodec {
         OpenAiCodec {
-            item_visible: HashMap::new(),
+            item_visible: Recent::default(),
             filler_responses: HashSet::new(),
             current_response: None,
             continuation_waiting: false,
