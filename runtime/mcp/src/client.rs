@@ -55,6 +55,8 @@ const MAX_CALL_REAUTHORIZATIONS: usize = 2;
 /// authorization.
 pub(crate) struct ConnectFailure {
     error: McpError,
+    // Read only by `connect_oauth`.
+    #[cfg_attr(not(feature = "client-oauth"), allow(dead_code))]
     challenge: Option<String>,
 }
 
