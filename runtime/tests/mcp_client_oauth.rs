@@ -49,6 +49,8 @@ struct Seen {
     refresh_tokens: HashMap<String, (String, String)>,
     /// Whether the scripted user refuses.
     refuse: bool,
+    /// Whether `mcp:admin` is never granted (the user may not have it).
+    deny_admin: bool,
 }
 
 struct AuthServer {
@@ -68,6 +70,11 @@ fn now() -> u64 {
 
 impl AuthServer {
     fn token(&self, scope: &str, resource: &str) -> Value {
+        let granted: Vec<&str> = scope
+            .split(' ')
+            .filter(|s| !(self.seen.lock().unwrap().deny_admin && *s == "mcp:admin"))
+            .collect();
+        let scope = &granted.join(" ");
         let mut header = Header::new(Algorithm::ES256);
         header.kid = Some("k1".into());
         let claims = json!({"iss": self.issuer, "aud": resource, "sub": "user-7", "scope": scope,
@@ -352,5 +359,27 @@ async fn a_refused_login_fails_the_connection_with_the_servers_words() {
     assert!(
         error.0.contains("access_denied") && error.0.contains("the user said no"),
         "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scope_never_granted_fails_the_call_after_bounded_logins_and_the_rest_still_works() {
+    let (resource, auth) = servers(600).await;
+    auth.seen.lock().unwrap().deny_admin = true;
+    let tools = McpTools::connect_oauth(&resource, client(&auth, &InMemoryCredentialStore::new()))
+        .await
+        .unwrap();
+    let error = call(&tools, "wipe").await.unwrap_err();
+    assert!(
+        error.contains("refused the call for want of authorization") && error.contains("mcp:admin"),
+        "{error}"
+    );
+    // The first login, and a bounded number of step-ups (not a loop).
+    let logins = auth.seen.lock().unwrap().logins.len();
+    assert!((2..=3).contains(&logins), "{logins} logins");
+    // The token it has still does what it may.
+    assert_eq!(
+        call(&tools, "whoami").await.unwrap(),
+        json!({"id": "user-7"})
     );
 }

@@ -46,6 +46,10 @@ pub(crate) trait Reauthorize: Send + Sync {
         &'a self,
         challenge: &'a str,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), McpError>> + Send + 'a>>;
+
+    /// A request went through after being authorized again: the bound on authorizations
+    /// starts over (it is for one refused request, not for a connection's whole life).
+    fn settled(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>;
 }
 
 /// How many times one call may be refused and authorized again before it fails.
@@ -272,7 +276,10 @@ impl McpTools {
             );
             let reauth: Arc<dyn Reauthorize> = session.clone();
             match McpTools::connect_with(transport, Some(reauth)).await {
-                Ok(tools) => return Ok(tools),
+                Ok(tools) => {
+                    session.settled().await;
+                    return Ok(tools);
+                }
                 // The session bounds how many times this goes round.
                 Err(ConnectFailure {
                     challenge: Some(challenge),
@@ -516,7 +523,12 @@ async fn call(
                     _ => return Err(failed(e)),
                 }
             }
-            Ok(answer) => break answer,
+            Ok(answer) => {
+                if let (Some(reauth), true) = (reauth, reauthorized > 0) {
+                    reauth.settled().await;
+                }
+                break answer;
+            }
         }
     };
     let result = match answer {

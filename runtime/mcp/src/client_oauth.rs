@@ -289,8 +289,8 @@ impl CredentialStore for Shared {
     }
 }
 
-/// How many authorizations one connection attempt, or one call, may go through before the
-/// client gives up: a server that keeps refusing every new token must not loop the user
+/// How many authorizations in a row (without a request going through in between) may be made
+/// before the client gives up: a server that keeps refusing every new token must not loop the user
 /// through logins (MCP: clients limit their retries).
 pub(crate) const MAX_AUTHORIZATIONS: u32 = 3;
 
@@ -301,7 +301,8 @@ pub(crate) struct Session {
     config: OAuthClient,
     url: String,
     base: url::Url,
-    /// Authorizations so far (logins, step-ups, client credentials exchanges).
+    /// Authorizations since a request last went through after one (logins, step-ups, client
+    /// credentials exchanges).
     authorizations: std::sync::atomic::AtomicU32,
 }
 
@@ -675,6 +676,21 @@ impl super::client::Reauthorize for Session {
         challenge: &'a str,
     ) -> Pin<Box<dyn Future<Output = Result<(), McpError>> + Send + 'a>> {
         Box::pin(Session::challenged(self, Some(challenge)))
+    }
+
+    fn settled(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            self.authorizations
+                .store(0, std::sync::atomic::Ordering::Relaxed);
+            // rmcp counts step-ups over the manager's life; a token that went through ends
+            // this run of them.
+            self.client
+                .auth_manager
+                .lock()
+                .await
+                .reset_scope_upgrade_attempts()
+                .await;
+        })
     }
 }
 
