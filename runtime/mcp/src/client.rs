@@ -210,7 +210,9 @@ impl McpTools {
 
     /// [`McpTools::connect_http`] with credentials: `bearer_token` goes as `Authorization:
     /// Bearer ...`, `headers` (e.g. an API key header) with every request. A header the
-    /// transport sets itself (`mcp-session-id`, `accept`, ...) is refused.
+    /// transport sets itself (`mcp-session-id`, `accept`, ...) is refused. A token that
+    /// expires is not renewed: for an OAuth-protected server, `connect_oauth` (feature
+    /// `client-oauth`) gets, refreshes and steps up tokens itself.
     pub async fn connect_http_with(
         url: &str,
         bearer_token: Option<&str>,
