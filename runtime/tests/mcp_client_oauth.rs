@@ -4,7 +4,9 @@
 //! (PKCE, `state`, the `resource` indicator checked by the authorization server), the tools are
 //! called with the subject as principal; a tool that needs more scopes is a `403` the client
 //! answers with a step-up login; an expiring token is refreshed without a login; a second
-//! connection with the same credential store logs in no more; a refused login says so.
+//! connection with the same credential store logs in no more; a refused login says so; a
+//! redirect with another `state` is refused before its code is used; a scope never granted
+//! ends in a bounded number of logins.
 #![cfg(all(feature = "mcp", feature = "mcp-client-oauth"))]
 
 use std::collections::HashMap;
@@ -382,4 +384,29 @@ async fn a_scope_never_granted_fails_the_call_after_bounded_logins_and_the_rest_
         call(&tools, "whoami").await.unwrap(),
         json!({"id": "user-7"})
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_with_another_state_is_refused_and_its_code_never_exchanged() {
+    let (resource, auth) = servers(600).await;
+    let user = auth.clone();
+    // A redirect forged, or meant for another login: the right code, the wrong `state`.
+    let forged = OAuthClient::authorization_code(REDIRECT_URI, move |url: String| {
+        let redirect = user.authorize(&url);
+        let state = redirect
+            .split("state=")
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
+        async move { Ok(redirect.replace(&state, "forged")) }
+    });
+    let error = McpTools::connect_oauth(&resource, forged)
+        .await
+        .unwrap_err();
+    assert!(
+        error.0.contains("exchanging the code for a token failed"),
+        "{error}"
+    );
+    // The code was never taken to the token endpoint.
+    assert_eq!(auth.seen.lock().unwrap().codes.len(), 1);
 }
