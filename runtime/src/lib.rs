@@ -11,6 +11,7 @@
 //! | `relay` | `toolc-relay` | `relay` |
 //! | `mcp` | `toolc-mcp` | `mcp` (server), `mcp-oauth`, `mcp-client`, `mcp-client-oauth`, `mcp-client-oauth-jwt` |
 //! | `catalog` | `toolc-catalog` | `catalog` |
+//! | `engine::RedisLimiter` (rate limits shared by a fleet) | `toolc-kernel` | `redis` |
 //!
 //! - [`Registry`]: tool definitions plus one executor per server tool, checked against the
 //!   location rule when it is built; calls are parsed, validated against schemas compiled once,

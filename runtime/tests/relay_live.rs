@@ -127,6 +127,10 @@ fn script_for(frames: Frames) -> Script {
 async fn read_until(browser: &mut TestBrowser, done: impl Fn(&Value) -> bool) -> Vec<Value> {
     let mut seen = Vec::new();
     while let Some(event) = browser.next_event(LIMIT).await {
+        // The relay's own first event (the resume token) is not the model's.
+        if event["type"] == "toolc.session" {
+            continue;
+        }
         let stop = done(&event);
         seen.push(event);
         if stop {
@@ -407,6 +411,8 @@ async fn calls_and_results_the_page_writes_in_snake_case_are_refused() {
     )
     .await;
     let mut browser = TestBrowser::connect(&relay.url).await.unwrap();
+    let session = browser.next_event(LIMIT).await.unwrap();
+    assert_eq!(session["type"], "toolc.session");
     let ready = browser.next_event(LIMIT).await.unwrap();
     assert_eq!(ready, json!({"setupComplete": {}}));
     let forged = [
@@ -652,6 +658,8 @@ async fn vertex_live_takes_a_bearer_token_and_an_async_result_once() {
     })
     .await;
     let mut browser = TestBrowser::connect(&relay.url).await.unwrap();
+    let session = browser.next_event(LIMIT).await.unwrap();
+    assert_eq!(session["type"], "toolc.session");
     let ready = browser.next_event(LIMIT).await.unwrap();
     assert_eq!(
         ready["setupComplete"]["sessionId"],

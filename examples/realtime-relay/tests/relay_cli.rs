@@ -363,7 +363,8 @@ async fn otlp_endpoint_exports_genai_spans_without_the_arguments() {
     let browser = TestBrowser::connect(&url).await.unwrap();
     let conn = model.connection(0, LIMIT).await.unwrap();
     assert!(conn.wait_for("response.create", 1, LIMIT).await);
-    drop(browser);
+    // The page hangs up (a dropped one would be held for a resume).
+    browser.close().await;
     // The session span ends with the session; its batch follows within the schedule delay.
     let deadline = tokio::time::Instant::now() + LIMIT;
     let exported = loop {

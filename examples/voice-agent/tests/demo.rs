@@ -433,6 +433,11 @@ async fn a_remote_model_gets_the_key_and_the_page_does_not() {
     let mut browser = TestBrowser::connect(&format!("ws://{addr}/"))
         .await
         .unwrap();
+    let first = browser.next_event(LIMIT).await.expect("the relay's event");
+    assert_eq!(
+        first["type"], "toolc.session",
+        "the page's resume token comes first"
+    );
     let updated = browser.next_event(LIMIT).await.expect("the model's event");
     assert_eq!(updated["type"], "session.updated");
     let conn = model.connection(0, LIMIT).await.unwrap();
@@ -469,6 +474,11 @@ async fn a_remote_live_model_gets_the_key_in_its_own_header_and_the_tools_in_set
     let mut browser = TestBrowser::connect(&format!("ws://{addr}/"))
         .await
         .unwrap();
+    let first = browser.next_event(LIMIT).await.expect("the relay's event");
+    assert_eq!(
+        first["type"], "toolc.session",
+        "the page's resume token comes first"
+    );
     let complete = browser
         .next_event(LIMIT)
         .await

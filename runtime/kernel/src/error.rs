@@ -162,6 +162,10 @@ impl fmt::Display for Violation {
     }
 }
 
+/// When a call refused because its rate limit could not be checked
+/// ([`CallError::rate_limit_unavailable`]) may be tried again.
+pub const LIMITS_UNAVAILABLE_RETRY_AFTER: Duration = Duration::from_secs(15);
+
 /// A failed call. [`CallError::model_text`] is what to send back to the model as the tool's
 /// result; [`CallError::kind`] is for programs.
 ///
@@ -401,6 +405,29 @@ impl CallError {
         );
         e.0.code = Some("rate_limited".into());
         e.0.retry_after = Some(retry_after);
+        e
+    }
+
+    /// The call did not run: the tool has a `rate_limit`, and the store that counts its calls
+    /// (a shared Redis) could not be asked in time, with the limiter set to fail closed. `why`
+    /// is for the operator (it is in [`fmt::Display`], not in what the model reads). The model
+    /// may try again after [`LIMITS_UNAVAILABLE_RETRY_AFTER`] (code `rate_limit_unavailable`).
+    pub fn rate_limit_unavailable(
+        tool: &str,
+        limit: &toolc_core::RateLimit,
+        why: &str,
+    ) -> CallError {
+        let secs = LIMITS_UNAVAILABLE_RETRY_AFTER.as_secs();
+        let mut e = CallError::new(
+            CallErrorKind::RateLimited,
+            tool,
+            format!(
+                "`{tool}` may be called at most {limit}, and its calls cannot be counted right now (a temporary problem on the server), so this call was not run. It may be tried again in {secs} s; until then, tell the user and do not call it again."
+            ),
+        );
+        e.0.code = Some("rate_limit_unavailable".into());
+        e.0.retry_after = Some(LIMITS_UNAVAILABLE_RETRY_AFTER);
+        e.0.detail = Some(why.to_owned());
         e
     }
 

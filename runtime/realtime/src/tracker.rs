@@ -180,7 +180,7 @@ impl Tracker {
         }
     }
 
-    /// The calls forgotten since the last time this was asked (see [`KEEP_DONE_RESPONSES`]).
+    /// The calls forgotten since the last time this was asked (see `KEEP_DONE_RESPONSES`).
     pub fn take_forgotten(&mut self) -> Vec<String> {
         std::mem::take(&mut self.forgotten)
     }

@@ -21,10 +21,13 @@ use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{FutureExt, Sink, SinkExt, Stream, StreamExt};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::error::ProtocolError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 
+use super::page::{write_page, PageQueue};
+use super::resume::Comeback;
 use super::{relay_error, RelayConfig, RelayLimits, RelayStats};
 use std::sync::atomic::AtomicU64;
 use toolc_realtime::{Output, Reconnect, Session, SessionEvents, Verdict};
@@ -73,8 +76,10 @@ pub struct DriveOptions {
     pub ping_interval: Option<Duration>,
     /// How long one write to the browser may take before it is disconnected as stalled.
     pub write_timeout: Duration,
-    /// Frames queued for the browser before it is disconnected as stalled (at least 1).
-    pub browser_queue: usize,
+    /// Bytes queued for the page (a page that reads slowly, stopped reading, or is away): past
+    /// it the oldest audio is dropped and counted, nothing else; past it with no audio left the
+    /// model's frames wait until the page catches up.
+    pub page_buffer_bytes: usize,
     /// Bytes of the page's input held while the model is not ready (before `setupComplete`,
     /// during a move to a new connection). Past it the oldest held page audio is dropped and
     /// counted; nothing else is (results, the page's text turns).
@@ -99,7 +104,7 @@ impl DriveOptions {
             idle_timeout: None,
             ping_interval: None,
             write_timeout: limits.write_timeout,
-            browser_queue: limits.browser_queue,
+            page_buffer_bytes: limits.page_buffer_bytes,
             held_bytes: limits.held_input_bytes,
             go_away_margin: limits.go_away_margin,
             stats: None,
@@ -115,7 +120,7 @@ impl DriveOptions {
             idle_timeout: Some(limits.idle_timeout),
             ping_interval: Some(limits.ping_interval),
             write_timeout: limits.write_timeout,
-            browser_queue: limits.browser_queue.max(1),
+            page_buffer_bytes: limits.page_buffer_bytes.max(1),
             held_bytes: limits.held_input_bytes,
             go_away_margin: limits.go_away_margin,
             stats,
@@ -173,6 +178,7 @@ where
         model,
         None::<NoConnector<M>>,
         options,
+        None,
     )
     .await
 }
@@ -196,7 +202,45 @@ where
     C: FnMut(u32) -> F,
     F: Future<Output = Result<M, String>>,
 {
-    drive(session, events, browser, model, Some(connect), options).await
+    drive(
+        session,
+        events,
+        browser,
+        model,
+        Some(connect),
+        options,
+        None,
+    )
+    .await
+}
+
+/// [`run_session_resumable`] for a relay session whose page may come back
+/// ([`PageReturn`]).
+pub(crate) async fn run_session_held<B, M, C, F>(
+    session: Session,
+    events: SessionEvents,
+    browser: B,
+    model: M,
+    connect: C,
+    options: &DriveOptions,
+    page_return: PageReturn<B>,
+) -> Ended
+where
+    B: Socket + Send + 'static,
+    M: Socket,
+    C: FnMut(u32) -> F,
+    F: Future<Output = Result<M, String>>,
+{
+    drive(
+        session,
+        events,
+        browser,
+        model,
+        Some(connect),
+        options,
+        Some(page_return),
+    )
+    .await
 }
 
 /// A move to a new model connection under way.
@@ -209,6 +253,75 @@ struct Moving<F> {
     attempts: u32,
 }
 
+/// What a relay gives a session so that its page can come back after its connection drops
+/// ([`crate::resume`]): where the page's new connections arrive, how long to wait for one, the
+/// page's first token, and the relay's bookkeeping of held sessions.
+pub(crate) struct PageReturn<B> {
+    pub(crate) pages: mpsc::Receiver<Comeback<B>>,
+    pub(crate) grace: Duration,
+    pub(crate) token: String,
+    pub(crate) relay_id: String,
+    pub(crate) held: Box<dyn HeldSession>,
+}
+
+/// The relay's bookkeeping of one session whose page may come back.
+pub(crate) trait HeldSession: Send {
+    /// The page left: whether the session may wait for it (the relay's cap of held sessions).
+    fn hold(&self) -> bool;
+    /// The page came back.
+    fn back(&self);
+    /// The session ended (`expired`: its page did not come back within the grace window).
+    fn ended(&self, expired: bool);
+}
+
+/// The page's current connection: its frames in, and the writer task sending it the queue.
+struct Page<B: Socket> {
+    from: SplitStream<B>,
+    writer: tokio::task::JoinHandle<()>,
+}
+
+impl<B> Page<B>
+where
+    B: Socket + Send + 'static,
+{
+    fn start(socket: B, queue: &Arc<PageQueue>, write_timeout: Duration) -> Page<B> {
+        let (sink, from) = socket.split();
+        let writer = tokio::spawn(write_page(sink, queue.clone(), write_timeout));
+        Page { from, writer }
+    }
+
+    /// Leaves the connection: whatever the writer took and did not write is lost with it.
+    fn drop_connection(self) {
+        self.writer.abort();
+    }
+}
+
+/// How the page's connection was lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lost {
+    /// The page closed it (close code 1000 or none), or broke the protocol: the conversation
+    /// ends.
+    HungUp,
+    /// It dropped (no close frame, an error, close code 1001 of a page that reloads, ...).
+    Dropped,
+    /// The page stopped reading: a write took longer than the write timeout.
+    Stalled,
+}
+
+/// The `toolc.session` event: the page's resume token and how long the relay waits for it.
+fn session_notice(token: &str, relay_id: &str, grace: Duration, resumed: bool) -> Message {
+    Message::text(
+        serde_json::json!({
+            "type": "toolc.session",
+            "resume_token": token,
+            "relay": relay_id,
+            "grace_ms": u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
+            "resumed": resumed,
+        })
+        .to_string(),
+    )
+}
+
 async fn drive<B, M, C, F>(
     mut session: Session,
     mut events: SessionEvents,
@@ -216,6 +329,7 @@ async fn drive<B, M, C, F>(
     model: M,
     mut connect: Option<C>,
     options: &DriveOptions,
+    mut page_return: Option<PageReturn<B>>,
 ) -> Ended
 where
     B: Socket + Send + 'static,
@@ -223,15 +337,14 @@ where
     C: FnMut(u32) -> F,
     F: Future<Output = Result<M, String>>,
 {
-    let (browser_sink, mut from_browser) = browser.split();
-    let (tx, rx) = mpsc::channel(options.browser_queue.max(1));
-    let mut writer = tokio::spawn(write_browser(browser_sink, rx, options.write_timeout));
-    let queue = options.browser_queue.max(1);
+    let queue = PageQueue::new(options.page_buffer_bytes);
     let mut to_browser = BrowserOut {
-        tx: Some(tx),
-        // A batch of model frames, plus as many again for what the session adds meanwhile.
-        headroom: (2 * BATCH).min(queue),
+        queue: queue.clone(),
     };
+    if let Some(r) = &page_return {
+        to_browser.send(session_notice(&r.token, &r.relay_id, r.grace, false));
+    }
+    let mut page: Option<Page<B>> = Some(Page::start(browser, &queue, options.write_timeout));
     let (sink, stream) = model.split();
     let mut to_model = ModelOut::new(sink, options.held_bytes);
     let mut from_model: Option<SplitStream<M>> = Some(stream);
@@ -240,8 +353,11 @@ where
         .await
         .is_err()
     {
-        let _ = to_browser.send(relay_error("the model connection closed"));
+        to_browser.send(relay_error("the model connection closed"));
         to_browser.close();
+        if let Some(r) = &page_return {
+            r.held.ended(false);
+        }
         return Ended::Model;
     }
     let far = Duration::from_secs(86_400 * 365);
@@ -266,39 +382,77 @@ where
     let drain_timer = tokio::time::sleep_until(Instant::now() + far);
     tokio::pin!(drain_timer);
     let mut draining = false;
+    // While the page is away: when the session stops waiting for it.
+    let grace_timer = tokio::time::sleep_until(Instant::now() + far);
+    tokio::pin!(grace_timer);
+    let mut expired = false;
     let ended = loop {
         // What the model side did in this turn of the loop: `Err` when its connection ended.
         let mut model_side: Result<(), Ended> = Ok(());
+        let mut lost: Option<Lost> = None;
         tokio::select! {
             msg = next_of(&mut from_model), if from_model.is_some() && to_browser.has_room() => {
                 let source = from_model.as_mut().expect("guarded by is_some");
-                let batch = relay_batch(&mut session, Side::Model, msg, source, &mut to_browser, &mut to_model, &mut model_close);
-                match batch.await {
-                    Err(Ended::Browser) => break Ended::Browser,
-                    other => model_side = other,
-                }
+                let mut hung_up = false;
+                let batch = relay_batch(&mut session, Side::Model, msg, source, &mut to_browser, &mut to_model, &mut model_close, &mut hung_up);
+                model_side = batch.await;
             }
-            msg = from_browser.next() => {
-                last_heard = Instant::now();
-                if let Some(Err(e)) = &msg {
-                    refuse_browser_error(e, &mut to_browser, options);
+            from = from_page(&mut page), if page.is_some() => match from {
+                FromPage::WriterEnded => {
+                    // The writer gave up: the page stopped reading or its connection failed.
+                    options.count(|s| &s.stalled_browsers);
+                    tracing::warn!("browser stopped reading: disconnected");
+                    lost = Some(Lost::Stalled);
                 }
-                let batch = relay_batch(&mut session, Side::Browser, msg, &mut from_browser, &mut to_browser, &mut to_model, &mut model_close);
-                match batch.await {
-                    Err(Ended::Browser) => break Ended::Browser,
-                    other => model_side = other,
+                FromPage::Frame(msg) => {
+                    last_heard = Instant::now();
+                    let mut hung_up = false;
+                    if let Some(Err(e)) = &msg {
+                        hung_up = refuse_browser_error(e, &mut to_browser, options);
+                    }
+                    let from = &mut page.as_mut().expect("guarded by is_some").from;
+                    let batch = relay_batch(&mut session, Side::Browser, msg, from, &mut to_browser, &mut to_model, &mut model_close, &mut hung_up);
+                    match batch.await {
+                        Err(Ended::Browser) => lost = Some(if hung_up { Lost::HungUp } else { Lost::Dropped }),
+                        other => model_side = other,
+                    }
                 }
-            }
+            },
             () = to_browser.room(), if !to_browser.has_room() => {}
             Some(event) = events.recv() => {
                 session.on_event(event);
                 while let Some(event) = events.try_recv() {
                     session.on_event(event);
                 }
-                match flush(&mut session, &mut to_browser, &mut to_model).await {
-                    Err(Ended::Browser) => break Ended::Browser,
-                    other => model_side = other,
+                model_side = flush(&mut session, &mut to_browser, &mut to_model).await;
+            }
+            Some(comeback) = comeback_of(&mut page_return) => {
+                // The page is back (or a new connection of it replaces one the relay has not
+                // seen drop yet): it gets its new token, then every open call and approval
+                // request again, then what waited for it.
+                if let Some(old) = page.take() {
+                    old.drop_connection();
                 }
+                queue.forget_control();
+                let r = page_return.as_ref().expect("a comeback comes through it");
+                let mut first = vec![session_notice(&comeback.token, &r.relay_id, r.grace, true)];
+                first.extend(session.browser_resumed().into_iter().map(Message::text));
+                if draining {
+                    first.push(drain_notice(drain_timer.deadline()));
+                }
+                queue.push_front(first);
+                page = Some(Page::start(comeback.socket, &queue, options.write_timeout));
+                r.held.back();
+                grace_timer.as_mut().reset(Instant::now() + far);
+                last_heard = Instant::now();
+                options.count(|s| &s.pages_resumed);
+                tracing::info!("the page resumed the session");
+            }
+            () = &mut grace_timer, if page.is_none() => {
+                options.count(|s| &s.held_expired);
+                tracing::info!("the page did not come back within the grace window");
+                expired = true;
+                break Ended::Browser;
             }
             connected = connecting_of(&mut moving), if moving.as_ref().is_some_and(|m| m.connecting.is_some()) => {
                 let state = moving.as_mut().expect("guarded by is_some");
@@ -335,13 +489,10 @@ where
                 model_side = Err(Ended::Model);
                 model_close = None;
             }
-            _ = ping.tick(), if options.ping_interval.is_some() => {
-                if to_browser.send(Message::Ping(Default::default())).is_err() {
-                    options.count(|s| &s.stalled_browsers);
-                    break Ended::Browser;
-                }
+            _ = ping.tick(), if options.ping_interval.is_some() && page.is_some() => {
+                to_browser.send(Message::Ping(Default::default()));
             }
-            () = &mut idle_timer, if idle.is_some() => {
+            () = &mut idle_timer, if idle.is_some() && page.is_some() => {
                 let idle_at = last_heard + idle.unwrap_or(far);
                 if idle_at > Instant::now() {
                     // The browser spoke since the timer was set: wait for the new deadline.
@@ -350,7 +501,7 @@ where
                 }
                 options.count(|s| &s.idle_browsers);
                 tracing::info!("browser idle: disconnected");
-                let _ = to_browser.send(Message::Close(Some(CloseFrame {
+                to_browser.send(Message::Close(Some(CloseFrame {
                     code: CloseCode::Policy,
                     reason: "idle".into(),
                 })));
@@ -364,23 +515,36 @@ where
                 };
                 draining = true;
                 drain_timer.as_mut().reset(deadline);
-                let left = deadline.saturating_duration_since(Instant::now());
-                let notice = serde_json::json!({
-                    "type": "toolc.drain",
-                    "deadline_ms": u64::try_from(left.as_millis()).unwrap_or(u64::MAX),
-                });
-                if to_browser.send(Message::text(notice.to_string())).is_err() {
-                    break Ended::Browser;
-                }
+                to_browser.send(drain_notice(deadline));
             }
             () = &mut drain_timer, if draining => {
                 break Ended::Drained;
             }
-            _ = &mut writer => {
-                // The writer gave up: the browser stopped reading or its connection failed.
-                options.count(|s| &s.stalled_browsers);
-                tracing::warn!("browser stopped reading: disconnected");
+        }
+        if let Some(lost) = lost {
+            let held = lost != Lost::HungUp
+                && !draining
+                && page_return
+                    .as_ref()
+                    .is_some_and(|r| !r.grace.is_zero() && r.held.hold());
+            if !held {
                 break Ended::Browser;
+            }
+            if let Some(gone) = page.take() {
+                gone.drop_connection();
+            }
+            queue.forget_control();
+            session.browser_away();
+            let grace = page_return.as_ref().map_or(far, |r| r.grace);
+            grace_timer.as_mut().reset(Instant::now() + grace);
+            options.count(|s| &s.pages_held);
+            tracing::info!(?grace, "the page left: holding the session for it");
+        }
+        if let Some(dropped) = queue.take_dropped() {
+            if let Some(stats) = &options.stats {
+                stats
+                    .page_audio_dropped
+                    .fetch_add(dropped, std::sync::atomic::Ordering::Relaxed);
             }
         }
         let after = after_turn(
@@ -419,6 +583,15 @@ where
             Err(ended) => break ended,
         }
     };
+    // From now on a resume is refused with the reason.
+    if let Some(r) = &page_return {
+        r.held.ended(expired);
+    }
+    drop(page_return);
+    if page.is_none() {
+        // Nobody to write to: what waited for the page goes.
+        queue.close();
+    }
     end_session(
         ended,
         &mut session,
@@ -429,6 +602,40 @@ where
     )
     .await;
     ended
+}
+
+fn drain_notice(deadline: Instant) -> Message {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let notice = serde_json::json!({
+        "type": "toolc.drain",
+        "deadline_ms": u64::try_from(left.as_millis()).unwrap_or(u64::MAX),
+    });
+    Message::text(notice.to_string())
+}
+
+async fn comeback_of<B>(page_return: &mut Option<PageReturn<B>>) -> Option<Comeback<B>> {
+    match page_return {
+        Some(r) => r.pages.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What the page's connection did.
+enum FromPage {
+    /// A frame came (`None`, an error or a close frame: the connection ended).
+    Frame(Option<Result<Message, WsError>>),
+    /// The writer gave up (a write timed out or failed).
+    WriterEnded,
+}
+
+async fn from_page<B: Socket>(page: &mut Option<Page<B>>) -> FromPage {
+    match page {
+        Some(p) => tokio::select! {
+            msg = p.from.next() => FromPage::Frame(msg),
+            _ = &mut p.writer => FromPage::WriterEnded,
+        },
+        None => std::future::pending().await,
+    }
 }
 
 /// After each turn of the loop: what waited for the model goes once the model reads input,
@@ -510,7 +717,7 @@ where
             code: CloseCode::Error,
             reason: "the model connection ended".into(),
         });
-        let _ = to_browser.send(Message::Close(Some(frame)));
+        to_browser.send(Message::Close(Some(frame)));
         return Err(Ended::Model);
     }
     let setup = match session.resume_setup() {
@@ -547,7 +754,7 @@ async fn end_session<M>(
         Ended::Browser | Ended::Drained => {
             if ended == Ended::Drained {
                 // 1012: the service restarts; the page reconnects (to another relay).
-                let _ = to_browser.send(Message::Close(Some(CloseFrame {
+                to_browser.send(Message::Close(Some(CloseFrame {
                     code: CloseCode::Restart,
                     reason: "the relay is restarting: reconnect".into(),
                 })));
@@ -602,10 +809,10 @@ async fn fail_move(
     session.resume_failed(why);
     while let Some(out) = session.pop_output() {
         if let Output::ToBrowser(text) = out {
-            let _ = to_browser.send(Message::text(text));
+            to_browser.send(Message::text(text));
         }
     }
-    let _ = to_browser.send(Message::Close(Some(CloseFrame {
+    to_browser.send(Message::Close(Some(CloseFrame {
         code: CloseCode::Error,
         reason: "the conversation could not be resumed".into(),
     })));
@@ -644,12 +851,20 @@ async fn connecting_of<F: Future>(moving: &mut Option<Moving<F>>) -> F::Output {
 
 /// A browser frame that broke the protocol or the limits: counted, and answered with a close
 /// frame (1009 for a message over the size limit, 1002 otherwise) before the session ends.
-fn refuse_browser_error(error: &WsError, to_browser: &mut BrowserOut, options: &DriveOptions) {
+/// Returns whether it was such a frame (a lost connection is not).
+fn refuse_browser_error(
+    error: &WsError,
+    to_browser: &mut BrowserOut,
+    options: &DriveOptions,
+) -> bool {
     if matches!(
         error,
-        WsError::ConnectionClosed | WsError::AlreadyClosed | WsError::Io(_)
+        WsError::ConnectionClosed
+            | WsError::AlreadyClosed
+            | WsError::Io(_)
+            | WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake)
     ) {
-        return;
+        return false;
     }
     options.count(|s| &s.browser_protocol_errors);
     tracing::warn!(error = %error, "browser broke the websocket protocol or the limits");
@@ -658,48 +873,44 @@ fn refuse_browser_error(error: &WsError, to_browser: &mut BrowserOut, options: &
     } else {
         CloseCode::Protocol
     };
-    let _ = to_browser.send(Message::Close(Some(CloseFrame {
+    to_browser.send(Message::Close(Some(CloseFrame {
         code,
         reason: "the relay refused this message".into(),
     })));
+    true
 }
 
-/// Frames for the browser, queued for its writer task. Sending never waits: a full queue means
-/// the browser stopped reading. The model's frames are read only while the queue has room for
-/// a batch ([`BrowserOut::has_room`]), so a burst from the model (audio arrives faster than
-/// real time) waits for a slow but live browser instead of overflowing its queue, while the
-/// session's own work (deadlines, results, the browser's events) goes on.
+/// Frames for the page, into its byte-bounded queue ([`PageQueue`]). Sending never waits and
+/// never fails: past the bound the oldest audio goes, and the model's frames are read only
+/// while the queue is within it ([`BrowserOut::has_room`]), so a burst from the model (audio
+/// arrives faster than real time) waits for a slow but live page, while the session's own work
+/// (deadlines, results, the page's events) goes on.
 struct BrowserOut {
-    tx: Option<mpsc::Sender<Message>>,
-    /// Free places the queue must have before another batch from the model is read.
-    headroom: usize,
+    queue: Arc<PageQueue>,
 }
 
 impl BrowserOut {
     fn has_room(&self) -> bool {
-        self.tx
-            .as_ref()
-            .is_none_or(|tx| tx.capacity() >= self.headroom)
+        self.queue.has_room()
     }
 
-    /// Resolves once the queue has room for a batch again.
+    /// Resolves once the queue is within its bound again.
     async fn room(&self) {
-        if let Some(tx) = &self.tx {
-            // The permits are given back at once: this only waits for the writer to catch up.
-            let _ = tx.reserve_many(self.headroom).await;
-        }
+        self.queue.room().await
     }
 
-    fn send(&mut self, msg: Message) -> Result<(), Ended> {
-        match &self.tx {
-            Some(tx) => tx.try_send(msg).map_err(|_| Ended::Browser),
-            None => Err(Ended::Browser),
-        }
+    fn send(&mut self, msg: Message) {
+        self.queue.push(msg, false);
+    }
+
+    /// A frame of the model's: `audio` ones may be dropped.
+    fn send_model(&mut self, msg: Message, audio: bool) {
+        self.queue.push(msg, audio);
     }
 
     /// Lets the writer send what is queued, then close the connection.
     fn close(&mut self) {
-        self.tx = None;
+        self.queue.close();
     }
 }
 
@@ -819,42 +1030,6 @@ where
     }
 }
 
-/// Writes queued frames to the browser, flushing once per burst; ends when a write takes longer
-/// than `write_timeout` or fails, after a close frame, or when the session closed the queue.
-async fn write_browser<S>(mut sink: S, mut rx: mpsc::Receiver<Message>, write_timeout: Duration)
-where
-    S: Sink<Message, Error = WsError> + Unpin,
-{
-    while let Some(first) = rx.recv().await {
-        let burst = async {
-            let mut closing = matches!(first, Message::Close(_));
-            sink.feed(first).await?;
-            while !closing {
-                match rx.try_recv() {
-                    Ok(msg) => {
-                        closing = matches!(msg, Message::Close(_));
-                        sink.feed(msg).await?;
-                    }
-                    Err(_) => break,
-                }
-            }
-            sink.flush().await.map(|()| closing)
-        };
-        // Most bursts complete at once (the socket is writable): only one that has to wait
-        // arms the write deadline, which saves a timer registration per burst.
-        let mut burst = std::pin::pin!(burst);
-        let written = match (&mut burst).now_or_never() {
-            Some(done) => Ok(done),
-            None => tokio::time::timeout(write_timeout, burst).await,
-        };
-        match written {
-            Ok(Ok(false)) => {}
-            Ok(Ok(true)) | Ok(Err(_)) | Err(_) => return,
-        }
-    }
-    let _ = tokio::time::timeout(write_timeout, sink.close()).await;
-}
-
 /// The side a frame comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Side {
@@ -876,6 +1051,8 @@ impl Side {
 /// one busy side cannot starve the other), then flushes the model side if written to. `Err`
 /// names the side whose connection failed or closed; a close frame from the model is kept in
 /// `model_close` (the page gets it if the session ends).
+// The two sockets' ends and what each close said: one batch touches all of them.
+#[allow(clippy::too_many_arguments)]
 async fn relay_batch<R, M>(
     session: &mut Session,
     from: Side,
@@ -884,6 +1061,7 @@ async fn relay_batch<R, M>(
     to_browser: &mut BrowserOut,
     to_model: &mut ModelOut<SplitSink<M, Message>>,
     model_close: &mut Option<CloseFrame>,
+    hung_up: &mut bool,
 ) -> Result<(), Ended>
 where
     R: Stream<Item = Result<Message, WsError>> + Unpin,
@@ -896,6 +1074,14 @@ where
             Some(Ok(Message::Close(Some(frame)))) if from == Side::Model => {
                 *model_close = Some(frame);
                 return Err(Ended::Model);
+            }
+            // The page hung up (a close without a code, or 1000): no resume is waited for.
+            Some(Ok(Message::Close(frame)))
+                if from == Side::Browser
+                    && frame.as_ref().is_none_or(|f| f.code == CloseCode::Normal) =>
+            {
+                *hung_up = true;
+                return Err(Ended::Browser);
             }
             None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return Err(from.ended()),
             Some(Ok(m)) => relay_frame(session, from, m, to_browser, to_model).await?,
@@ -950,13 +1136,19 @@ where
         Side::Browser => session.on_browser_event(text.as_str()),
     };
     // The page always gets text frames: it speaks JSON text, whatever frame the model used.
+    let audio = from == Side::Model
+        && !matches!(verdict, Verdict::Drop)
+        && session.is_audio_output(text.as_str());
     let out = match verdict {
         Verdict::Forward => Message::Text(text),
         Verdict::Replace(t) => Message::text(t),
         Verdict::Drop => return Ok(()),
     };
     match from {
-        Side::Model => to_browser.send(out),
+        Side::Model => {
+            to_browser.send_model(out, audio);
+            Ok(())
+        }
         Side::Browser => {
             let ready = session.upstream_ready();
             to_model
@@ -976,22 +1168,13 @@ async fn flush<M>(
 where
     M: Sink<Message, Error = WsError> + Unpin,
 {
-    let mut browser_ok = true;
     let ready = session.upstream_ready();
     while let Some(out) = session.pop_output() {
         match out {
             Output::ToModel(t) => to_model.feed(Message::text(t), ready, false).await?,
-            Output::ToBrowser(t) => {
-                if browser_ok && to_browser.send(Message::text(t)).is_err() {
-                    browser_ok = false;
-                }
-            }
+            Output::ToBrowser(t) => to_browser.send(Message::text(t)),
         }
     }
     // Flush only when written to: a flush is a write syscall when frames are buffered.
-    to_model.flush().await?;
-    if !browser_ok {
-        return Err(Ended::Browser);
-    }
-    Ok(())
+    to_model.flush().await
 }

@@ -19,6 +19,8 @@ use toolc_kernel::*;
 
 pub mod auth;
 mod drive;
+mod page;
+mod resume;
 mod service;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -72,11 +74,23 @@ pub struct RelayLimits {
     /// How often the relay pings a browser, so that a live but quiet page is not idle.
     pub ping_interval: Duration,
     /// How long one write to a browser may take; a browser that stops reading is disconnected
-    /// after it, and never holds up what the session sends to the model.
+    /// after it (and its session held for [`RelayLimits::resume_grace`], as for any page that
+    /// left), and never holds up what the session sends to the model.
     pub write_timeout: Duration,
-    /// Frames queued for a browser that has not read them yet; more than this and the browser
-    /// is disconnected as stalled.
-    pub browser_queue: usize,
+    /// Bytes queued for a page: one that reads slowly, stopped reading, or is away while its
+    /// session is held. Past it the oldest audio frames are dropped and counted
+    /// ([`RelayStats::page_audio_dropped`]), never anything else (a call, a cancellation, an
+    /// approval request, a transcript); with no audio left to drop, the model's frames wait in
+    /// their socket until the page catches up.
+    pub page_buffer_bytes: usize,
+    /// How long a session whose page's connection dropped keeps its model connection and its
+    /// calls, waiting for the page to resume with its token (`?resume=TOKEN`); zero ends a
+    /// session when its page leaves. A page that closes with code 1000 (or none) hung up and is
+    /// not waited for.
+    pub resume_grace: Duration,
+    /// Sessions held at once without a page; a page that leaves when this many are held ends
+    /// its session.
+    pub max_held_sessions: usize,
     /// Bytes of a page's input held while the model is not ready for it (before Gemini Live's
     /// `setupComplete`, and while a session moves to a new model connection). Past it the
     /// oldest held page audio is dropped and counted ([`RelayStats::held_input_dropped`]);
@@ -99,7 +113,10 @@ impl Default for RelayLimits {
             idle_timeout: Duration::from_secs(120),
             ping_interval: Duration::from_secs(30),
             write_timeout: Duration::from_secs(10),
-            browser_queue: 4096,
+            // About 30 s of 24 kHz PCM audio in base64.
+            page_buffer_bytes: 2 << 20,
+            resume_grace: Duration::from_secs(30),
+            max_held_sessions: 250,
             // About 45 s of 16 kHz PCM audio in base64, more than a reconnection takes.
             held_input_bytes: 2 << 20,
             go_away_margin: Duration::from_secs(2),
@@ -128,6 +145,11 @@ pub struct RelayConfig {
     pub allowed_origins: Option<Vec<String>>,
     /// Sizes, timeouts and session counts the relay enforces.
     pub limits: RelayLimits,
+    /// This relay's name in resume tokens (`RELAYID.SECRET`), so that a balancer in front of
+    /// several relays can send a page that resumes to the relay that holds its session: set it
+    /// to the name the balancer knows the relay by (letters, digits, `-`, `_`; at most 32).
+    /// Random by default.
+    pub relay_id: String,
 }
 
 impl fmt::Debug for RelayConfig {
@@ -139,6 +161,7 @@ impl fmt::Debug for RelayConfig {
             .field("authorizer", &self.authorizer.is_some())
             .field("allowed_origins", &self.allowed_origins)
             .field("limits", &self.limits)
+            .field("relay_id", &self.relay_id)
             .finish_non_exhaustive()
     }
 }
@@ -194,6 +217,7 @@ impl RelayConfig {
             authorizer: None,
             allowed_origins: None,
             limits: RelayLimits::default(),
+            relay_id: resume::random_relay_id(),
         }
     }
 }
@@ -219,8 +243,20 @@ pub struct RelayStats {
     pub refused_draining: AtomicU64,
     /// Sessions that ended because the model connection could not be opened.
     pub upstream_failures: AtomicU64,
-    /// Browsers disconnected because they stopped reading (queue full or a write timed out).
+    /// Browsers disconnected because they stopped reading (a write timed out).
     pub stalled_browsers: AtomicU64,
+    /// Audio frames for a page dropped, oldest first, because more was queued for it than
+    /// [`RelayLimits::page_buffer_bytes`].
+    pub page_audio_dropped: AtomicU64,
+    /// Sessions held after their page's connection dropped (or stalled), waiting for a resume.
+    pub pages_held: AtomicU64,
+    /// Pages that resumed their session with a token.
+    pub pages_resumed: AtomicU64,
+    /// Held sessions that ended because their page did not come back within the grace window.
+    pub held_expired: AtomicU64,
+    /// Resumes refused (another user's token, a used one, an expired one, one this relay does
+    /// not hold).
+    pub refused_resume: AtomicU64,
     /// Browsers disconnected after `idle_timeout` without a frame.
     pub idle_browsers: AtomicU64,
     /// Browsers disconnected for a protocol error: a frame or message over the limits, bad

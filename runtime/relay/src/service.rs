@@ -25,9 +25,11 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig
 use tokio_tungstenite::WebSocketStream;
 
 use super::auth::{origin_allowed, Handshake, Refusal, BEARER_SUBPROTOCOL_PREFIX, SUBPROTOCOL};
+use super::drive::{run_session_held, HeldSession, PageReturn};
+use super::resume::{clean_relay_id, Comeback, Resumes};
 use super::{
-    connect_upstream, relay_error, run_session_resumable, upstream_request_for, DriveOptions,
-    RelayConfig, RelayLimits, RelayStats, UpstreamSocket,
+    connect_upstream, relay_error, upstream_request_for, DriveOptions, RelayConfig, RelayLimits,
+    RelayStats, UpstreamSocket,
 };
 use crate::context::{Principal, SessionScope};
 use crate::Registry;
@@ -51,11 +53,38 @@ struct Inner {
     /// The drain deadline once [`RelayService::drain`] was called: sessions watch it, and
     /// handshakes are refused.
     drain: watch::Sender<Option<tokio::time::Instant>>,
+    /// Sessions a page may resume, by token.
+    resumes: Arc<Resumes<PageSocket>>,
+}
+
+/// A page's websocket, as the relay accepts it.
+type PageSocket = WebSocketStream<hyper_util::rt::TokioIo<hyper::upgrade::Upgraded>>;
+
+/// One session's entry in the relay's [`Resumes`].
+struct HeldBy {
+    resumes: Arc<Resumes<PageSocket>>,
+    key: u64,
+}
+
+impl HeldSession for HeldBy {
+    fn hold(&self) -> bool {
+        self.resumes.hold(self.key)
+    }
+
+    fn back(&self) {
+        self.resumes.back(self.key)
+    }
+
+    fn ended(&self, expired: bool) {
+        self.resumes.ended(self.key, expired)
+    }
 }
 
 impl RelayService {
     /// A service relaying browsers to the model for `registry`, as `config` says.
-    pub fn new(registry: Arc<Registry>, config: RelayConfig) -> RelayService {
+    pub fn new(registry: Arc<Registry>, mut config: RelayConfig) -> RelayService {
+        config.relay_id = clean_relay_id(&config.relay_id);
+        let resumes = Resumes::new(config.relay_id.clone(), config.limits.max_held_sessions);
         RelayService {
             inner: Arc::new(Inner {
                 registry,
@@ -63,8 +92,19 @@ impl RelayService {
                 stats: Arc::new(RelayStats::default()),
                 per_principal: Mutex::new(HashMap::new()),
                 drain: watch::channel(None).0,
+                resumes: Arc::new(resumes),
             }),
         }
+    }
+
+    /// The relay's id in resume tokens ([`RelayConfig::relay_id`]).
+    pub fn relay_id(&self) -> &str {
+        self.inner.resumes.relay_id()
+    }
+
+    /// Sessions held now without a page, waiting for it to resume.
+    pub fn pages_away(&self) -> usize {
+        self.inner.resumes.away()
     }
 
     /// The service's counters, shared by every session it serves.
@@ -203,6 +243,21 @@ impl RelayService {
                 }
             }
         };
+        if let Some(token) = handshake.query("resume") {
+            let subprotocol = choose_subprotocol(&handshake);
+            let Some(on_upgrade) = request
+                .extensions_mut()
+                .remove::<hyper::upgrade::OnUpgrade>()
+            else {
+                let refusal = Refusal::with_status(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "this server cannot upgrade connections to websockets",
+                );
+                return refuse(&stats.refused_not_websocket, refusal);
+            };
+            self.resume(on_upgrade, token, principal.as_ref());
+            return upgraded(&key, subprotocol);
+        }
         let slot = match self.take_slot(principal.as_ref()) {
             Ok(slot) => slot,
             Err(refusal) => return refuse(&stats.refused_capacity, refusal),
@@ -229,42 +284,78 @@ impl RelayService {
             let Ok(upgraded) = on_upgrade.await else {
                 return;
             };
-            let limits = &service.inner.config.limits;
-            let config = WebSocketConfig::default()
-                .max_message_size(Some(limits.max_message_size))
-                .max_frame_size(Some(limits.max_frame_size));
-            let browser = WebSocketStream::from_raw_socket(
-                hyper_util::rt::TokioIo::new(upgraded),
-                Role::Server,
-                Some(config),
-            )
-            .await;
+            let browser = service.page_socket(upgraded).await;
             service.run(browser, principal, naming, slot).await;
         });
-        let mut response = Response::new(Body::empty());
-        *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-        let headers = response.headers_mut();
-        headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
-        headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
-        if let Ok(accept) = HeaderValue::from_str(&derive_accept_key(key.as_bytes())) {
-            headers.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
-        }
-        if let Some(protocol) = subprotocol.and_then(|p| HeaderValue::from_str(&p).ok()) {
-            headers.insert(header::SEC_WEBSOCKET_PROTOCOL, protocol);
-        }
-        response
+        upgraded(&key, subprotocol)
+    }
+
+    async fn page_socket(&self, upgraded: hyper::upgrade::Upgraded) -> PageSocket {
+        let limits = &self.inner.config.limits;
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(limits.max_message_size))
+            .max_frame_size(Some(limits.max_frame_size));
+        WebSocketStream::from_raw_socket(
+            hyper_util::rt::TokioIo::new(upgraded),
+            Role::Server,
+            Some(config),
+        )
+        .await
+    }
+
+    /// A page that comes back with `?resume=TOKEN`: its connection goes to the session the
+    /// token names, or is closed at once with why not (see [`crate::resume`]).
+    fn resume(
+        &self,
+        on_upgrade: hyper::upgrade::OnUpgrade,
+        token: &str,
+        principal: Option<&Principal>,
+    ) {
+        let resumes = &self.inner.resumes;
+        let redeemed = resumes.redeem(token, principal.map(Principal::id));
+        let refused = redeemed.as_ref().err().map(|why| {
+            RelayStats::bump(&self.inner.stats.refused_resume);
+            let reason = why.reason(resumes.relay_id(), token);
+            tracing::info!(reason = %reason, "resume refused");
+            CloseFrame {
+                code: CloseCode::from(why.code()),
+                reason: reason.into(),
+            }
+        });
+        let service = self.clone();
+        tokio::spawn(async move {
+            let Ok(upgraded) = on_upgrade.await else {
+                return;
+            };
+            let mut socket = service.page_socket(upgraded).await;
+            let refused = match redeemed {
+                Ok((_, token, pages)) => match pages.send(Comeback { socket, token }).await {
+                    Ok(()) => return,
+                    // The session ended meanwhile.
+                    Err(gone) => {
+                        socket = gone.0.socket;
+                        CloseFrame {
+                            code: CloseCode::from(4410),
+                            reason:
+                                "resume_ended: the conversation is over; start a new conversation"
+                                    .into(),
+                        }
+                    }
+                },
+                Err(_) => refused.expect("a refusal has a close frame"),
+            };
+            let _ = socket.close(Some(refused)).await;
+        });
     }
 
     /// Opens the model connection and runs the session until either side leaves.
-    async fn run<S>(
+    async fn run(
         &self,
-        mut browser: WebSocketStream<S>,
+        mut browser: PageSocket,
         principal: Option<Principal>,
         naming: Naming,
         _slot: SessionSlot,
-    ) where
-        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    {
+    ) {
         use futures_util::SinkExt;
         let inner = &self.inner;
         let config = &inner.config;
@@ -309,6 +400,19 @@ impl RelayService {
         session.set_scope(scope);
         let mut options = DriveOptions::from_config(config, Some(inner.stats.clone()));
         options.drain = Some(inner.drain.subscribe());
+        let (key, token, pages) = inner
+            .resumes
+            .register(session.scope().principal().map(|p| Arc::from(p.id())));
+        let page_return = PageReturn {
+            pages,
+            grace: config.limits.resume_grace,
+            token,
+            relay_id: inner.resumes.relay_id().to_owned(),
+            held: Box::new(HeldBy {
+                resumes: inner.resumes.clone(),
+                key,
+            }),
+        };
         let ended = {
             use tracing::Instrument;
             // A Live session that must move to a new model connection opens it the same way,
@@ -323,9 +427,17 @@ impl RelayService {
                     connect_model(&config).await.inspect(set_nodelay)
                 }
             };
-            run_session_resumable(session, events, browser, upstream, connect, &options)
-                .instrument(span.clone())
-                .await
+            run_session_held(
+                session,
+                events,
+                browser,
+                upstream,
+                connect,
+                &options,
+                page_return,
+            )
+            .instrument(span.clone())
+            .await
         };
         span.record(
             "ended_by",
@@ -426,6 +538,22 @@ impl Drop for SessionSlot {
             }
         }
     }
+}
+
+/// The 101 answer to a websocket upgrade.
+fn upgraded(key: &str, subprotocol: Option<String>) -> Response {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let headers = response.headers_mut();
+    headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    if let Ok(accept) = HeaderValue::from_str(&derive_accept_key(key.as_bytes())) {
+        headers.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
+    }
+    if let Some(protocol) = subprotocol.and_then(|p| HeaderValue::from_str(&p).ok()) {
+        headers.insert(header::SEC_WEBSOCKET_PROTOCOL, protocol);
+    }
+    response
 }
 
 /// The `Sec-WebSocket-Key` of a valid upgrade request, or a 400/426 refusal.

@@ -506,6 +506,28 @@ impl TestBrowser {
         })
     }
 
+    /// Connects to `url` with extra handshake headers (`Authorization`, `Origin`, ...).
+    pub async fn connect_with(
+        url: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<TestBrowser, tokio_tungstenite::tungstenite::Error> {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
+        let mut request = url.into_client_request()?;
+        for (name, value) in headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| tokio_tungstenite::tungstenite::Error::HttpFormat(e.into()))?;
+            let value = HeaderValue::from_str(value)
+                .map_err(|e| tokio_tungstenite::tungstenite::Error::HttpFormat(e.into()))?;
+            request.headers_mut().insert(name, value);
+        }
+        let (ws, _) = tokio_tungstenite::connect_async(request).await?;
+        Ok(TestBrowser {
+            ws,
+            binary_frames: 0,
+        })
+    }
+
     /// Sends `event` as a text frame; false when the connection is gone.
     pub async fn send(&mut self, event: &Value) -> bool {
         self.ws.send(Message::text(event.to_string())).await.is_ok()

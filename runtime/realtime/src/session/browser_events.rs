@@ -91,10 +91,25 @@ impl Core {
             return self.reject(&result.call_id, RejectReason::NotOpen);
         }
         let reply = lock(&self.browser.state).pending.remove(&result.call_id);
-        match reply.map(|tx| tx.send(Ok(result.output))) {
+        match reply.map(|pending| pending.reply.send(Ok(result.output))) {
             Some(Ok(())) => Counters::bump(&self.counters_ref().results_accepted),
             _ => self.reject(&result.call_id, RejectReason::NotOpen),
         }
+    }
+
+    /// The page's connection dropped and the driver holds the session for it.
+    pub(super) fn browser_away(&mut self) {
+        lock(&self.browser.state).away = true;
+    }
+
+    /// The page is back: the messages of its open calls and approval requests, in order.
+    pub(super) fn browser_resumed(&mut self) -> Vec<String> {
+        let mut state = lock(&self.browser.state);
+        state.away = false;
+        if !state.connected {
+            return Vec::new();
+        }
+        state.open_messages()
     }
 
     /// The browser went away: its open calls fail at once (their results reach the model

@@ -25,8 +25,21 @@ impl Core {
         );
         if matches!(route, Route::Client { .. }) {
             let (tx, rx) = oneshot::channel();
-            state.pending.insert(call.call_id.clone(), tx);
+            let order = state.next_open();
+            let away = state.away;
+            state.pending.insert(
+                call.call_id.clone(),
+                PendingCall {
+                    reply: tx,
+                    text: text.clone(),
+                    order,
+                },
+            );
             state.sent_waiting.insert(call.call_id.clone(), rx);
+            if away {
+                // The page gets it when it resumes (`Session::browser_resumed`).
+                return;
+            }
         } else {
             state.sent_notify.insert(call.call_id.clone());
         }

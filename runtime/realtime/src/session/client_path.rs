@@ -8,8 +8,12 @@ pub(super) type Reply = oneshot::Sender<Result<String, ClientFailure>>;
 #[derive(Debug)]
 pub(super) struct BrowserState {
     pub(super) connected: bool,
+    /// The page's connection dropped and the driver holds the session for it to come back
+    /// ([`Session::browser_away`]): calls and approval requests are registered but not sent;
+    /// [`Session::browser_resumed`] sends every open one again.
+    pub(super) away: bool,
     pub(super) naming: Naming,
-    pub(super) pending: HashMap<String, Reply>,
+    pub(super) pending: HashMap<String, PendingCall>,
     /// Calls the session already sent to the browser, in the model's order, before their task
     /// ran: the task's `call` takes the reply channel from here (or `notify` its marker) instead
     /// of sending the call again. Sending from the session keeps the browser's calls in order
@@ -20,12 +24,47 @@ pub(super) struct BrowserState {
     /// back to the call's task.
     pub(super) approvals: HashMap<String, OpenApproval>,
     pub(super) next_approval: u64,
+    /// Numbers the messages of open calls and approval requests, so that a resumed page gets
+    /// them again in the order they were first made.
+    pub(super) next_open: u64,
+}
+
+impl BrowserState {
+    pub(super) fn next_open(&mut self) -> u64 {
+        self.next_open += 1;
+        self.next_open
+    }
+
+    /// The messages of every open client call and approval request, in the order they were
+    /// made: what a resumed page must get again.
+    pub(super) fn open_messages(&self) -> Vec<String> {
+        let mut open: Vec<(u64, &String)> = self
+            .pending
+            .values()
+            .map(|p| (p.order, &p.text))
+            .chain(self.approvals.values().map(|a| (a.order, &a.text)))
+            .collect();
+        open.sort();
+        open.into_iter().map(|(_, text)| text.clone()).collect()
+    }
+}
+
+/// A client call waiting for the page's result: the way back to its task, and the message
+/// that asked for it (sent again to a page that resumes).
+#[derive(Debug)]
+pub(super) struct PendingCall {
+    pub(super) reply: Reply,
+    pub(super) text: String,
+    pub(super) order: u64,
 }
 
 #[derive(Debug)]
 pub(super) struct OpenApproval {
     pub(super) call_id: String,
     pub(super) reply: oneshot::Sender<Decision>,
+    /// The request as the page gets it (again, when it resumes).
+    pub(super) text: String,
+    pub(super) order: u64,
 }
 
 /// The client path of one session: calls become browser messages, replies arrive through
@@ -87,20 +126,24 @@ impl ClientPath for BrowserPath {
             }
             state.next_approval += 1;
             let approval_id = format!("approval_{}", state.next_approval);
-            state.approvals.insert(
-                approval_id.clone(),
-                OpenApproval {
-                    call_id: request.tool_call.call_id.clone(),
-                    reply: tx,
-                },
-            );
             let text = browser::encode_approval_request(
                 &approval_id,
                 &request.tool_call.name,
                 request.location,
                 &request.arguments(),
             );
-            if self.tx.send(Inner::ToBrowser(text)).is_err() {
+            let order = state.next_open();
+            state.approvals.insert(
+                approval_id.clone(),
+                OpenApproval {
+                    call_id: request.tool_call.call_id.clone(),
+                    reply: tx,
+                    text: text.clone(),
+                    order,
+                },
+            );
+            // A page that is away is asked when it resumes.
+            if !state.away && self.tx.send(Inner::ToBrowser(text)).is_err() {
                 state.approvals.remove(&approval_id);
                 return Box::pin(std::future::ready(Decision::Unavailable(
                     "the session is gone".into(),
@@ -147,7 +190,6 @@ impl ClientPath for BrowserPath {
                     "a call with this id is already open".into(),
                 ))));
             }
-            state.pending.insert(call.tool_call.call_id.clone(), tx);
             // Inside the call's task: the current span is the call's own.
             let traceparent = crate::telemetry::traceparent(&tracing::Span::current());
             let text = browser::encode_call_traced(
@@ -157,7 +199,17 @@ impl ClientPath for BrowserPath {
                 &call.tool_call.arguments,
                 traceparent.as_deref(),
             );
-            if self.tx.send(Inner::ToBrowser(text)).is_err() {
+            let order = state.next_open();
+            state.pending.insert(
+                call.tool_call.call_id.clone(),
+                PendingCall {
+                    reply: tx,
+                    text: text.clone(),
+                    order,
+                },
+            );
+            // A page that is away gets the call when it resumes.
+            if !state.away && self.tx.send(Inner::ToBrowser(text)).is_err() {
                 state.pending.remove(&call.tool_call.call_id);
                 return Box::pin(std::future::ready(Err(ClientFailure::Disconnected)));
             }

@@ -113,6 +113,10 @@ pub struct SessionConfig {
     /// answers its client delegations (`session.commentary.append` or
     /// `session.thinking.append` naming one), and no other.
     pub client_delegate: Option<ClientDelegate>,
+    /// Counts the calls of tools with a `rate_limit`; `None` (the default): the process's
+    /// [`crate::engine::InMemoryLimiter::shared`]. A fleet of relays shares counts through a
+    /// limiter over a shared store (`toolc_kernel::engine::RedisLimiter`, feature `redis`).
+    pub limiter: Option<Arc<dyn crate::engine::RateLimiter>>,
 }
 
 /// Runs a delegated task: [`SessionConfig::client_delegate`].
@@ -188,6 +192,7 @@ impl fmt::Debug for SessionConfig {
             .field("async_scheduling", &self.async_scheduling)
             .field("live", &self.live)
             .field("client_delegate", &self.client_delegate.is_some())
+            .field("limiter", &self.limiter.is_some())
             .finish()
     }
 }
@@ -250,6 +255,7 @@ impl SessionConfig {
             selection: None,
             live: gemini_live::LiveOptions::default(),
             client_delegate: None,
+            limiter: None,
         }
     }
 
@@ -547,6 +553,32 @@ impl Session {
     /// through [`SessionEvents`]), and later client calls fail as disconnected.
     pub fn browser_closed(&mut self) {
         self.core.browser_closed()
+    }
+
+    /// The page's connection dropped, and the driver holds the session for the page to come
+    /// back (a relay's resume window). Nothing fails: waiting client calls stay open until their
+    /// own deadlines, approval requests until theirs, running calls go on, and what the session
+    /// queues for the page stays queued (the driver keeps it for the resumed page). Client
+    /// calls and approval requests made meanwhile are registered but not sent: the page gets
+    /// them, with the open ones it was sent before, from [`Session::browser_resumed`]. When the
+    /// page does not come back, the driver calls [`Session::browser_closed`].
+    pub fn browser_away(&mut self) {
+        self.core.browser_away()
+    }
+
+    /// The page is back after [`Session::browser_away`] (or on a new connection that replaced
+    /// its old one): the messages of every open client call and approval request, in the order
+    /// they were made, which the driver sends the page first. The page may have seen some of
+    /// them before it left: it must not run a handler twice for one call id (its result is
+    /// accepted once, whichever connection brings it).
+    pub fn browser_resumed(&mut self) -> Vec<String> {
+        self.core.browser_resumed()
+    }
+
+    /// Whether a model event's text, forwarded to the page, is audio output: what a driver may
+    /// drop, oldest first, for a page that reads too slowly or is away (never a call event).
+    pub fn is_audio_output(&self, text: &str) -> bool {
+        self.codec.is_audio_output(text)
     }
 
     /// Whether the browser event just read ([`Session::on_browser_event`]) was audio input,

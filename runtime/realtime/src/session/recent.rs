@@ -43,6 +43,7 @@ impl<V> Recent<V> {
         self.map.remove(key).map(|(_, v)| v)
     }
 
+    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.map.len()
     }

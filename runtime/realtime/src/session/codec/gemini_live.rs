@@ -116,6 +116,15 @@ impl Codec for LiveCodec {
         }
     }
 
+    fn is_audio_output(&self, text: &str) -> bool {
+        // A model turn's audio chunk: `serverContent` (the first member) with inline audio
+        // data. Calls and their cancellations come in `toolCall` messages, never dropped.
+        let head = &text.as_bytes()[..text.len().min(64)];
+        head.windows(15).any(|w| w == b"\"serverContent\"")
+            && text.contains("\"inlineData\"")
+            && text.contains("\"audio/")
+    }
+
     fn is_audio_input(&self, top: &guard::TopLevel<'_>) -> bool {
         top.kind.is_none()
             && top

@@ -170,6 +170,10 @@ impl Codec for GptLiveCodec {
         top.kind.as_deref() == Some("session.input_audio.append")
     }
 
+    fn is_audio_output(&self, text: &str) -> bool {
+        matches!(head(text), Head::Typed(kind) if kind == "session.output_audio.delta")
+    }
+
     fn on_browser_event(
         &mut self,
         core: &mut Core,

@@ -32,6 +32,10 @@ pub(super) trait Codec: Send + Sync {
     /// much waits for a model that is not ready.
     fn is_audio_input(&self, top: &guard::TopLevel<'_>) -> bool;
 
+    /// Whether a model event the page gets is audio output, which a driver may drop, oldest
+    /// first, for a page that reads too slowly or is away. Read from the event's first bytes.
+    fn is_audio_output(&self, text: &str) -> bool;
+
     /// An event from the page, read strictly already (`top`): results and approval answers go
     /// to the core; what goes upstream is checked against this provider's rules.
     fn on_browser_event(

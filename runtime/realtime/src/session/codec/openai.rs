@@ -106,6 +106,13 @@ impl Codec for OpenAiCodec {
         top.kind.as_deref() == Some("input_audio_buffer.append")
     }
 
+    fn is_audio_output(&self, text: &str) -> bool {
+        matches!(
+            wire::head(text),
+            Head::Typed(kind) if kind == "response.output_audio.delta" || kind == "response.audio.delta"
+        )
+    }
+
     /// Results are handled by the core and never forwarded; a `function_call` item is dropped;
     /// a `session.update` gets the declarations merged in; everything else passes.
     fn on_browser_event(
