@@ -9,7 +9,7 @@
 //! | [`chat`] | `toolc-chat` | `chat` (default) |
 //! | [`realtime`], [`markers`] | `toolc-realtime` | `realtime` (default) |
 //! | `relay` | `toolc-relay` | `relay` |
-//! | `mcp` | `toolc-mcp` | `mcp` (server), `mcp-client` |
+//! | `mcp` | `toolc-mcp` | `mcp` (server), `mcp-oauth`, `mcp-client`, `mcp-client-oauth`, `mcp-client-oauth-jwt` |
 //! | `catalog` | `toolc-catalog` | `catalog` |
 //! | `engine::RedisLimiter` (rate limits shared by a fleet) | `toolc-kernel` | `redis` |
 //!

@@ -220,6 +220,9 @@ impl McpServer {
     /// The engine's decision on a call, and for a repeat of a call still running the channel
     /// its answer comes on (registered under the same lock, so the first's end cannot be
     /// missed).
+    ///
+    /// `principal` is the caller of this request: its calls count together against `per
+    /// principal` rate limits, across sessions (over HTTP, each request says who sends it).
     fn admit(
         &self,
         call: ToolCall,

@@ -6,6 +6,7 @@ pub mod builder;
 pub mod fn_tools;
 pub mod gpt_live;
 pub mod mcp;
+pub mod mcp_oauth;
 pub mod relay;
 pub mod telemetry;
 pub mod toolsets;
