@@ -149,6 +149,9 @@ pub struct Violation {
     pub pointer: String,
     /// What is wrong there, in words.
     pub message: String,
+    /// The values the schema allows there, when it lists them (`enum`, `const`): the model
+    /// can pick one instead of guessing again.
+    pub valid: Option<Vec<Value>>,
 }
 
 impl fmt::Display for Violation {
@@ -260,6 +263,7 @@ impl CallError {
             vec![Violation {
                 pointer: String::new(),
                 message: error.to_string(),
+                valid: None,
             }],
         );
         e.0.detail = Some(format!("deserialization failed: {error}"));
@@ -522,8 +526,9 @@ impl CallError {
 
     /// The error as the JSON value to return to the model:
     /// `{"error": {"kind", "message", "violations"?, "code"?, "status": "error", "reason",
-    /// "retryable", "retry_after_ms"?}}`: `reason` is the code (or the kind when there is
-    /// none), `retryable` whether the same call may succeed made again ([`CallError::retryable`]),
+    /// "retryable", "retry_after_ms"?}}`: each violation is `{"pointer", "message", "valid"?}`
+    /// (`valid`: the values allowed there, when the schema lists them); `reason` is the code
+    /// (or the kind when there is none), `retryable` whether the same call may succeed made again ([`CallError::retryable`]),
     /// `retry_after_ms` when (a rate-limited call).
     pub fn to_model_json(&self) -> Value {
         let mut error = json!({ "kind": self.0.kind.as_str(), "message": self.0.message });
@@ -532,7 +537,13 @@ impl CallError {
                 .0
                 .violations
                 .iter()
-                .map(|v| json!({ "pointer": v.pointer, "message": v.message }))
+                .map(|v| {
+                    let mut violation = json!({ "pointer": v.pointer, "message": v.message });
+                    if let Some(valid) = &v.valid {
+                        violation["valid"] = Value::Array(valid.clone());
+                    }
+                    violation
+                })
                 .collect();
         }
         if let Some(code) = &self.0.code {
