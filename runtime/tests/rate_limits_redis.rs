@@ -6,9 +6,6 @@
 //!
 //! Needs Debian's `redis-server` (`scripts/setup` installs it); without it these tests fail.
 
-use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,106 +13,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use toolc_runtime::chat::{ChatCompletions, Codec, TurnRunner};
 use toolc_runtime::engine::{Acquire, LimitRefusal, OnUnavailable, RateLimiter, RedisLimiter};
+use toolc_runtime::relay::testing::RedisServer;
 use toolc_runtime::{
     definitions_from_str, executor_fn, Principal, RateLimit, Registry, SessionScope,
 };
-
-struct RedisServer {
-    child: Option<std::process::Child>,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl RedisServer {
-    fn start(name: &str) -> RedisServer {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let dir = std::env::temp_dir().join(format!("toolc-{name}-{}", std::process::id()));
-        let mut server = RedisServer {
-            child: None,
-            port,
-            dir,
-        };
-        server.restart();
-        server
-    }
-
-    /// Starts it (again, on the same port).
-    fn restart(&mut self) {
-        let ok = std::process::Command::new("redis-server")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        assert!(
-            ok,
-            "redis-server is not installed: these tests need a real Redis (Debian's package \
-             `redis-server`; scripts/setup installs it, as root: apt-get install redis-server)"
-        );
-        let _ = std::fs::remove_dir_all(&self.dir);
-        std::fs::create_dir_all(&self.dir).unwrap();
-        let child = std::process::Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-            .arg("--dir")
-            .arg(&self.dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server starts");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !self.answers_ping() {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not answer PING"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn answers_ping(&self) -> bool {
-        use std::io::{Read, Write};
-        let Ok(mut socket) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
-            return false;
-        };
-        let _ = socket.set_read_timeout(Some(Duration::from_secs(1)));
-        let mut answer = [0u8; 7];
-        socket.write_all(b"PING\r\n").is_ok()
-            && socket.read_exact(&mut answer).is_ok()
-            && &answer == b"+PONG\r\n"
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    /// Sends the process a signal (`STOP` pauses it: a hung Redis; `CONT` resumes it).
-    fn signal(&self, signal: &str) {
-        let pid = self.child.as_ref().unwrap().id().to_string();
-        let sent = std::process::Command::new("kill")
-            .args([&format!("-{signal}"), &pid])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 /// One check through `limiter`, awaited.
 async fn check(

@@ -6,8 +6,6 @@
 //! Needs Debian's `redis-server` (`scripts/setup` installs it); without it the test fails.
 
 use std::collections::HashMap;
-use std::net::TcpListener;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -17,86 +15,12 @@ use tokio::process::Command;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use toolc_runtime::realtime::script;
-use toolc_runtime::relay::testing::{FakeModel, Script};
+use toolc_runtime::relay::testing::{FakeModel, RedisServer, Script};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
 /// A `redis-server` of the test's own: loopback, a free port, a temporary folder, nothing
 /// saved; killed when dropped.
-struct RedisServer {
-    child: std::process::Child,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl RedisServer {
-    fn start(name: &str) -> RedisServer {
-        let ok = std::process::Command::new("redis-server")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        assert!(
-            ok,
-            "redis-server is not installed: this test needs a real Redis (Debian's package \
-             `redis-server`; scripts/setup installs it, as root: apt-get install redis-server)"
-        );
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let dir = std::env::temp_dir().join(format!("toolc-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let child = std::process::Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-            .arg("--dir")
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server starts");
-        let server = RedisServer { child, port, dir };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !server.answers_ping() {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not answer PING"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        server
-    }
-
-    fn answers_ping(&self) -> bool {
-        use std::io::{Read, Write};
-        let Ok(mut socket) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
-            return false;
-        };
-        let _ = socket.set_read_timeout(Some(Duration::from_secs(1)));
-        let mut answer = [0u8; 7];
-        socket.write_all(b"PING\r\n").is_ok()
-            && socket.read_exact(&mut answer).is_ok()
-            && &answer == b"+PONG\r\n"
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 /// Starts the example with `args`; returns the child and the `ws://` URL it printed.
 async fn start_relay(args: &[&str]) -> (tokio::process::Child, String) {
