@@ -19,9 +19,6 @@ use toolc_runtime::relay::testing::{FakeModel, RedisServer, Script};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// A `redis-server` of the test's own: loopback, a free port, a temporary folder, nothing
-/// saved; killed when dropped.
-
 /// Starts the example with `args`; returns the child and the `ws://` URL it printed.
 async fn start_relay(args: &[&str]) -> (tokio::process::Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_realtime-relay"))
