@@ -6,40 +6,20 @@
 //! Needs Debian's `redis-server` (`scripts/setup` installs it); without it the test fails.
 
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::Command;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use toolc_runtime::realtime::script;
 use toolc_runtime::relay::testing::{FakeModel, RedisServer, Script};
 
-const LIMIT: Duration = Duration::from_secs(20);
+mod common;
 
-/// Starts the example with `args`; returns the child and the `ws://` URL it printed.
-async fn start_relay(args: &[&str]) -> (tokio::process::Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_realtime-relay"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the example binary starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(LIMIT, lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .expect("a first line");
-    let url = first
-        .strip_prefix("listening on ")
-        .expect(&first)
-        .to_owned();
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
-}
+use common::start_relay;
+
+const LIMIT: Duration = Duration::from_secs(20);
 
 /// One session of the user of `token` on the relay at `url` (the model's `index`th
 /// connection): the results the model got, by call id, and how long the session took from
