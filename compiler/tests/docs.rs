@@ -251,6 +251,7 @@ const COMPILED_SOURCES: &[&str] = &[
     "tests/readme/src/relay.rs",
     "tests/readme/src/telemetry.rs",
     "tests/readme/src/mcp.rs",
+    "tests/readme/src/mcp_oauth.rs",
     "tests/readme/src/toolsets.rs",
     "tests/readme/src/gpt_live.rs",
     "tests/readme/src/gpt_live_chat.rs",

@@ -9,8 +9,9 @@
 //! | [`chat`] | `toolc-chat` | `chat` (default) |
 //! | [`realtime`], [`markers`] | `toolc-realtime` | `realtime` (default) |
 //! | `relay` | `toolc-relay` | `relay` |
-//! | `mcp` | `toolc-mcp` | `mcp` (server), `mcp-client` |
+//! | `mcp` | `toolc-mcp` | `mcp` (server), `mcp-oauth`, `mcp-client`, `mcp-client-oauth`, `mcp-client-oauth-jwt` |
 //! | `catalog` | `toolc-catalog` | `catalog` |
+//! | `engine::RedisLimiter` (rate limits shared by a fleet) | `toolc-kernel` | `redis` |
 //! | `delegate` (a GPT-Live client delegate on the chat runner, over HTTP) | `toolc-chat` and `toolc-realtime` | `chat-delegate` |
 //!
 //! - [`Registry`]: tool definitions plus one executor per server tool, checked against the

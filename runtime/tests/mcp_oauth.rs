@@ -402,3 +402,74 @@ fn a_jwks_without_a_usable_key_is_refused_at_construction() {
     let error = JwtValidator::from_jwks_json(r#"{"keys":[]}"#, ISSUER, RESOURCE).unwrap_err();
     assert!(error.0.contains("empty"), "{error}");
 }
+
+/// A `per principal` rate limit over MCP counts the token's subject, whichever token and
+/// session it comes with: two tokens of one user share one allowance, another user has theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_per_principal_rate_limit_counts_the_token_subject_across_tokens_and_sessions() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // The process's limiter is shared by every test here: a tool name of this test's own.
+    const LIMITED: &str = r#"version: 1
+tools:
+  - name: page_oncall_mcp_oauth
+    description: Page the on-call engineer.
+    location: server
+    rate_limit: 1/min per principal
+"#;
+    let registry = Arc::new(
+        Registry::builder()
+            .definitions(definitions_from_str("limited.tools.yaml", LIMITED).unwrap())
+            .executor(
+                "page_oncall_mcp_oauth",
+                executor_fn_with_context(|_ctx: CallContext, _args: Value| async move {
+                    Ok(json!({"paged": true}))
+                }),
+            )
+            .build()
+            .unwrap(),
+    );
+    let (signer, jwks) = keys();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let resource = format!("http://{addr}/mcp");
+    let validator = JwtValidator::new(&jwks, ISSUER, &resource).unwrap();
+    let rs = ResourceServer::new(&resource, validator).authorization_server(ISSUER);
+    let app = axum::Router::new().nest_service(
+        "/mcp",
+        McpServer::new(registry).with_oauth(rs).streamable_http(),
+    );
+    let serving = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    // One call in a session of its own, with a token for `sub`; the result's text.
+    let call = |sub: &str, jti: &str| {
+        let mut c = claims(sub, "mcp:tools");
+        c["aud"] = json!(resource);
+        c["jti"] = json!(jti);
+        let config = StreamableHttpClientTransportConfig::with_uri(resource.clone())
+            .auth_header(signer.sign(&c));
+        async move {
+            let client =
+                ().serve(StreamableHttpClientTransport::from_config(config))
+                    .await
+                    .unwrap();
+            let result = client
+                .call_tool(CallToolRequestParams::new("page_oncall_mcp_oauth"))
+                .await
+                .unwrap();
+            client.cancel().await.unwrap();
+            (
+                result.is_error == Some(true),
+                result.content[0].as_text().unwrap().text.clone(),
+            )
+        }
+    };
+    let (failed, text) = call("alice", "token-1").await;
+    assert!(!failed, "{text}");
+    // Alice again, with another token, in another session: over her limit.
+    let (failed, text) = call("alice", "token-2").await;
+    assert!(failed && text.contains("rate_limited"), "{text}");
+    // Bob has his own allowance.
+    let (failed, text) = call("bob", "token-3").await;
+    assert!(!failed, "{text}");
+    serving.abort();
+}

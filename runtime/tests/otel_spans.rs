@@ -112,7 +112,9 @@ async fn realtime_calls(registry: Arc<Registry>) -> Value {
     assert!(browser.send(&reply).await);
     let conn = model.connection(0, LIMIT).await.unwrap();
     assert!(conn.wait_for("response.create", 1, LIMIT).await);
-    drop(browser);
+    // The page hangs up (a close handshake): the relay does not hold the session for a
+    // resume, it ends it.
+    browser.close().await;
     // The relay notices the page left and ends the session (and its span).
     assert!(conn.wait_closed(LIMIT).await);
     tokio::time::sleep(Duration::from_millis(200)).await;

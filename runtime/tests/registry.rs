@@ -201,6 +201,54 @@ async fn malformed_json_is_reported_with_its_position() {
 }
 
 #[tokio::test]
+async fn a_value_outside_an_enum_or_const_names_the_valid_ones() {
+    let mut d = def("paint", Location::Server);
+    d.parameters = json!({
+        "type": "object",
+        "properties": {
+            "color": { "enum": ["red", "green", 3] },
+            "version": { "const": 2 },
+            "note": { "type": "string" }
+        },
+        "additionalProperties": false
+    });
+    d.returns = None;
+    let r = Registry::builder()
+        .definition(d)
+        .executor("paint", executor_fn(|_| async { Ok(json!({})) }))
+        .build()
+        .unwrap();
+    let err = r
+        .call("paint", r#"{"color":"blue","version":1,"note":4}"#)
+        .await
+        .unwrap_err();
+    let valid = |pointer: &str| {
+        err.violations()
+            .iter()
+            .find(|v| v.pointer == pointer)
+            .unwrap_or_else(|| panic!("no violation at {pointer}: {err}"))
+            .valid
+            .clone()
+    };
+    assert_eq!(
+        valid("/color"),
+        Some(vec![json!("red"), json!("green"), json!(3)])
+    );
+    assert_eq!(valid("/version"), Some(vec![json!(2)]));
+    assert_eq!(valid("/note"), None, "a type error lists no values");
+    // The model reads them in the result.
+    let model = err.to_model_json();
+    let violations = model["error"]["violations"].as_array().unwrap();
+    let color = violations
+        .iter()
+        .find(|v| v["pointer"] == "/color")
+        .unwrap();
+    assert_eq!(color["valid"], json!(["red", "green", 3]));
+    let note = violations.iter().find(|v| v["pointer"] == "/note").unwrap();
+    assert!(note.get("valid").is_none());
+}
+
+#[tokio::test]
 async fn schema_violations_are_listed_with_json_pointers() {
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = calls.clone();

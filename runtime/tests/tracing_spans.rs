@@ -151,7 +151,9 @@ tools:
     // A browser event the relay refuses.
     assert!(browser.send_text(r#"{"type":"x","type":"y"}"#).await);
     let _ = browser.next_matching(LIMIT, |e| e["type"] == "error").await;
-    drop(browser);
+    // The page hangs up (a close handshake): the relay does not hold the session for a
+    // resume, it ends it.
+    browser.close().await;
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let captured = captured.lock().unwrap().clone();

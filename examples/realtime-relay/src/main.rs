@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use toolc_runtime::catalog::{CatalogClient, LiveCatalog};
+use toolc_runtime::engine::{OnUnavailable, RedisLimiter};
 use toolc_runtime::markers::MarkerTag;
 use toolc_runtime::realtime::MarkerFlowConfig;
 use toolc_runtime::realtime::{Naming, Provider, Scheduling};
@@ -107,6 +108,18 @@ struct Args {
     /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`.
     #[arg(long, value_name = "URL")]
     otlp_endpoint: Option<String>,
+    /// Count the tools' `rate_limit`s in this Redis (`redis://HOST:PORT[/DB]`), shared by every
+    /// relay that uses it: a user's `per principal` limit holds across the fleet. Without it,
+    /// each relay counts alone, in memory.
+    #[arg(long, value_name = "URL")]
+    redis: Option<String>,
+    /// How long a limit check may wait for Redis before Redis counts as unavailable.
+    #[arg(long, value_name = "MS", default_value_t = 250, requires = "redis")]
+    redis_timeout_ms: u64,
+    /// When Redis is unavailable, run calls of rate-limited tools uncounted (with a warning)
+    /// instead of refusing them with a `rate_limit_unavailable` result (the default).
+    #[arg(long, requires = "redis")]
+    redis_fail_open: bool,
 }
 
 fn default_manifest() -> PathBuf {
@@ -172,6 +185,15 @@ async fn run(args: Args) -> Result<(), String> {
         banner.push_str(&format!("markers: {tag}\n"));
     }
     banner.push_str(&format!("relay id: {}\n", relay.service().relay_id()));
+    if args.redis.is_some() {
+        // Not the URL: it may hold a password.
+        let failure = if args.redis_fail_open {
+            "open"
+        } else {
+            "closed"
+        };
+        banner.push_str(&format!("rate limits: in Redis (fail {failure})\n"));
+    }
     banner.push_str(&match &args.auth_tokens {
         Some(path) => format!("auth: bearer tokens from {}\n", path.display()),
         None => "auth: none (every browser that reaches the port gets a session)\n".to_owned(),
@@ -338,6 +360,18 @@ fn relay_config(args: &Args, tools: Tools) -> Result<RelayConfig, String> {
     }
     if let Some(live) = tools.live_catalog {
         session.live_tools = Some(live);
+    }
+    if let Some(url) = &args.redis {
+        let choice = if args.redis_fail_open {
+            OnUnavailable::FailOpen
+        } else {
+            OnUnavailable::FailClosed
+        };
+        let limiter = RedisLimiter::open(url)
+            .map_err(|e| format!("--redis: {e}"))?
+            .with_timeout(Duration::from_millis(args.redis_timeout_ms))
+            .on_unavailable(choice);
+        session.limiter = Some(Arc::new(limiter));
     }
     config.session = Arc::new(session);
     if let Some(path) = &args.auth_tokens {

@@ -9,6 +9,10 @@ use tokio::process::Command;
 use toolc_runtime::realtime::script;
 use toolc_runtime::relay::testing::{FakeModel, Script, TestBrowser};
 
+mod common;
+
+use common::{start_relay, start_relay_with_env};
+
 const LIMIT: Duration = Duration::from_secs(20);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -115,38 +119,6 @@ async fn a_missing_key_variable_is_an_error() {
         err.contains("REALTIME_RELAY_SURELY_UNSET is not set"),
         "{err}"
     );
-}
-
-/// Starts the example with `args`; returns the child and the `ws://` URL it printed.
-async fn start_relay(args: &[&str]) -> (tokio::process::Child, String) {
-    start_relay_with_env(args, &[]).await
-}
-
-/// [`start_relay`] with these environment variables set.
-async fn start_relay_with_env(
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> (tokio::process::Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_realtime-relay"))
-        .args(args)
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the example binary starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(LIMIT, lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .expect("a first line");
-    let url = first
-        .strip_prefix("listening on ")
-        .expect(&first)
-        .to_owned();
-    // Keep reading what it prints, as a terminal would.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,15 +3,16 @@
 //! ends the process at once. The slow server tool is a remote catalog's, served here.
 #![cfg(unix)]
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use toolc_runtime::realtime::script;
 use toolc_runtime::relay::testing::{FakeModel, Script, TestBrowser};
+
+mod common;
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -80,28 +81,20 @@ async fn serve(mut stream: TcpStream) {
 
 /// The example relay with the catalog, relaying to `model`; its URL.
 async fn start(model: &FakeModel, catalog: &str, drain_secs: u64) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_realtime-relay"))
-        .args(["--listen", "127.0.0.1:0", "--upstream", &model.url()])
-        .args(["--catalog", catalog, "--filler-delay-ms", "0"])
-        .args(["--drain-secs", &drain_secs.to_string()])
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the example binary starts");
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let first = tokio::time::timeout(LIMIT, lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    let url = first
-        .strip_prefix("listening on ")
-        .expect(&first)
-        .to_owned();
-    // Keep reading its output, so that it never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
+    let (upstream, drain) = (model.url(), drain_secs.to_string());
+    common::start_relay(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &upstream,
+        "--catalog",
+        catalog,
+        "--filler-delay-ms",
+        "0",
+        "--drain-secs",
+        &drain,
+    ])
+    .await
 }
 
 fn sigterm(child: &Child) {

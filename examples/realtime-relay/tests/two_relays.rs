@@ -4,42 +4,37 @@
 //! brought to the other relay, or to a relay that is gone, is refused with a close code that
 //! says to start a new conversation.
 
-use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use toolc_runtime::realtime::script;
 use toolc_runtime::relay::testing::{FakeModel, Script, TestBrowser};
+
+mod common;
 
 const LIMIT: Duration = Duration::from_secs(20);
 
 async fn start_relay(model: &FakeModel, relay_id: &str) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_realtime-relay"))
-        .args(["--listen", "127.0.0.1:0", "--upstream", &model.url()])
-        .args(["--filler-delay-ms", "0", "--relay-id", relay_id])
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the example binary starts");
-    let stdout = child.stdout.take().unwrap();
-    let mut lines = BufReader::new(stdout).lines();
-    let first = tokio::time::timeout(LIMIT, lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    let url = first
-        .strip_prefix("listening on ws://")
-        .expect(&first)
-        .trim_end_matches('/')
-        .to_owned();
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
+    let upstream = model.url();
+    let (child, url) = common::start_relay(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &upstream,
+        "--filler-delay-ms",
+        "0",
+        "--relay-id",
+        relay_id,
+    ])
+    .await;
+    // The proxy wants `host:port`.
+    let address = url.strip_prefix("ws://").expect(&url);
+    (child, address.trim_end_matches('/').to_owned())
 }
 
 /// The proxy: reads the request head, routes `?resume=ID.…` to the relay named `ID`, anything

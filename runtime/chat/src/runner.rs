@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use super::{CallResult, Codec, DecodeError, ToolCall};
 use crate::context::SessionScope;
 use crate::dispatch::{self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath};
-use crate::engine::{Admission, Conversation, Next};
+use crate::engine::{Admission, Conversation, Next, RateLimiter};
 use crate::error::CallError;
 use crate::executor::panic_message;
 use crate::Location;
@@ -48,6 +48,8 @@ pub struct TurnRunner {
     conversation: Arc<Mutex<Conversation>>,
     /// The tools the conversation offers, when it chose toolsets.
     selection: Option<crate::ToolSelection>,
+    /// Counts the calls of tools with a `rate_limit`; `None`: the process's in-memory one.
+    limiter: Option<Arc<dyn RateLimiter>>,
 }
 
 /// Results of background (`mode: async`) calls that finished and were not taken yet.
@@ -235,6 +237,27 @@ impl TurnRunner {
             background: Arc::default(),
             conversation: Arc::new(Mutex::new(Conversation::new(registry.clone()))),
             selection: None,
+            limiter: None,
+        }
+    }
+
+    /// Counts the calls of tools with a `rate_limit` with `limiter` instead of the process's
+    /// in-memory one: a limiter over a shared store (`RedisLimiter`, feature `redis`) holds
+    /// the counts of a fleet of servers. Starts a new conversation, as
+    /// [`TurnRunner::with_scope`] does; the order of the two does not matter.
+    pub fn with_limiter(mut self, limiter: Arc<dyn RateLimiter>) -> TurnRunner {
+        self.limiter = Some(limiter);
+        self.conversation = Arc::new(Mutex::new(self.new_conversation()));
+        self
+    }
+
+    /// A conversation of this runner's scope and limiter that has seen no call.
+    fn new_conversation(&self) -> Conversation {
+        let principal = self.scope.principal().map(|p| p.id().to_owned());
+        let conversation = Conversation::new(self.registry.clone()).with_principal(principal);
+        match &self.limiter {
+            Some(limiter) => conversation.with_limiter(limiter.clone()),
+            None => conversation,
         }
     }
 
@@ -267,11 +290,8 @@ impl TurnRunner {
     pub fn with_scope(mut self, scope: SessionScope) -> TurnRunner {
         // Another conversation: its calls are nobody else's repeats; its principal's calls
         // count together against `per principal` rate limits, across conversations.
-        let principal = scope.principal().map(|p| p.id().to_owned());
         self.scope = scope;
-        self.conversation = Arc::new(Mutex::new(
-            Conversation::new(self.registry.clone()).with_principal(principal),
-        ));
+        self.conversation = Arc::new(Mutex::new(self.new_conversation()));
         self
     }
 
@@ -465,10 +485,25 @@ impl TurnRunner {
                 .map(|call| (call, conversation.admit(self.prepare(call))))
                 .collect()
         };
+        // Over a rate limit that a shared store is counting, nobody is asked: those checks end
+        // first (together); a refused call then runs to its refusal like any other.
+        let checked: Vec<Admission> = admitted
+            .iter()
+            .filter(|(_, a)| a.needs_approval() && a.limit_pending())
+            .map(|(_, a)| a.clone())
+            .collect();
+        if !checked.is_empty() {
+            let checks = checked
+                .iter()
+                .map(|a| Box::pin(a.check_limit()) as Pin<Box<dyn Future<Output = _> + Send>>)
+                .collect();
+            join_all(checks).await;
+        }
         let mut pending = Vec::new();
         let mut runnable = Vec::with_capacity(admitted.len());
         for (call, admission) in admitted {
-            if admission.needs_approval() {
+            // Immediate: a check still under way ended above.
+            if admission.needs_approval() && admission.check_limit().await.is_ok() {
                 pending.push(PendingApproval {
                     call: call.clone(),
                     admission,

@@ -149,6 +149,9 @@ pub struct Violation {
     pub pointer: String,
     /// What is wrong there, in words.
     pub message: String,
+    /// The values the schema allows there, when it lists them (`enum`, `const`): the model
+    /// can pick one instead of guessing again.
+    pub valid: Option<Vec<Value>>,
 }
 
 impl fmt::Display for Violation {
@@ -161,6 +164,10 @@ impl fmt::Display for Violation {
         write!(f, "{at}: {}", self.message)
     }
 }
+
+/// When a call refused because its rate limit could not be checked
+/// ([`CallError::rate_limit_unavailable`]) may be tried again.
+pub const LIMITS_UNAVAILABLE_RETRY_AFTER: Duration = Duration::from_secs(15);
 
 /// A failed call. [`CallError::model_text`] is what to send back to the model as the tool's
 /// result; [`CallError::kind`] is for programs.
@@ -256,6 +263,7 @@ impl CallError {
             vec![Violation {
                 pointer: String::new(),
                 message: error.to_string(),
+                valid: None,
             }],
         );
         e.0.detail = Some(format!("deserialization failed: {error}"));
@@ -404,6 +412,29 @@ impl CallError {
         e
     }
 
+    /// The call did not run: the tool has a `rate_limit`, and the store that counts its calls
+    /// (a shared Redis) could not be asked in time, with the limiter set to fail closed. `why`
+    /// is for the operator (it is in [`fmt::Display`], not in what the model reads). The model
+    /// may try again after [`LIMITS_UNAVAILABLE_RETRY_AFTER`] (code `rate_limit_unavailable`).
+    pub fn rate_limit_unavailable(
+        tool: &str,
+        limit: &toolc_core::RateLimit,
+        why: &str,
+    ) -> CallError {
+        let secs = LIMITS_UNAVAILABLE_RETRY_AFTER.as_secs();
+        let mut e = CallError::new(
+            CallErrorKind::RateLimited,
+            tool,
+            format!(
+                "`{tool}` may be called at most {limit}, and its calls cannot be counted right now (a temporary problem on the server), so this call was not run. It may be tried again in {secs} s; until then, tell the user and do not call it again."
+            ),
+        );
+        e.0.code = Some("rate_limit_unavailable".into());
+        e.0.retry_after = Some(LIMITS_UNAVAILABLE_RETRY_AFTER);
+        e.0.detail = Some(why.to_owned());
+        e
+    }
+
     /// Whether the same call, made again unchanged, may succeed: a rate-limited one (after
     /// [`CallError::retry_after`]) or one that timed out. A model error needs other arguments;
     /// a refusal (approval, duplicate) or a handler's failure would only repeat.
@@ -495,8 +526,9 @@ impl CallError {
 
     /// The error as the JSON value to return to the model:
     /// `{"error": {"kind", "message", "violations"?, "code"?, "status": "error", "reason",
-    /// "retryable", "retry_after_ms"?}}`: `reason` is the code (or the kind when there is
-    /// none), `retryable` whether the same call may succeed made again ([`CallError::retryable`]),
+    /// "retryable", "retry_after_ms"?}}`: each violation is `{"pointer", "message", "valid"?}`
+    /// (`valid`: the values allowed there, when the schema lists them); `reason` is the code
+    /// (or the kind when there is none), `retryable` whether the same call may succeed made again ([`CallError::retryable`]),
     /// `retry_after_ms` when (a rate-limited call).
     pub fn to_model_json(&self) -> Value {
         let mut error = json!({ "kind": self.0.kind.as_str(), "message": self.0.message });
@@ -505,7 +537,13 @@ impl CallError {
                 .0
                 .violations
                 .iter()
-                .map(|v| json!({ "pointer": v.pointer, "message": v.message }))
+                .map(|v| {
+                    let mut violation = json!({ "pointer": v.pointer, "message": v.message });
+                    if let Some(valid) = &v.valid {
+                        violation["valid"] = Value::Array(valid.clone());
+                    }
+                    violation
+                })
                 .collect();
         }
         if let Some(code) = &self.0.code {

@@ -29,7 +29,10 @@ use std::path::Path;
 
 pub use content::{ContentBlock, EmbeddedResource, ToolContent};
 pub use context::{ApprovalGrant, CallContext, Principal, Progress, ProgressSink, SessionScope};
-pub use error::{CallError, CallErrorKind, Problem, RegistryError, ToolError, Violation};
+pub use error::{
+    CallError, CallErrorKind, Problem, RegistryError, ToolError, Violation,
+    LIMITS_UNAVAILABLE_RETRY_AFTER,
+};
 pub use executor::{
     executor_fn, executor_fn_with_context, typed_executor, typed_executor_with_context, Executor,
     ToolFuture,

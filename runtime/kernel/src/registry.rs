@@ -268,9 +268,19 @@ fn violations(validator: &Validator, value: &Value) -> Vec<Violation> {
     let mut more = 0usize;
     for error in validator.iter_errors(value) {
         if out.len() < MAX_VIOLATIONS {
+            let valid = match error.kind() {
+                jsonschema::error::ValidationErrorKind::Enum { options } => {
+                    options.as_array().cloned()
+                }
+                jsonschema::error::ValidationErrorKind::Constant { expected_value } => {
+                    Some(vec![(**expected_value).clone()])
+                }
+                _ => None,
+            };
             out.push(Violation {
                 pointer: error.instance_path().as_str().to_owned(),
                 message: error.to_string(),
+                valid,
             });
         } else {
             more += 1;
@@ -280,6 +290,7 @@ fn violations(validator: &Validator, value: &Value) -> Vec<Violation> {
         out.push(Violation {
             pointer: String::new(),
             message: format!("and {more} more problems"),
+            valid: None,
         });
     }
     out
@@ -508,6 +519,7 @@ impl Registry {
                 vec![Violation {
                     pointer: String::new(),
                     message: format!("the arguments could not be serialized: {e}"),
+                    valid: None,
                 }],
             )
         })?;
@@ -522,6 +534,7 @@ impl Registry {
                 vec![Violation {
                     pointer: String::new(),
                     message: format!("the result does not fit the output type: {e}"),
+                    valid: None,
                 }],
             )
         })

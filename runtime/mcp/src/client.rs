@@ -31,8 +31,37 @@ pub struct McpTools {
     state: Arc<Mutex<State>>,
     /// The deadline of every call, in milliseconds (the tools' `timeout`).
     timeout_ms: AtomicU64,
+    /// Over OAuth: what gets a new token when the server refuses a call's (see
+    /// [`Reauthorize`]).
+    reauth: Option<Arc<dyn Reauthorize>>,
     /// Keeps the connection (and a spawned server process) alive as long as the tools are.
     _service: RunningService<RoleClient, Listener>,
+}
+
+/// What a connection that signs in does when the server refuses a request for want of
+/// authorization (a `401`, or a `403` with `insufficient_scope`): get a token that answers the
+/// server's `WWW-Authenticate` challenge, so that the request can be sent again.
+pub(crate) trait Reauthorize: Send + Sync {
+    fn challenged<'a>(
+        &'a self,
+        challenge: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), McpError>> + Send + 'a>>;
+
+    /// A request went through after being authorized again: the bound on authorizations
+    /// starts over (it is for one refused request, not for a connection's whole life).
+    fn settled(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>;
+}
+
+/// How many times one call may be refused and authorized again before it fails.
+const MAX_CALL_REAUTHORIZATIONS: usize = 2;
+
+/// Why a connection failed: the error, and the server's challenge when it refused for want of
+/// authorization.
+pub(crate) struct ConnectFailure {
+    error: McpError,
+    // Read only by `connect_oauth`.
+    #[cfg_attr(not(feature = "client-oauth"), allow(dead_code))]
+    challenge: Option<String>,
 }
 
 impl std::fmt::Debug for McpTools {
@@ -181,7 +210,9 @@ impl McpTools {
 
     /// [`McpTools::connect_http`] with credentials: `bearer_token` goes as `Authorization:
     /// Bearer ...`, `headers` (e.g. an API key header) with every request. A header the
-    /// transport sets itself (`mcp-session-id`, `accept`, ...) is refused.
+    /// transport sets itself (`mcp-session-id`, `accept`, ...) is refused. A token that
+    /// expires is not renewed: for an OAuth-protected server, `connect_oauth` (feature
+    /// `client-oauth`) gets, refreshes and steps up tokens itself.
     pub async fn connect_http_with(
         url: &str,
         bearer_token: Option<&str>,
@@ -215,6 +246,60 @@ impl McpTools {
         T: rmcp::transport::IntoTransport<RoleClient, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
+        McpTools::connect_with(transport, None)
+            .await
+            .map_err(|failure| failure.error)
+    }
+
+    /// Connects to a protected MCP server's streamable HTTP endpoint as an OAuth 2.1 client
+    /// (see [`crate::client_oauth`]), and lists its tools. The first request goes with the
+    /// stored token, or none; the server's challenge then leads discovery and the login (or
+    /// the client credentials exchange), and the connection starts again with the token. A
+    /// call the server later refuses (an expired or revoked token that cannot be refreshed, a
+    /// tool that needs more scopes) is authorized again and sent again, a bounded number of
+    /// times.
+    #[cfg(feature = "client-oauth")]
+    pub async fn connect_oauth(
+        url: &str,
+        oauth: crate::client_oauth::OAuthClient,
+    ) -> Result<Arc<McpTools>, McpError> {
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        let session = Arc::new(crate::client_oauth::Session::new(url, oauth).await?);
+        loop {
+            let config =
+                rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                    url.to_owned(),
+                );
+            let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+                session.client.clone(),
+                config,
+            );
+            let reauth: Arc<dyn Reauthorize> = session.clone();
+            match McpTools::connect_with(transport, Some(reauth)).await {
+                Ok(tools) => {
+                    session.settled().await;
+                    return Ok(tools);
+                }
+                // The session bounds how many times this goes round.
+                Err(ConnectFailure {
+                    challenge: Some(challenge),
+                    ..
+                }) => session.challenged(Some(&challenge)).await?,
+                Err(failure) => return Err(failure.error),
+            }
+        }
+    }
+
+    async fn connect_with<T, E, A>(
+        transport: T,
+        reauth: Option<Arc<dyn Reauthorize>>,
+    ) -> Result<Arc<McpTools>, ConnectFailure>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
         let state = Arc::new(Mutex::new(State::default()));
         let listener = Listener {
             state: state.clone(),
@@ -224,17 +309,21 @@ impl McpTools {
         let service = listener
             .serve(transport)
             .await
-            .map_err(|e| McpError(format!("the MCP server did not initialize: {e}")))?;
+            .map_err(|e| ConnectFailure {
+                error: McpError(format!("the MCP server did not initialize: {e}")),
+                challenge: e.auth_challenge().map(str::to_owned),
+            })?;
         let peer = service.peer().clone();
-        let tools = peer
-            .list_all_tools()
-            .await
-            .map_err(|e| McpError(format!("tools/list failed: {e}")))?;
+        let tools = peer.list_all_tools().await.map_err(|e| ConnectFailure {
+            error: McpError(format!("tools/list failed: {e}")),
+            challenge: e.auth_challenge().map(str::to_owned),
+        })?;
         observe(&state, &tools);
         Ok(Arc::new(McpTools {
             peer,
             state,
             timeout_ms: AtomicU64::new(DEFAULT_MCP_TIMEOUT.as_millis() as u64),
+            reauth,
             _service: service,
         }))
     }
@@ -301,7 +390,10 @@ impl McpTools {
                 name.clone(),
                 executor_fn_with_context(move |ctx, arguments: Value| {
                     let (tools, name) = (tools.clone(), name.clone());
-                    async move { call(&tools.peer, &tools.state, &ctx, &name, arguments).await }
+                    async move {
+                        let reauth = tools.reauth.as_deref();
+                        call(&tools.peer, &tools.state, reauth, &ctx, &name, arguments).await
+                    }
                 }),
             );
         }
@@ -322,6 +414,7 @@ impl crate::live::LiveTools for McpTools {
     fn call(&self, ctx: CallContext, name: &str, arguments: Value) -> crate::ToolFuture {
         let peer = self.peer.clone();
         let state = self.state.clone();
+        let reauth = self.reauth.clone();
         let name = name.to_owned();
         let validator = lock(&self.state).validators.get(&name).cloned();
         let timeout = self.timeout();
@@ -340,7 +433,8 @@ impl crate::live::LiveTools for McpTools {
                 .with_code("invalid_arguments"));
             }
             // Live calls bypass the registry: its deadline is kept here too.
-            match tokio::time::timeout(timeout, call(&peer, &state, &ctx, &name, arguments)).await {
+            let call = call(&peer, &state, reauth.as_deref(), &ctx, &name, arguments);
+            match tokio::time::timeout(timeout, call).await {
                 Ok(result) => result,
                 Err(_) => Err(ToolError::new(format!(
                     "the MCP server did not answer `{name}` within {} ms",
@@ -387,15 +481,18 @@ fn cancelled_error(name: &str) -> ToolError {
 /// One `tools/call`: the result is the `structuredContent`, else the text parsed as JSON (or
 /// the text itself); an `isError` result is the tool's error, with its text as the message.
 /// The server's progress reports for it reach `ctx`; `ctx`'s cancellation sends the server
-/// `notifications/cancelled` (or `tasks/cancel` for a task) and ends the call.
+/// `notifications/cancelled` (or `tasks/cancel` for a task) and ends the call. Over OAuth, a
+/// call the server refuses for want of authorization is authorized again (`reauth`) and sent
+/// again, at most [`MAX_CALL_REAUTHORIZATIONS`] times.
 async fn call(
     peer: &Peer<RoleClient>,
     state: &Arc<Mutex<State>>,
+    reauth: Option<&dyn Reauthorize>,
     ctx: &CallContext,
     name: &str,
     arguments: Value,
 ) -> Result<Value, ToolError> {
-    use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
+    use rmcp::model::ServerResult;
     let arguments = match arguments {
         Value::Object(map) => map,
         _ => serde_json::Map::new(),
@@ -404,24 +501,39 @@ async fn call(
     let failed = |e: rmcp::service::ServiceError| {
         ToolError::new(format!("the MCP server failed the call: {e}")).with_code("mcp_error")
     };
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    let mut handle = peer
-        .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
-        .await
-        .map_err(failed)?;
-    lock(state).open_route(handle.progress_token.clone(), ctx.clone());
-    let _route = ProgressRoute {
-        state: state.clone(),
-        token: handle.progress_token.clone(),
-    };
-    let answer = tokio::select! {
-        answer = &mut handle.rx => answer.map_err(|_| failed(rmcp::service::ServiceError::TransportClosed))?,
-        () = ctx.cancellation_token().cancelled() => {
-            let _ = handle.cancel(Some("the caller cancelled the call".into())).await;
-            return Err(cancelled_error(name));
+    let mut reauthorized = 0;
+    let answer = loop {
+        match send_call(peer, state, ctx, name, params.clone()).await? {
+            Err(e) => {
+                let challenge = e.auth_challenge();
+                match (reauth, challenge) {
+                    (Some(reauth), Some(challenge)) if reauthorized < MAX_CALL_REAUTHORIZATIONS => {
+                        reauthorized += 1;
+                        reauth.challenged(challenge).await.map_err(|e| {
+                            ToolError::new(format!(
+                                "the MCP server refused the call for want of authorization, and authorizing again failed: {e}"
+                            ))
+                            .with_code("mcp_unauthorized")
+                        })?;
+                    }
+                    (_, Some(challenge)) => {
+                        return Err(ToolError::new(format!(
+                            "the MCP server refused the call for want of authorization ({challenge}): {e}"
+                        ))
+                        .with_code("mcp_unauthorized"))
+                    }
+                    _ => return Err(failed(e)),
+                }
+            }
+            Ok(answer) => {
+                if let (Some(reauth), true) = (reauth, reauthorized > 0) {
+                    reauth.settled().await;
+                }
+                break answer;
+            }
         }
     };
-    let result = match answer.map_err(failed)? {
+    let result = match answer {
         ServerResult::CallToolResult(result) => result,
         ServerResult::CreateTaskResult(created) => task_result(peer, ctx, name, created.task).await?,
         ServerResult::InputRequiredResult(_) => {
@@ -451,6 +563,38 @@ async fn call(
         Some(value) => value,
         None => serde_json::from_str(&text).unwrap_or(Value::String(text)),
     })
+}
+
+/// Sends one `tools/call` and waits for its answer (the server's, or the transport's error);
+/// `Err` only when the caller cancelled.
+async fn send_call(
+    peer: &Peer<RoleClient>,
+    state: &Arc<Mutex<State>>,
+    ctx: &CallContext,
+    name: &str,
+    params: CallToolRequestParams,
+) -> Result<Result<rmcp::model::ServerResult, rmcp::service::ServiceError>, ToolError> {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let mut handle = match peer
+        .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
+        .await
+    {
+        Ok(handle) => handle,
+        Err(e) => return Ok(Err(e)),
+    };
+    lock(state).open_route(handle.progress_token.clone(), ctx.clone());
+    let _route = ProgressRoute {
+        state: state.clone(),
+        token: handle.progress_token.clone(),
+    };
+    tokio::select! {
+        answer = &mut handle.rx => Ok(answer.unwrap_or(Err(rmcp::service::ServiceError::TransportClosed))),
+        () = ctx.cancellation_token().cancelled() => {
+            let _ = handle.cancel(Some("the caller cancelled the call".into())).await;
+            Err(cancelled_error(name))
+        }
+    }
 }
 
 /// Longest pause between two `tasks/get` polls, whatever the server suggests.

@@ -6,7 +6,8 @@
 //!
 //! The two halves are separate features, so that a server does not build an HTTP client stack
 //! it never uses: `mcp` is the server (stdio and streamable HTTP), `mcp-client` the client
-//! (a spawned stdio server, or streamable HTTP over reqwest).
+//! (a spawned stdio server, or streamable HTTP over reqwest), `mcp-client-oauth` the client
+//! of OAuth-protected servers ([`client_oauth`]).
 
 // The kernel's items at this crate's root, where `toolc-runtime` has them too, so that a path
 // reads the same in every crate of the runtime (`crate::Registry`, `crate::dispatch::ToolCall`).
@@ -17,6 +18,8 @@ use toolc_kernel::*;
 mod approval;
 #[cfg(feature = "client")]
 mod client;
+#[cfg(feature = "client-oauth")]
+pub mod client_oauth;
 #[cfg(feature = "server")]
 mod jsonrpc;
 #[cfg(feature = "server")]

@@ -30,7 +30,7 @@ use super::logging::{LevelSetting, Route};
 use super::tasks::Tasks;
 use super::McpError;
 use crate::dispatch::{CallOutcome, ToolCall};
-use crate::engine::{Admission, Conversation, Next};
+use crate::engine::{Admission, Conversation, Next, RateLimiter};
 use crate::{Location, Principal, Registry, SessionScope, ToolDefinition};
 
 /// Maps an HTTP request (its method, URI and headers, as the streamable HTTP transport saw them)
@@ -58,6 +58,8 @@ pub struct McpServer {
     /// The calls that asked for approval over MRTR and wait for the client's retry (shared by
     /// every session: a 2026-07-28 client may come back on another).
     approvals: Arc<Pending>,
+    /// Counts the calls of tools with a `rate_limit`; `None`: the process's in-memory one.
+    limiter: Option<Arc<dyn RateLimiter>>,
     /// How long a call waits for the user's answer.
     approval_timeout: std::time::Duration,
     /// Over HTTP, with `oauth`: the resource server that checks every request's token.
@@ -85,9 +87,16 @@ pub(crate) fn finish(calls: &std::sync::Mutex<Calls>, call_id: &str, outcome: &C
 }
 
 impl Calls {
-    fn new(registry: &Arc<Registry>) -> Arc<std::sync::Mutex<Calls>> {
+    fn new(
+        registry: &Arc<Registry>,
+        limiter: Option<&Arc<dyn RateLimiter>>,
+    ) -> Arc<std::sync::Mutex<Calls>> {
+        let mut conversation = Conversation::new(registry.clone());
+        if let Some(limiter) = limiter {
+            conversation = conversation.with_limiter(limiter.clone());
+        }
         Arc::new(std::sync::Mutex::new(Calls {
-            conversation: Conversation::new(registry.clone()),
+            conversation,
             waiting: Default::default(),
         }))
     }
@@ -142,7 +151,7 @@ impl McpServer {
             ttl: registry.mcp_list_ttl().unwrap_or(DEFAULT_LIST_TTL),
             ..ListCache::default()
         };
-        let calls = Calls::new(&registry);
+        let calls = Calls::new(&registry, None);
         McpServer {
             registry,
             tools: Arc::new(tools),
@@ -154,9 +163,20 @@ impl McpServer {
             log_level: Arc::default(),
             approvals: Arc::default(),
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+            limiter: None,
             #[cfg(feature = "oauth")]
             auth: None,
         }
+    }
+
+    /// Counts the calls of tools with a `rate_limit` with `limiter` instead of the process's
+    /// in-memory one: a limiter over a shared store (`RedisLimiter`, feature `redis`) holds
+    /// the counts of a fleet of servers. A `per principal` limit counts the calls of the
+    /// request's principal ([`McpServer::with_principal`], or the token's subject with OAuth).
+    pub fn with_limiter(mut self, limiter: Arc<dyn RateLimiter>) -> McpServer {
+        self.limiter = Some(limiter);
+        self.calls = Calls::new(&self.registry, self.limiter.as_ref());
+        self
     }
 
     /// Over HTTP ([`McpServer::streamable_http`]), act as an OAuth 2.1 resource server: every
@@ -185,7 +205,7 @@ impl McpServer {
     /// matched against the same client's calls).
     fn for_new_session(&self) -> McpServer {
         McpServer {
-            calls: Calls::new(&self.registry),
+            calls: Calls::new(&self.registry, self.limiter.as_ref()),
             tasks: Arc::default(),
             log_level: Arc::default(),
             ..self.clone()
@@ -200,14 +220,21 @@ impl McpServer {
     /// The engine's decision on a call, and for a repeat of a call still running the channel
     /// its answer comes on (registered under the same lock, so the first's end cannot be
     /// missed).
+    ///
+    /// `principal` is the caller of this request: its calls count together against `per
+    /// principal` rate limits, across sessions (over HTTP, each request says who sends it).
     fn admit(
         &self,
         call: ToolCall,
+        principal: Option<&Principal>,
     ) -> (
         Admission,
         Option<tokio::sync::oneshot::Receiver<CallOutcome>>,
     ) {
         let mut calls = self.calls();
+        // `per principal` rate limits count the calls of this request's caller.
+        let principal = principal.map(|p| p.id().to_owned());
+        calls.conversation.set_principal(principal);
         let admission = calls.conversation.admit(call);
         let waits = matches!(admission.next(), Next::Wait { .. }).then(|| {
             let (tx, rx) = tokio::sync::oneshot::channel();
@@ -751,9 +778,15 @@ impl ServerHandler for McpServer {
             request.name.as_ref(),
             serde_json::to_string(&arguments).unwrap_or_default(),
         );
-        let (admission, waits) = self.admit(call);
-        // A call of an `approval: required` tool asks the user first.
+        let principal = self.principal_of(&context);
+        let (admission, waits) = self.admit(call, principal.as_ref());
+        // A call of an `approval: required` tool asks the user first, unless it is over a rate
+        // limit (which a shared store may still be counting).
         if admission.needs_approval() {
+            if let Err(refused) = admission.check_limit().await {
+                self.finished(&refused.call_id, &refused);
+                return Ok(CallToolResult::error(vec![ContentBlock::text(refused.output)]).into());
+            }
             return Ok(self.approve_then_call(admission, raw, context).await);
         }
         // A background (`mode: async`) tool is a task for a client that takes tasks: it gets

@@ -624,3 +624,108 @@ impl TestBrowser {
         drop(self.ws);
     }
 }
+
+/// A real `redis-server` for tests (Debian's package; `scripts/setup` installs it): on a free
+/// loopback port, in a temporary folder, saving nothing, killed when dropped. Without the
+/// program a test that starts one fails, saying what to install: tests of shared state must
+/// not pass by skipping.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Option<std::process::Child>,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl RedisServer {
+    /// Starts one; `name` tells the temporary folders of concurrent tests apart.
+    pub fn start(name: &str) -> RedisServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = std::env::temp_dir().join(format!("toolc-{name}-{}", std::process::id()));
+        let mut server = RedisServer {
+            child: None,
+            port,
+            dir,
+        };
+        server.restart();
+        server
+    }
+
+    /// Starts it (again, on the same port).
+    pub fn restart(&mut self) {
+        let ok = std::process::Command::new("redis-server")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(
+            ok,
+            "redis-server is not installed: these tests need a real Redis (Debian's package \
+             `redis-server`; scripts/setup installs it, as root: apt-get install redis-server)"
+        );
+        let _ = std::fs::remove_dir_all(&self.dir);
+        std::fs::create_dir_all(&self.dir).unwrap();
+        let child = std::process::Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        self.child = Some(child);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !self.answers_ping() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "redis-server did not answer PING"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn answers_ping(&self) -> bool {
+        use std::io::{Read, Write};
+        let Ok(mut socket) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = socket.set_read_timeout(Some(Duration::from_secs(1)));
+        let mut answer = [0u8; 7];
+        socket.write_all(b"PING\r\n").is_ok()
+            && socket.read_exact(&mut answer).is_ok()
+            && &answer == b"+PONG\r\n"
+    }
+
+    /// `redis://127.0.0.1:PORT/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// Sends the process a signal (`STOP` pauses it: a hung Redis; `CONT` resumes it).
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().unwrap().id().to_string();
+        let sent = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+
+    /// Kills it (a Redis that went down); [`RedisServer::restart`] brings it back.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

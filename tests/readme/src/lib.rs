@@ -7,6 +7,7 @@ pub mod fn_tools;
 pub mod gpt_live;
 pub mod gpt_live_chat;
 pub mod mcp;
+pub mod mcp_oauth;
 pub mod relay;
 pub mod telemetry;
 pub mod toolsets;

@@ -1,9 +1,18 @@
 //! Rate limits (the manifest's `rate_limit`): how many calls of a tool a principal or a
 //! conversation may make per window. The counters live behind [`RateLimiter`], so that every
-//! conversation of a process (or, with another implementation, of a fleet) shares them; the
-//! default is [`InMemoryLimiter::shared`], one per process.
+//! conversation of a process (or, with a shared store such as
+//! `RedisLimiter` (feature `redis`), of a fleet) shares them; the default is
+//! [`InMemoryLimiter::shared`], one per process.
+//!
+//! A limiter answers at once ([`Acquire::Now`]: the in-memory one, which costs no allocation
+//! and no await) or later ([`Acquire::Later`]: a store over the network). The engine stays
+//! free of I/O either way: an answer that comes later travels in the call's [`super::Admission`]
+//! and is awaited by the async shells that run it ([`super::Admission::check_limit`]) before
+//! approval is asked and before anything runs.
 
 use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -14,9 +23,85 @@ use crate::RateLimit;
 /// Counts calls against limits. `key` names whose calls count together (a tool and a principal,
 /// or a tool and a conversation); implementations must be shareable across conversations.
 pub trait RateLimiter: Send + Sync {
-    /// Counts one call of `key` at `now` if `limit` allows it (`Ok`), else says how long until
-    /// it would (`Err(retry_after)`); a refused call is not counted.
-    fn acquire(&self, key: &str, limit: &RateLimit, now: Instant) -> Result<(), Duration>;
+    /// Counts one call of `key` at `now` if `limit` allows it, else says how long until it
+    /// would; a refused call is not counted. A limiter that needs I/O to know answers
+    /// [`Acquire::Later`] with a future that must not panic and must end in bounded time.
+    fn acquire(&self, key: &str, limit: &RateLimit, now: Instant) -> Acquire;
+}
+
+/// A limiter's answer for one call.
+pub enum Acquire {
+    /// Known now: counted (`Ok`) or refused.
+    Now(Result<(), LimitRefusal>),
+    /// Known once this future ends (a shared store was asked); counted when it ends `Ok`.
+    Later(LimitFuture),
+}
+
+impl std::fmt::Debug for Acquire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Acquire::Now(result) => f.debug_tuple("Now").field(result).finish(),
+            Acquire::Later(_) => f.write_str("Later(..)"),
+        }
+    }
+}
+
+/// The future of an [`Acquire::Later`].
+pub type LimitFuture = Pin<Box<dyn Future<Output = Result<(), LimitRefusal>> + Send>>;
+
+/// Why a limiter refused a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LimitRefusal {
+    /// The limit allows no more calls now; one may be made after this long.
+    Over(Duration),
+    /// The calls could not be counted (the shared store is down or too slow) and the limiter
+    /// fails closed: the call does not run. The text is for the operator's logs, not the model.
+    Unavailable(String),
+}
+
+/// The engine's side of a [`LimitFuture`]: the error the model reads on a refusal.
+type CheckFuture = Pin<Box<dyn Future<Output = Result<(), crate::CallError>> + Send>>;
+
+/// A limit check still under way, shared by every clone of the call's admission: the limiter's
+/// future runs once (the call is counted once), and every clone reads its one answer.
+/// Cancel-safe: a waiter that goes away leaves the future for the next one to go on polling.
+pub(super) struct PendingCheck {
+    future: tokio::sync::Mutex<Option<CheckFuture>>,
+    answer: OnceLock<Result<(), crate::CallError>>,
+}
+
+impl PendingCheck {
+    pub(super) fn new(
+        future: impl Future<Output = Result<(), crate::CallError>> + Send + 'static,
+    ) -> Arc<PendingCheck> {
+        Arc::new(PendingCheck {
+            future: tokio::sync::Mutex::new(Some(Box::pin(future))),
+            answer: OnceLock::new(),
+        })
+    }
+
+    /// The answer: `Err` is the error the model reads instead of a result.
+    pub(super) async fn answer(&self) -> Result<(), crate::CallError> {
+        if let Some(answer) = self.answer.get() {
+            return answer.clone();
+        }
+        let mut future = self.future.lock().await;
+        if let Some(answer) = self.answer.get() {
+            return answer.clone();
+        }
+        let answer = match future.as_mut() {
+            Some(running) => running.await,
+            // Unreachable: the answer is set before the future is dropped.
+            None => Ok(()),
+        };
+        *future = None;
+        self.answer.get_or_init(|| answer).clone()
+    }
+
+    /// Whether the answer is known.
+    pub(super) fn is_known(&self) -> bool {
+        self.answer.get().is_some()
+    }
 }
 
 /// The in-process limiter: a sliding window of the times of the calls counted, per key.
@@ -44,7 +129,14 @@ impl InMemoryLimiter {
 }
 
 impl RateLimiter for InMemoryLimiter {
-    fn acquire(&self, key: &str, limit: &RateLimit, now: Instant) -> Result<(), Duration> {
+    fn acquire(&self, key: &str, limit: &RateLimit, now: Instant) -> Acquire {
+        Acquire::Now(self.count(key, limit, now).map_err(LimitRefusal::Over))
+    }
+}
+
+impl InMemoryLimiter {
+    /// [`RateLimiter::acquire`], answered now: `Err` says how long until a call would fit.
+    pub fn count(&self, key: &str, limit: &RateLimit, now: Instant) -> Result<(), Duration> {
         let window = limit.window();
         let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
         if calls.len() >= SWEEP_ABOVE && !calls.contains_key(key) {
@@ -88,12 +180,15 @@ mod tests {
         };
         for i in 0..SWEEP_ABOVE {
             limiter
-                .acquire(&format!("k{i}"), &limit, Instant::now())
+                .count(&format!("k{i}"), &limit, Instant::now())
                 .unwrap();
         }
         tokio::time::advance(Duration::from_secs(2)).await;
-        limiter.acquire("fresh", &limit, Instant::now()).unwrap();
+        limiter.count("fresh", &limit, Instant::now()).unwrap();
         assert_eq!(limiter.calls.lock().unwrap().len(), 1);
-        assert!(limiter.acquire("fresh", &limit, Instant::now()).is_err());
+        assert!(matches!(
+            limiter.acquire("fresh", &limit, Instant::now()),
+            Acquire::Now(Err(LimitRefusal::Over(_)))
+        ));
     }
 }

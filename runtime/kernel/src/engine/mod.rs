@@ -9,13 +9,17 @@
 //!    `on_duplicate` says, with the first call's result (now, or once it ends) or a refusal;
 //!    then a tool's `rate_limit`: over it, the model gets a `rate_limited` result and nothing runs
 //!    (counted by a [`RateLimiter`] shared across conversations, per principal or per
-//!    conversation);
+//!    conversation; a limiter over a shared store answers later, and the call's run awaits
+//!    that answer first, see [`Admission::check_limit`]);
 //! 4. **approval**: a tool with `approval: required` waits for the user;
 //! 5. **background**: a `mode: async` server tool answers "started" and its work goes on.
 //!
 //! [`Conversation::admit`] takes a call and decides all of that without I/O, returning an
 //! [`Admission`]: answer now, wait for a first call, or run (after approval, in the background
-//! or not). Running is the adapter's to schedule (a realtime session spawns a task per call, the
+//! or not). The one decision that may need I/O, a rate limit counted in a store shared by a
+//! fleet (`RedisLimiter`, feature `redis`), is not made here: the admission carries it, still
+//! pending, and the async shells below await it before approval is asked and before anything
+//! runs. Running is the adapter's to schedule (a realtime session spawns a task per call, the
 //! chat runner polls a turn's calls together, MCP answers one request), but what a run does is
 //! again one place, [`Admission::run`] and its kin in `run.rs`: the approval question, the
 //! executor, the client under its deadline, the fire-and-forget delivery, each in its
@@ -36,10 +40,17 @@ use crate::{Location, Registry, ToolSelection};
 
 mod duplicates;
 mod limits;
+#[cfg(feature = "redis")]
+mod redis_limiter;
 mod run;
 
 use duplicates::{Repeat, Seen};
-pub use limits::{InMemoryLimiter, RateLimiter};
+use limits::PendingCheck;
+pub use limits::{Acquire, InMemoryLimiter, LimitFuture, LimitRefusal, RateLimiter};
+#[cfg(feature = "redis")]
+pub use redis_limiter::{
+    OnUnavailable, RedisLimiter, RedisLimiterError, DEFAULT_REDIS_PREFIX, DEFAULT_REDIS_TIMEOUT,
+};
 pub use run::plan;
 
 /// More repeats waiting than this (for first calls that may never end, e.g. approvals never
@@ -82,12 +93,18 @@ pub struct Admission {
     next: Next,
     /// The live tools a [`Route::Live`] call goes to.
     live: Option<Arc<dyn LiveTools>>,
+    /// A rate limit check still under way (a shared store was asked), shared by the clones.
+    limit: Option<Arc<PendingCheck>>,
 }
 
-/// Two admissions are equal when they are of the same call, route and next step.
+/// Two admissions are equal when they are of the same call, route and next step, and both or
+/// neither still wait for a rate limit check.
 impl PartialEq for Admission {
     fn eq(&self, other: &Admission) -> bool {
-        self.call == other.call && self.route == other.route && self.next == other.next
+        self.call == other.call
+            && self.route == other.route
+            && self.next == other.next
+            && self.limit.is_some() == other.limit.is_some()
     }
 }
 
@@ -97,6 +114,7 @@ impl std::fmt::Debug for Admission {
             .field("call", &self.call)
             .field("route", &self.route)
             .field("next", &self.next)
+            .field("limit_pending", &self.limit_pending())
             .finish()
     }
 }
@@ -214,7 +232,7 @@ impl Conversation {
             }
             route => route,
         };
-        let next = self.next(&call, &route);
+        let (next, limit) = self.next(&call, &route);
         let live = match route {
             Route::Live { .. } => self.live.clone(),
             _ => None,
@@ -224,19 +242,23 @@ impl Conversation {
             route,
             next,
             live,
+            limit,
         }
     }
 
-    fn next(&mut self, call: &ToolCall, route: &Route) -> Next {
+    /// The next step, and a rate limit check still under way when the limiter answers later.
+    fn next(&mut self, call: &ToolCall, route: &Route) -> (Next, Option<Arc<PendingCheck>>) {
         let arguments = match route {
             Route::Reject(error) => {
-                return Next::Answer(CallOutcome::failed(&call.call_id, error.clone()))
+                let outcome = CallOutcome::failed(&call.call_id, error.clone());
+                return (Next::Answer(outcome), None);
             }
             Route::Live { .. } => {
-                return Next::Run {
+                let next = Next::Run {
                     approval: false,
                     background: false,
-                }
+                };
+                return (next, None);
             }
             Route::Server { arguments }
             | Route::Client { arguments, .. }
@@ -244,54 +266,75 @@ impl Conversation {
         };
         let Some(def) = self.registry.definition(&call.name) else {
             // `plan` routes only registry tools; stay total anyway.
-            return Next::Run {
+            let next = Next::Run {
                 approval: false,
                 background: false,
             };
+            return (next, None);
         };
         // 3. A repeat of an earlier call is answered without running (nor asking anyone).
         match self.seen.check(def, &call.call_id, arguments) {
             Repeat::First => {}
-            Repeat::Reuse(outcome) => return Next::Answer(outcome),
+            Repeat::Reuse(outcome) => return (Next::Answer(outcome), None),
             Repeat::WaitFor(first)
                 if self.waiting.values().map(Vec::len).sum::<usize>() >= MAX_WAITING =>
             {
                 let error = CallError::duplicate(&def.name, &first, true);
-                return Next::Answer(CallOutcome::failed(&call.call_id, error));
+                return (
+                    Next::Answer(CallOutcome::failed(&call.call_id, error)),
+                    None,
+                );
             }
             Repeat::WaitFor(first) => {
                 self.waiting
                     .entry(first.clone())
                     .or_default()
                     .push(call.call_id.clone());
-                return Next::Wait { first };
+                return (Next::Wait { first }, None);
             }
             Repeat::Refuse { first, running } => {
                 let error = CallError::duplicate(&def.name, &first, running);
-                return Next::Answer(CallOutcome::failed(&call.call_id, error));
+                return (
+                    Next::Answer(CallOutcome::failed(&call.call_id, error)),
+                    None,
+                );
             }
         }
         // 3b. Over the tool's rate limit it does not run (and is no first call for repeats).
+        let mut pending = None;
         if let Some(limit) = &def.policy.rate_limit {
             let key = match (limit.per, &self.principal) {
                 (crate::RateScope::Principal, Some(p)) => format!("{}\u{0}p\u{0}{p}", def.name),
-                _ => format!("{}\u{0}c\u{0}{}", def.name, self.id),
+                // Unique across processes too: a shared store sees every relay's conversations.
+                _ => format!("{}\u{0}c\u{0}{:016x}.{}", def.name, process_tag(), self.id),
             };
-            if let Err(after) = self
-                .limiter
-                .acquire(&key, limit, tokio::time::Instant::now())
-            {
-                let error = CallError::rate_limited(&def.name, limit, after);
-                let outcome = CallOutcome::failed(&call.call_id, error);
-                self.seen.finished(&call.call_id, &outcome);
-                return Next::Answer(outcome);
+            let now = tokio::time::Instant::now();
+            match self.limiter.acquire(&key, limit, now) {
+                Acquire::Now(Ok(())) => {}
+                Acquire::Now(Err(refusal)) => {
+                    let error = refusal_error(&def.name, limit, refusal);
+                    let outcome = CallOutcome::failed(&call.call_id, error);
+                    self.seen.finished(&call.call_id, &outcome);
+                    return (Next::Answer(outcome), None);
+                }
+                // The store answers later: the call's run awaits it before anything else; a
+                // refusal then is its outcome (which `finished` records, as for any call).
+                Acquire::Later(answer) => {
+                    let (tool, limit) = (def.name.clone(), *limit);
+                    pending = Some(PendingCheck::new(async move {
+                        answer
+                            .await
+                            .map_err(|refusal| refusal_error(&tool, &limit, refusal))
+                    }));
+                }
             }
         }
         // 4. and 5.
-        Next::Run {
+        let next = Next::Run {
             approval: def.requires_approval(),
             background: matches!(route, Route::Server { .. }) && def.runs_in_background(),
-        }
+        };
+        (next, pending)
     }
 
     /// `call_id` ended with `outcome` (or will never run: a declined approval is an outcome
@@ -336,6 +379,7 @@ impl Admission {
             route,
             next,
             live: None,
+            limit: None,
         }
     }
 
@@ -365,6 +409,30 @@ impl Admission {
             Route::Client { .. } | Route::Notify { .. } => Location::Client,
             _ => Location::Server,
         }
+    }
+
+    /// Whether a rate limit check of this call is still under way (its limiter asked a shared
+    /// store): [`Admission::check_limit`] awaits it. The runs ([`Admission::run`],
+    /// [`Admission::ask`], [`Admission::run_in_background`], [`Admission::run_value`]) await it
+    /// first; an adapter that shows the call to anyone before running it (sends a client call
+    /// to the browser, asks for approval out of band) awaits it before that.
+    pub fn limit_pending(&self) -> bool {
+        self.limit.as_ref().is_some_and(|check| !check.is_known())
+    }
+
+    /// Awaits the call's rate limit check, if one is under way: `Err` is the outcome the model
+    /// gets instead of a result (`rate_limited`, or `rate_limit_unavailable` when the store
+    /// could not be asked and the limiter fails closed); nothing runs then, and the adapter
+    /// records it with [`Conversation::finished`] as any outcome. Every clone of an admission
+    /// shares one check (the call is counted once). Immediate when there is none.
+    pub async fn check_limit(&self) -> Result<(), CallOutcome> {
+        let Some(check) = &self.limit else {
+            return Ok(());
+        };
+        check
+            .answer()
+            .await
+            .map_err(|error| CallOutcome::failed(&self.call.call_id, error))
     }
 
     /// Whether it runs only once the user approved it.
@@ -402,6 +470,31 @@ impl Admission {
     pub fn started(&self) -> CallOutcome {
         CallOutcome::started(&self.call.call_id, &self.call.name)
     }
+}
+
+/// The error the model reads for a call `limit` refused.
+fn refusal_error(tool: &str, limit: &crate::RateLimit, refusal: LimitRefusal) -> CallError {
+    match refusal {
+        LimitRefusal::Over(after) => CallError::rate_limited(tool, limit, after),
+        LimitRefusal::Unavailable(why) => {
+            tracing::warn!(tool = %tool, why = %why, "rate limit not checked: the call is refused (fail closed)");
+            CallError::rate_limit_unavailable(tool, limit, &why)
+        }
+    }
+}
+
+/// A tag of this process, random per start: a conversation's key in a store that several
+/// processes share must not be another process's conversation of the same number.
+fn process_tag() -> u64 {
+    static TAG: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TAG.get_or_init(|| {
+        use std::hash::BuildHasher;
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        std::collections::hash_map::RandomState::new().hash_one((std::process::id(), started))
+    })
 }
 
 #[cfg(test)]

@@ -127,13 +127,25 @@ impl Admission {
     }
 
     /// Asks the user through `client` when the call needs approval: `Ok` with the call, now
-    /// approved, when it may run; else the outcome the model gets instead. A call cancelled
-    /// while it waits (the user interrupted, the session ended) ends as interrupted.
+    /// approved, when it may run; else the outcome the model gets instead. A rate limit check
+    /// still under way ([`Admission::check_limit`]) is awaited first: a call over its limit
+    /// is refused without asking. A call cancelled while it waits (the user interrupted, the
+    /// session ended) ends as interrupted.
     pub async fn ask(
         self,
         ctx: &CallContext,
         client: &dyn ClientPath,
     ) -> Result<Admission, CallOutcome> {
+        // A rate limit a shared store is counting comes first: over it, nobody is asked.
+        if self.limit.is_some() {
+            tokio::select! {
+                checked = self.check_limit() => checked?,
+                () = ctx.cancelled() => {
+                    let error = CallError::interrupted(&self.call.name);
+                    return Err(CallOutcome::failed(&self.call.call_id, error));
+                }
+            }
+        }
         if !self.needs_approval() {
             return Ok(self);
         }
@@ -194,6 +206,9 @@ impl Admission {
         ctx: CallContext,
     ) -> Result<Value, CallError> {
         let call = &self.call;
+        if let Some(check) = &self.limit {
+            check.answer().await?;
+        }
         if self.needs_approval() {
             let why = "this caller cannot ask the user for approval";
             return Err(CallError::approval_unavailable(&call.name, why));

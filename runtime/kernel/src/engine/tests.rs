@@ -480,6 +480,157 @@ async fn a_per_conversation_limit_counts_each_conversation_alone_and_refused_cal
     ));
 }
 
+/// A limiter over a "store" that answers later: the in-memory one's answer, or always
+/// unavailable; counts the checks that ran.
+struct Later {
+    counts: InMemoryLimiter,
+    down: bool,
+    checks: Arc<AtomicUsize>,
+}
+
+impl RateLimiter for Later {
+    fn acquire(&self, key: &str, limit: &crate::RateLimit, now: tokio::time::Instant) -> Acquire {
+        let checks = self.checks.clone();
+        let answer = match self.down {
+            true => Err(LimitRefusal::Unavailable("connection refused".into())),
+            false => self
+                .counts
+                .count(key, limit, now)
+                .map_err(LimitRefusal::Over),
+        };
+        Acquire::Later(Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            checks.fetch_add(1, Ordering::SeqCst);
+            answer
+        }))
+    }
+}
+
+const LIMITED_APPROVAL: &str = r#"
+version: 1
+tools:
+  - name: wire
+    description: Wire money.
+    location: server
+    approval: required
+    rate_limit: 1/min per principal
+    parameters:
+      type: object
+      properties: { n: { type: number } }
+  - name: highlight
+    description: Highlight an element.
+    location: client
+    rate_limit: 1/min per conversation
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn a_limit_a_store_answers_later_is_awaited_before_approval_is_asked_and_anything_runs() {
+    let ran = Arc::new(AtomicUsize::new(0));
+    let counter = ran.clone();
+    let registry = Arc::new(
+        Registry::builder()
+            .definitions(definitions_from_str("a.tools.yaml", LIMITED_APPROVAL).unwrap())
+            .executor(
+                "wire",
+                executor_fn(move |_: Value| {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    async { Ok(json!("wired")) }
+                }),
+            )
+            .build()
+            .unwrap(),
+    );
+    let checks = Arc::new(AtomicUsize::new(0));
+    let limiter: Arc<dyn RateLimiter> = Arc::new(Later {
+        counts: InMemoryLimiter::new(),
+        down: false,
+        checks: checks.clone(),
+    });
+    let mut conversation = Conversation::new(registry.clone())
+        .with_limiter(limiter)
+        .with_principal(Some("ann".into()));
+    let scope = SessionScope::new();
+    let client = Asks {
+        decision: Mutex::new(Some(Decision::Approved)),
+        asked: AtomicUsize::new(0),
+    };
+    // Under the limit: checked, asked, run.
+    let first = conversation.admit(call("c1", "wire", "{}"));
+    assert!(first.limit_pending() && first.needs_approval());
+    assert!(matches!(first.next(), Next::Run { approval: true, .. }));
+    let outcome = first
+        .run(&registry, scope.call("wire", "c1"), &client)
+        .await;
+    assert_eq!(outcome.status, Status::Ok);
+    assert_eq!(client.asked.load(Ordering::SeqCst), 1);
+    // Over it: refused before anyone is asked, and nothing runs.
+    let over = conversation.admit(call("c2", "wire", r#"{"n":2}"#));
+    let copy = over.clone();
+    let outcome = over.run(&registry, scope.call("wire", "c2"), &client).await;
+    let Status::Failed(error) = &outcome.status else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(error.code(), Some("rate_limited"));
+    let after = error.retry_after().unwrap();
+    assert!(after > Duration::from_secs(59) && after <= Duration::from_secs(60));
+    assert_eq!(client.asked.load(Ordering::SeqCst), 1, "nobody was asked");
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "nothing ran");
+    // Every clone of the admission reads the one answer: the call was checked once.
+    assert!(!copy.limit_pending());
+    assert_eq!(copy.check_limit().await, Err(outcome.clone()));
+    assert_eq!(checks.load(Ordering::SeqCst), 2);
+    // The refusal is the call's outcome for repeats too: recorded, it is no first call.
+    assert!(conversation.finished("c2", &outcome).is_empty());
+    assert!(!conversation.remembers("c2"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_store_that_cannot_be_asked_refuses_the_call_with_a_result_the_model_can_act_on() {
+    let registry = Arc::new(
+        Registry::builder()
+            .definitions(definitions_from_str("a.tools.yaml", LIMITED_APPROVAL).unwrap())
+            .executor("wire", executor_fn(|_: Value| async { Ok(json!("wired")) }))
+            .build()
+            .unwrap(),
+    );
+    let limiter: Arc<dyn RateLimiter> = Arc::new(Later {
+        counts: InMemoryLimiter::new(),
+        down: true,
+        checks: Arc::default(),
+    });
+    let mut conversation = Conversation::new(registry.clone()).with_limiter(limiter);
+    // A client call is not sent anywhere before its check: its run gets the refusal.
+    let highlight = conversation.admit(call("h1", "highlight", "{}"));
+    assert!(highlight.limit_pending());
+    let outcome = highlight
+        .run(
+            &registry,
+            SessionScope::new().call("highlight", "h1"),
+            &NoClient,
+        )
+        .await;
+    let Status::Failed(error) = &outcome.status else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(error.kind(), CallErrorKind::RateLimited);
+    let shown = error.to_model_json();
+    assert_eq!(shown["error"]["code"], "rate_limit_unavailable");
+    assert_eq!(shown["error"]["reason"], "rate_limit_unavailable");
+    assert_eq!(shown["error"]["retryable"], true);
+    assert_eq!(shown["error"]["retry_after_ms"], 15_000);
+    let message = shown["error"]["message"].as_str().unwrap();
+    assert!(message.contains("cannot be counted right now"), "{message}");
+    assert!(
+        !message.contains("connection refused"),
+        "operator detail stays out: {message}"
+    );
+    // An adapter without anyone to ask (MCP's `run_value`) reads the same error.
+    let wire = conversation.admit(call("w1", "wire", "{}"));
+    let ctx = SessionScope::new().call("wire", "w1");
+    let error = wire.run_value(&registry, ctx).await.unwrap_err();
+    assert_eq!(error.code(), Some("rate_limit_unavailable"));
+}
+
 const RETRIED: &str = r#"
 version: 1
 tools:

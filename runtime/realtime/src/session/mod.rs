@@ -113,6 +113,10 @@ pub struct SessionConfig {
     /// answers its client delegations (`session.commentary.append` or
     /// `session.thinking.append` naming one), and no other.
     pub client_delegate: Option<ClientDelegate>,
+    /// Counts the calls of tools with a `rate_limit`; `None` (the default): the process's
+    /// [`crate::engine::InMemoryLimiter::shared`]. A fleet of relays shares counts through a
+    /// limiter over a shared store (`toolc_kernel::engine::RedisLimiter`, feature `redis`).
+    pub limiter: Option<Arc<dyn crate::engine::RateLimiter>>,
     /// GPT-Live: the session is attached as a sideband (`/v1/live/sessions/{id}/attach`) to
     /// one the page opened over WebRTC ([`crate::gpt_live::webrtc_session`] writes its
     /// settings), so audio never passes through the relay. The first message is a
@@ -197,6 +201,7 @@ impl fmt::Debug for SessionConfig {
             .field("async_scheduling", &self.async_scheduling)
             .field("live", &self.live)
             .field("client_delegate", &self.client_delegate.is_some())
+            .field("limiter", &self.limiter.is_some())
             .field("sideband", &self.sideband)
             .finish()
     }
@@ -260,6 +265,7 @@ impl SessionConfig {
             selection: None,
             live: gemini_live::LiveOptions::default(),
             client_delegate: None,
+            limiter: None,
             sideband: false,
         }
     }

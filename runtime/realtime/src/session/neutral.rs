@@ -76,9 +76,12 @@ impl Core {
             counters: config.counters.clone(),
         };
         let own_declarations = config.declarations.clone();
-        let conversation = Conversation::new(registry.clone())
+        let mut conversation = Conversation::new(registry.clone())
             .with_selection(config.selection.clone())
             .with_live_tools(config.live_tools.clone());
+        if let Some(limiter) = &config.limiter {
+            conversation = conversation.with_limiter(limiter.clone());
+        }
         let (declarations, live_generation) = declared_now(&own_declarations, &config);
         let core = Core {
             registry,
@@ -247,8 +250,10 @@ impl Core {
         if background {
             return self.spawn_background_call(codec, admission);
         }
-        // A call that waits for approval reaches the browser only once approved.
-        if !admission.needs_approval() {
+        // A call that waits for approval reaches the browser only once approved, and one whose
+        // rate limit a shared store is still counting only once it is allowed (its task sends
+        // it then).
+        if !admission.needs_approval() && !admission.limit_pending() {
             self.send_to_browser_now(admission.call(), admission.route());
         }
         self.spawn_call(codec, admission)
