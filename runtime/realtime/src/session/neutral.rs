@@ -53,6 +53,27 @@ impl Core {
         }
     }
 
+    /// Sends the background results in `done` to the model, each as `write` puts it for the
+    /// provider (tool, call id, failed, output); whether any went. A result whose call the
+    /// session no longer knows is dropped.
+    pub(super) fn send_background_results(
+        &mut self,
+        done: &mut VecDeque<(String, CallOutcome)>,
+        write: fn(&str, &str, bool, &str) -> String,
+    ) -> bool {
+        let mut any = false;
+        while let Some((call_id, outcome)) = done.pop_front() {
+            let Some(info) = self.calls.get(&call_id) else {
+                continue;
+            };
+            let text = write(&info.name, &call_id, outcome.is_error(), &outcome.output);
+            Counters::bump(&self.counters_ref().background_results);
+            self.send_model(text);
+            any = true;
+        }
+        any
+    }
+
     pub(super) fn new(
         registry: Arc<Registry>,
         config: Arc<SessionConfig>,

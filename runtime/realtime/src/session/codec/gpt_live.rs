@@ -728,17 +728,6 @@ impl GptLiveCodec {
     /// Adds the background results that arrived to the backend's conversation, as developer
     /// messages.
     fn push_background_results(&mut self, core: &mut Core) -> bool {
-        let mut any = false;
-        while let Some((call_id, outcome)) = self.background_done.pop_front() {
-            let Some(info) = core.calls.get(&call_id) else {
-                continue;
-            };
-            let text =
-                wire::background_result(&info.name, &call_id, outcome.is_error(), &outcome.output);
-            Counters::bump(&core.counters_ref().background_results);
-            core.send_model(text);
-            any = true;
-        }
-        any
+        core.send_background_results(&mut self.background_done, wire::background_result)
     }
 }
