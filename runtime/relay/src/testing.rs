@@ -614,9 +614,15 @@ impl TestBrowser {
         }
     }
 
-    /// Closes the connection with a close handshake.
+    /// Closes the connection with a close handshake, and waits (up to 5 s) for the relay's
+    /// answer: a socket closed with unread data in it is reset, and a reset can discard the
+    /// close frame before the relay reads it (then the page looks dropped, not gone).
     pub async fn close(mut self) {
         let _ = self.ws.close(None).await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), async {
+            while let Some(Ok(_)) = self.ws.next().await {}
+        })
+        .await;
     }
 
     /// Drops the connection without a close handshake (a crashed tab).
