@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::definition::Location;
+use crate::definition::{Location, ToolDefinition};
 use crate::diagnostic::{count, Diagnostic, HumanRenderer, JsonLabel, Label};
 use crate::emit;
 use crate::ir::{Ir, IrTool};
@@ -418,12 +418,36 @@ fn fingerprint(tool: &IrTool) -> String {
 /// Makes one change of a tool: code, impact for the model and for code, message, help.
 type MakeChange<'a> = dyn Fn(&'static str, Impact, Impact, String, Option<&str>) -> Change + 'a;
 
-/// The call policy of a tool whose location stayed: approval, mode, interruption, streaming.
+/// The call policy of a tool whose location stayed: approval, mode, interruption, scheduling,
+/// toolset, repeats, limits, retries, streaming; one change each, in that order.
 fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut Vec<Change>) {
     let (o, n) = (&old.def, &new.def);
-    let mut found = Vec::new();
+    let found = [
+        approval_change(o, n, change),
+        mode_change(o, n, change),
+        interruption_change(o, n, change),
+        scheduling_change(o, n, change),
+        toolset_change(old, new, change),
+        duplicate_change(o, n, change),
+        rate_limit_change(o, n, change),
+        retry_change(o, n, change),
+        streaming_change(o, n, change),
+    ];
+    for mut c in found.into_iter().flatten() {
+        c.old = label(name_span(old), "before");
+        c.new = label(name_span(new), "now");
+        out.push(c);
+    }
+}
+
+/// Approval asked or no longer asked.
+fn approval_change(
+    o: &ToolDefinition,
+    n: &ToolDefinition,
+    change: &MakeChange<'_>,
+) -> Option<Change> {
     if o.requires_approval() != n.requires_approval() {
-        found.push(if n.requires_approval() {
+        return Some(if n.requires_approval() {
             change(
                 APPROVAL_CHANGED,
                 Impact::Info,
@@ -441,6 +465,11 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
             )
         });
     }
+    None
+}
+
+/// Foreground or background (`mode`).
+fn mode_change(o: &ToolDefinition, n: &ToolDefinition, change: &MakeChange<'_>) -> Option<Change> {
     if o.runs_in_background() != n.runs_in_background() {
         let (message, help) = if n.runs_in_background() {
             (
@@ -453,7 +482,7 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
                 "the model now waits for the result in the call's output",
             )
         };
-        found.push(change(
+        return Some(change(
             MODE_CHANGED,
             Impact::Breaking,
             Impact::Unaffected,
@@ -461,13 +490,22 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
             Some(help),
         ));
     }
+    None
+}
+
+/// Cancelled on interruption or not.
+fn interruption_change(
+    o: &ToolDefinition,
+    n: &ToolDefinition,
+    change: &MakeChange<'_>,
+) -> Option<Change> {
     if o.cancels_on_interruption() != n.cancels_on_interruption() {
         let now = if n.cancels_on_interruption() {
             "is now cancelled"
         } else {
             "is no longer cancelled"
         };
-        found.push(change(
+        return Some(change(
             INTERRUPTION_CHANGED,
             Impact::Info,
             Impact::Info,
@@ -475,6 +513,15 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
             None,
         ));
     }
+    None
+}
+
+/// When a background result is taken up (Gemini Live).
+fn scheduling_change(
+    o: &ToolDefinition,
+    n: &ToolDefinition,
+    change: &MakeChange<'_>,
+) -> Option<Change> {
     if o.runs_in_background()
         && n.runs_in_background()
         && o.policy.scheduling != n.policy.scheduling
@@ -482,7 +529,7 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
         let shown = |s: Option<toolc_core::Scheduling>| {
             s.map_or("the session's setting".to_owned(), |s| format!("`{s}`"))
         };
-        found.push(change(
+        return Some(change(
             SCHEDULING_CHANGED,
             Impact::Info,
             Impact::Unaffected,
@@ -495,6 +542,12 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
             Some("on Gemini Live, when the model hears a background result: after it finishes speaking, at once, or only when it next speaks"),
         ));
     }
+    None
+}
+
+/// The toolset (namespace) and tool-search loading.
+fn toolset_change(old: &IrTool, new: &IrTool, change: &MakeChange<'_>) -> Option<Change> {
+    let n = &new.def;
     let toolset = |t: &IrTool| t.toolset.as_ref().map(|s| s.name.clone());
     if toolset(old) != toolset(new) || old.defer_loading != new.defer_loading {
         let shown = |t: &IrTool| {
@@ -506,7 +559,7 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
                 place
             }
         };
-        found.push(change(
+        return Some(change(
             TOOLSET_CHANGED,
             Impact::Info,
             Impact::Unaffected,
@@ -514,6 +567,15 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
             Some("on Responses the model finds it in another namespace, or through tool search"),
         ));
     }
+    None
+}
+
+/// What a repeated call gets, and within which window.
+fn duplicate_change(
+    o: &ToolDefinition,
+    n: &ToolDefinition,
+    change: &MakeChange<'_>,
+) -> Option<Change> {
     let (old_dup, new_dup) = (o.duplicate_policy(), n.duplicate_policy());
     let window_matters = new_dup != toolc_core::OnDuplicate::Run;
     if old_dup != new_dup || (window_matters && o.duplicate_window() != n.duplicate_window()) {
@@ -524,7 +586,7 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
                 timeout_text(Some(d.duplicate_window()))
             ),
         };
-        found.push(change(
+        return Some(change(
             DUPLICATE_POLICY_CHANGED,
             Impact::Info,
             Impact::Unaffected,
@@ -532,6 +594,15 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
             Some("a call the model repeats with the same arguments runs again, gets the first result, or is refused"),
         ));
     }
+    None
+}
+
+/// The rate limit; a tighter one breaks the model's expectations.
+fn rate_limit_change(
+    o: &ToolDefinition,
+    n: &ToolDefinition,
+    change: &MakeChange<'_>,
+) -> Option<Change> {
     if o.policy.rate_limit != n.policy.rate_limit {
         let shown = |l: Option<toolc_core::RateLimit>| {
             l.map_or("no rate limit".to_owned(), |l| format!("at most `{l}`"))
@@ -545,7 +616,7 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
                         < u128::from(a.calls) * u128::from(b.window_ms)
             }
         };
-        found.push(change(
+        return Some(change(
             RATE_LIMIT_CHANGED,
             if tighter { Impact::Breaking } else { Impact::Compatible },
             Impact::Unaffected,
@@ -558,6 +629,11 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
             Some("a call over the limit does not run: the model gets a `rate_limited` result saying when to try again"),
         ));
     }
+    None
+}
+
+/// Whether and how failed runs are retried.
+fn retry_change(o: &ToolDefinition, n: &ToolDefinition, change: &MakeChange<'_>) -> Option<Change> {
     if o.policy.retry != n.policy.retry {
         let shown = |r: Option<toolc_core::RetryPolicy>| {
             r.map_or("no retry".to_owned(), |r| {
@@ -576,7 +652,7 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
                 )
             })
         };
-        found.push(change(
+        return Some(change(
             RETRY_CHANGED,
             Impact::Info,
             Impact::Unaffected,
@@ -589,13 +665,22 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
             Some("a failed run of the tool is run again before the model gets the failure; the tool's executor may see a call more than once"),
         ));
     }
+    None
+}
+
+/// Whether the page gets the arguments while the model writes them.
+fn streaming_change(
+    o: &ToolDefinition,
+    n: &ToolDefinition,
+    change: &MakeChange<'_>,
+) -> Option<Change> {
     if o.streams_arguments() != n.streams_arguments() {
         let now = if n.streams_arguments() {
             "now gets"
         } else {
             "no longer gets"
         };
-        found.push(change(
+        return Some(change(
             STREAM_ARGUMENTS_CHANGED,
             Impact::Unaffected,
             Impact::Compatible,
@@ -606,11 +691,7 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
             None,
         ));
     }
-    for mut c in found {
-        c.old = label(name_span(old), "before");
-        c.new = label(name_span(new), "now");
-        out.push(c);
-    }
+    None
 }
 
 fn compare_tool(old: &IrTool, new: &IrTool, out: &mut Vec<Change>) {
