@@ -30,6 +30,14 @@ pub const UNROLL: usize = 2;
 /// How deep an inlined schema may nest. A chain of definitions that each hold the next would
 /// otherwise nest as deep as the manifest is long (and exhaust the stack); a real one nests a
 /// handful of levels.
+/// A schema being lowered: the Gemini keywords so far, whether `null` is allowed, and the rules
+/// to state in the description because Gemini's subset cannot.
+struct Lowered {
+    out: Map<String, Value>,
+    nullable: bool,
+    notes: Vec<String>,
+}
+
 const MAX_DEPTH: usize = 64;
 
 /// How many schemas one lowered field may hold once its `$ref`s are inlined. Inlining copies a
@@ -324,8 +332,158 @@ impl<'a> Lowering<'a> {
     }
 
     fn lower_inner(&mut self, schema: &'a Value, pointer: &str) -> Option<Map<String, Value>> {
-        let map = match schema {
-            Value::Object(map) => map,
+        let map = match self.schema_object(schema, pointer) {
+            Ok(map) => map,
+            Err(instead) => return instead,
+        };
+        let mut l = Lowered {
+            out: self.lower_base(map, pointer)?,
+            nullable: false,
+            notes: Vec::new(),
+        };
+        for (key, value) in map {
+            // Only the keywords that hold schemas go below this one.
+            let here = || format!("{pointer}/{}", escape_pointer(key));
+            match key.as_str() {
+                "$ref" | "allOf" | "$defs" | "definitions" | "required" => {}
+                "type" => {
+                    let (types, has_null) = split_types(value);
+                    l.nullable |= has_null;
+                    match types.as_slice() {
+                        [] => {}
+                        [one] => {
+                            l.out.insert("type".into(), gemini_type(one).into());
+                        }
+                        many => {
+                            let branches = many
+                                .iter()
+                                .map(|t| json!({ "type": gemini_type(t) }))
+                                .collect();
+                            l.out.insert("anyOf".into(), Value::Array(branches));
+                        }
+                    }
+                }
+                "enum" => {
+                    let values = value.as_array().map(Vec::as_slice).unwrap_or_default();
+                    self.lower_enum(map, pointer, key, values, &mut l);
+                }
+                "const" => {
+                    let values = std::slice::from_ref(value);
+                    self.lower_enum(map, pointer, key, values, &mut l);
+                }
+                "properties" => self.lower_properties(value, &here(), &mut l),
+                "items" => {
+                    if value.is_object() || value.is_boolean() {
+                        let lowered = self.lower(value, &here())?;
+                        l.out.insert("items".into(), Value::Object(lowered));
+                    }
+                }
+                "anyOf" | "oneOf" if self.depth == 1 && self.field == Field::Parameters => {
+                    self.lower_root_alternatives(pointer, key, value, &here(), &mut l)
+                }
+                "anyOf" | "oneOf" => {
+                    self.lower_alternatives(pointer, key, value, &here(), &mut l)?
+                }
+                "additionalProperties"
+                | "exclusiveMinimum"
+                | "exclusiveMaximum"
+                | "multipleOf"
+                | "uniqueItems" => self.state_rule(map, pointer, key, value, &mut l),
+                k if KEPT.contains(&k) => {
+                    l.out.insert(key.clone(), value.clone());
+                }
+                k if SILENT.contains(&k) => {}
+                _ => self.unsupported(
+                    pointer,
+                    key,
+                    "is not in Gemini's schema subset",
+                    "it is dropped",
+                ),
+            }
+        }
+
+        self.finish(map, pointer, l)
+    }
+
+    /// A rule Gemini's subset cannot say: stated in the description instead (an integer's
+    /// exclusive bound becomes an inclusive one), with a warning.
+    fn state_rule(
+        &mut self,
+        map: &Map<String, Value>,
+        pointer: &str,
+        key: &str,
+        value: &Value,
+        l: &mut Lowered,
+    ) {
+        match key {
+            "additionalProperties" if value != &Value::Bool(false) => {
+                l.notes
+                    .push("It may also have keys not listed here.".into());
+                self.unsupported(
+                    pointer,
+                    key,
+                    "leaves the object open, and Gemini declares only listed keys",
+                    "the model sees only the listed keys; the description says there may be others",
+                );
+            }
+            "exclusiveMinimum" | "exclusiveMaximum" => {
+                let minimum = key == "exclusiveMinimum";
+                let integer = split_types(map.get("type").unwrap_or(&Value::Null)).0 == ["integer"];
+                match value.as_i64() {
+                    Some(n) if integer => {
+                        let (bound, limit) = if minimum {
+                            ("minimum", n.saturating_add(1))
+                        } else {
+                            ("maximum", n.saturating_sub(1))
+                        };
+                        l.out.insert(bound.into(), limit.into());
+                    }
+                    _ => {
+                        let word = if minimum { "greater" } else { "less" };
+                        l.notes
+                            .push(format!("Must be {word} than {}.", text(value)));
+                        self.unsupported(
+                            pointer,
+                            key,
+                            "is not in Gemini's schema subset",
+                            "the bound is stated in the description",
+                        );
+                    }
+                }
+            }
+            "multipleOf" => {
+                l.notes
+                    .push(format!("Must be a multiple of {}.", text(value)));
+                self.unsupported(
+                    pointer,
+                    key,
+                    "is not in Gemini's schema subset",
+                    "the rule is stated in the description",
+                );
+            }
+            "uniqueItems" if value == &Value::Bool(true) => {
+                l.notes.push("The items must be unique.".into());
+                self.unsupported(
+                    pointer,
+                    key,
+                    "is not in Gemini's schema subset",
+                    "the rule is stated in the description",
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// A schema's keywords, or what a boolean schema becomes instead (`Err`): `true` (any
+    /// value) is declared as a string, or makes a result undeclarable; `false` is left out.
+    #[allow(clippy::result_large_err)]
+    fn schema_object(
+        &mut self,
+        schema: &'a Value,
+        pointer: &str,
+    ) -> Result<&'a Map<String, Value>, Option<Map<String, Value>>> {
+        match schema {
+            Value::Object(map) => Ok(map),
             Value::Bool(true) if self.field == Field::Returns && self.depth == 1 => {
                 self.unsupported(
                     pointer,
@@ -333,7 +491,7 @@ impl<'a> Lowering<'a> {
                     "accepts any value, and Gemini needs a type",
                     "the tool is declared without `response`",
                 );
-                return None;
+                Err(None)
             }
             Value::Bool(true) => {
                 self.unsupported(
@@ -342,17 +500,23 @@ impl<'a> Lowering<'a> {
                     "accepts any value, and Gemini needs a type",
                     "it is declared as a string",
                 );
-                return Some(string_schema());
+                Err(Some(string_schema()))
             }
             _ => {
                 self.unsupported(pointer, "false", "accepts no value", "it is left out");
-                return None;
+                Err(None)
             }
-        };
-        let mut out = Map::new();
-        let mut nullable = false;
-        let mut notes: Vec<String> = Vec::new();
+        }
+    }
 
+    /// What the schema starts from: its `$ref`'s target (the keywords beside the `$ref`
+    /// override it) and its `allOf` members, merged. `None` when one cannot be declared.
+    fn lower_base(
+        &mut self,
+        map: &'a Map<String, Value>,
+        pointer: &str,
+    ) -> Option<Map<String, Value>> {
+        let mut out = Map::new();
         // The target's keywords first; the keywords beside `$ref` override them.
         if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
             if let Some(target) = resolve_ref(self.root, reference) {
@@ -380,203 +544,132 @@ impl<'a> Lowering<'a> {
             }
         }
 
-        for (key, value) in map {
-            // Only the keywords that hold schemas go below this one.
-            let here = || format!("{pointer}/{}", escape_pointer(key));
-            match key.as_str() {
-                "$ref" | "allOf" | "$defs" | "definitions" | "required" => {}
-                "type" => {
-                    let (types, has_null) = split_types(value);
-                    nullable |= has_null;
-                    match types.as_slice() {
-                        [] => {}
-                        [one] => {
-                            out.insert("type".into(), gemini_type(one).into());
-                        }
-                        many => {
-                            let branches = many
-                                .iter()
-                                .map(|t| json!({ "type": gemini_type(t) }))
-                                .collect();
-                            out.insert("anyOf".into(), Value::Array(branches));
-                        }
-                    }
+        Some(out)
+    }
+
+    /// `properties`: each declarable one, lowered (one that cannot be is left out).
+    fn lower_properties(&mut self, value: &'a Value, here: &str, l: &mut Lowered) {
+        let Some(props) = value.as_object() else {
+            return;
+        };
+        let mut lowered = match l.out.shift_remove("properties") {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        for (name, sub) in props {
+            let sub_pointer = format!("{here}/{}", escape_pointer(name));
+            match self.lower(sub, &sub_pointer) {
+                Some(m) => {
+                    lowered.insert(name.clone(), Value::Object(m));
                 }
-                "enum" => {
-                    let values = value.as_array().map(Vec::as_slice).unwrap_or_default();
-                    self.lower_enum(
-                        map,
-                        pointer,
-                        key,
-                        values,
-                        &mut out,
-                        &mut nullable,
-                        &mut notes,
-                    );
+                None => {
+                    lowered.shift_remove(name);
                 }
-                "const" => {
-                    let values = std::slice::from_ref(value);
-                    self.lower_enum(
-                        map,
-                        pointer,
-                        key,
-                        values,
-                        &mut out,
-                        &mut nullable,
-                        &mut notes,
-                    );
-                }
-                "properties" => {
-                    let Some(props) = value.as_object() else {
-                        continue;
-                    };
-                    let mut lowered = match out.shift_remove("properties") {
-                        Some(Value::Object(m)) => m,
-                        _ => Map::new(),
-                    };
-                    let here = here();
-                    for (name, sub) in props {
-                        let sub_pointer = format!("{here}/{}", escape_pointer(name));
-                        match self.lower(sub, &sub_pointer) {
-                            Some(m) => {
-                                lowered.insert(name.clone(), Value::Object(m));
-                            }
-                            None => {
-                                lowered.shift_remove(name);
-                            }
-                        }
-                    }
-                    out.insert("properties".into(), Value::Object(lowered));
-                }
-                "items" => {
-                    if value.is_object() || value.is_boolean() {
-                        let lowered = self.lower(value, &here())?;
-                        out.insert("items".into(), Value::Object(lowered));
-                    }
-                }
-                "anyOf" | "oneOf" if self.depth == 1 && self.field == Field::Parameters => {
-                    // `parameters` must be one OBJECT: the alternatives' properties become
-                    // optional properties of the root, as for Anthropic.
-                    let branches = value.as_array().map(Vec::as_slice).unwrap_or_default();
-                    for (i, branch) in branches.iter().enumerate() {
-                        if constraint_only(branch, self.root) {
-                            continue;
-                        }
-                        let Some(Value::Object(props)) = self
-                            .lower(branch, &format!("{}/{i}", here()))
-                            .and_then(|mut m| m.shift_remove("properties"))
-                        else {
-                            continue;
-                        };
-                        let entry = out
-                            .entry("properties")
-                            .or_insert_with(|| Value::Object(Map::new()));
-                        if let Value::Object(mine) = entry {
-                            for (name, sub) in props {
-                                mine.entry(name).or_insert(sub);
-                            }
-                        }
-                    }
-                    self.unsupported(pointer, key, "is at the root, and Gemini's `parameters` must be a single object", "the alternatives' properties are declared as optional properties and the rule that one alternative must match is dropped");
-                }
-                "anyOf" | "oneOf" => {
-                    let Some(branches) = value.as_array() else {
-                        continue;
-                    };
-                    if branches.iter().all(|b| constraint_only(b, self.root)) {
-                        self.unsupported(pointer, key, "only requires different properties in each alternative, which Gemini cannot say", "the rule is dropped");
-                        continue;
-                    }
-                    let mut lowered = Vec::new();
-                    for (i, branch) in branches.iter().enumerate() {
-                        if is_null_only(branch, self.root) {
-                            nullable = true;
-                            continue;
-                        }
-                        if let Some(m) = self.lower(branch, &format!("{}/{i}", here())) {
-                            lowered.push(m);
-                        }
-                    }
-                    match lowered.len() {
-                        0 if nullable => {}
-                        0 => return None,
-                        1 => {
-                            if let Some(only) = lowered.pop() {
-                                merge(&mut out, only);
-                            }
-                        }
-                        _ => {
-                            out.insert(
-                                "anyOf".into(),
-                                Value::Array(lowered.into_iter().map(Value::Object).collect()),
-                            );
-                        }
-                    }
-                }
-                "additionalProperties" => {
-                    if value != &Value::Bool(false) {
-                        notes.push("It may also have keys not listed here.".into());
-                        self.unsupported(pointer, key, "leaves the object open, and Gemini declares only listed keys", "the model sees only the listed keys; the description says there may be others");
-                    }
-                }
-                "exclusiveMinimum" | "exclusiveMaximum" => {
-                    let minimum = key == "exclusiveMinimum";
-                    let integer =
-                        split_types(map.get("type").unwrap_or(&Value::Null)).0 == ["integer"];
-                    match value.as_i64() {
-                        Some(n) if integer => {
-                            let (bound, limit) = if minimum {
-                                ("minimum", n.saturating_add(1))
-                            } else {
-                                ("maximum", n.saturating_sub(1))
-                            };
-                            out.insert(bound.into(), limit.into());
-                        }
-                        _ => {
-                            let word = if minimum { "greater" } else { "less" };
-                            notes.push(format!("Must be {word} than {}.", text(value)));
-                            self.unsupported(
-                                pointer,
-                                key,
-                                "is not in Gemini's schema subset",
-                                "the bound is stated in the description",
-                            );
-                        }
-                    }
-                }
-                "multipleOf" => {
-                    notes.push(format!("Must be a multiple of {}.", text(value)));
-                    self.unsupported(
-                        pointer,
-                        key,
-                        "is not in Gemini's schema subset",
-                        "the rule is stated in the description",
-                    );
-                }
-                "uniqueItems" => {
-                    if value == &Value::Bool(true) {
-                        notes.push("The items must be unique.".into());
-                        self.unsupported(
-                            pointer,
-                            key,
-                            "is not in Gemini's schema subset",
-                            "the rule is stated in the description",
-                        );
-                    }
-                }
-                k if KEPT.contains(&k) => {
-                    out.insert(key.clone(), value.clone());
-                }
-                k if SILENT.contains(&k) => {}
-                _ => self.unsupported(
-                    pointer,
-                    key,
-                    "is not in Gemini's schema subset",
-                    "it is dropped",
-                ),
             }
         }
+        l.out.insert("properties".into(), Value::Object(lowered));
+    }
 
+    /// `anyOf` / `oneOf` at the root of `parameters`, which Gemini needs as one object: the
+    /// alternatives' properties become optional properties of the root, as for Anthropic.
+    fn lower_root_alternatives(
+        &mut self,
+        pointer: &str,
+        key: &str,
+        value: &'a Value,
+        here: &str,
+        l: &mut Lowered,
+    ) {
+        // `parameters` must be one OBJECT: the alternatives' properties become
+        // optional properties of the root, as for Anthropic.
+        let branches = value.as_array().map(Vec::as_slice).unwrap_or_default();
+        for (i, branch) in branches.iter().enumerate() {
+            if constraint_only(branch, self.root) {
+                continue;
+            }
+            let Some(Value::Object(props)) = self
+                .lower(branch, &format!("{here}/{i}"))
+                .and_then(|mut m| m.shift_remove("properties"))
+            else {
+                continue;
+            };
+            let entry = l
+                .out
+                .entry("properties")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(mine) = entry {
+                for (name, sub) in props {
+                    mine.entry(name).or_insert(sub);
+                }
+            }
+        }
+        self.unsupported(pointer, key, "is at the root, and Gemini's `parameters` must be a single object", "the alternatives' properties are declared as optional properties and the rule that one alternative must match is dropped");
+    }
+
+    /// `anyOf` / `oneOf` below the root: the declarable alternatives (a `null` one makes the
+    /// schema nullable); `None` when none is, so the schema cannot be declared.
+    fn lower_alternatives(
+        &mut self,
+        pointer: &str,
+        key: &str,
+        value: &'a Value,
+        here: &str,
+        l: &mut Lowered,
+    ) -> Option<()> {
+        let Some(branches) = value.as_array() else {
+            return Some(());
+        };
+        if branches.iter().all(|b| constraint_only(b, self.root)) {
+            self.unsupported(
+                pointer,
+                key,
+                "only requires different properties in each alternative, which Gemini cannot say",
+                "the rule is dropped",
+            );
+            return Some(());
+        }
+        let mut lowered = Vec::new();
+        for (i, branch) in branches.iter().enumerate() {
+            if is_null_only(branch, self.root) {
+                l.nullable = true;
+                continue;
+            }
+            if let Some(m) = self.lower(branch, &format!("{here}/{i}")) {
+                lowered.push(m);
+            }
+        }
+        match lowered.len() {
+            0 if l.nullable => {}
+            0 => return None,
+            1 => {
+                if let Some(only) = lowered.pop() {
+                    merge(&mut l.out, only);
+                }
+            }
+            _ => {
+                l.out.insert(
+                    "anyOf".into(),
+                    Value::Array(lowered.into_iter().map(Value::Object).collect()),
+                );
+            }
+        }
+        Some(())
+    }
+
+    /// The lowered keywords made a Gemini schema: `required` kept to the declared properties,
+    /// a missing `type` inferred, `nullable`, an object without keys left out, and the rules
+    /// Gemini cannot say appended to the description.
+    fn finish(
+        &mut self,
+        map: &Map<String, Value>,
+        pointer: &str,
+        l: Lowered,
+    ) -> Option<Map<String, Value>> {
+        let Lowered {
+            mut out,
+            nullable,
+            notes,
+        } = l;
         if let Some(required) = map.get("required").and_then(Value::as_array) {
             let mut names = match out.shift_remove("required") {
                 Some(Value::Array(names)) => names,
@@ -664,17 +757,19 @@ impl<'a> Lowering<'a> {
         Some(out)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn lower_enum(
         &mut self,
         map: &Map<String, Value>,
         pointer: &str,
         keyword: &str,
         values: &[Value],
-        out: &mut Map<String, Value>,
-        nullable: &mut bool,
-        notes: &mut Vec<String>,
+        l: &mut Lowered,
     ) {
+        let Lowered {
+            out,
+            nullable,
+            notes,
+        } = l;
         let non_null: Vec<&Value> = values.iter().filter(|v| !v.is_null()).collect();
         if non_null.len() < values.len() {
             *nullable = true;
