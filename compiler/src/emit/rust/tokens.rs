@@ -215,14 +215,50 @@ impl<'a> Tokens<'a> {
             Some(t) => quote!(::std::option::Option::Some(::std::string::String::from(#t))),
             None => quote!(::std::option::Option::None),
         };
-        let annotations = if def.annotations.is_empty() {
+        let annotations = self.annotations(&def.annotations);
+        let policy = self.policy(&def.policy);
+        let docs = doc_attrs(&marker_docs(tool));
+        quote! {
+            #docs
+            #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+            #[allow(dead_code)]
+            pub struct #marker;
+
+            impl #rt::Tool for #marker {
+                const NAME: &'static str = #name;
+                const LOCATION: #rt::Location = #location;
+                type Args = #args;
+                type Output = #output;
+
+                fn definition() -> #rt::ToolDefinition {
+                    #rt::ToolDefinition {
+                        name: ::std::string::String::from(#name),
+                        description: ::std::string::String::from(#description),
+                        location: #location,
+                        parameters: #rt::__private::schema(#parameters),
+                        returns: #returns,
+                        timeout: #timeout,
+                        wait_for_response: #wait,
+                        filler: #filler,
+                        title: #title,
+                        annotations: #annotations,
+                        policy: #policy,
+                    }
+                }
+            }
+        }
+    }
+
+    /// A tool's MCP annotations as tokens (`Annotations::NONE` when it has none).
+    fn annotations(&self, a: &toolc_core::Annotations) -> TokenStream {
+        let rt = &self.rt;
+        if a.is_empty() {
             quote!(#rt::Annotations::NONE)
         } else {
             let hint = |h: Option<bool>| match h {
                 Some(b) => quote!(::std::option::Option::Some(#b)),
                 None => quote!(::std::option::Option::None),
             };
-            let a = &def.annotations;
             let (r, d, i, o) = (
                 hint(a.read_only),
                 hint(a.destructive),
@@ -235,11 +271,15 @@ impl<'a> Tokens<'a> {
                 idempotent: #i,
                 open_world: #o,
             })
-        };
-        let policy = if def.policy.is_default() {
+        }
+    }
+
+    /// A tool's call policy as tokens (`CallPolicy::DEFAULT` when it is the default).
+    fn policy(&self, p: &toolc_core::CallPolicy) -> TokenStream {
+        let rt = &self.rt;
+        if p.is_default() {
             quote!(#rt::CallPolicy::DEFAULT)
         } else {
-            let p = &def.policy;
             let approval = match p.approval {
                 Approval::None => quote!(#rt::Approval::None),
                 Approval::Required => quote!(#rt::Approval::Required),
@@ -284,38 +324,8 @@ impl<'a> Tokens<'a> {
                 }
                 None => quote!(::std::option::Option::None),
             };
-            let rate_limit = match p.rate_limit {
-                Some(l) => {
-                    let calls = Literal::u32_suffixed(l.calls);
-                    let window = Literal::u64_suffixed(l.window_ms);
-                    let per = match l.per {
-                        toolc_core::RateScope::Principal => quote!(#rt::RateScope::Principal),
-                        toolc_core::RateScope::Conversation => {
-                            quote!(#rt::RateScope::Conversation)
-                        }
-                    };
-                    quote!(::std::option::Option::Some(#rt::RateLimit {
-                        calls: #calls,
-                        window_ms: #window,
-                        per: #per,
-                    }))
-                }
-                None => quote!(::std::option::Option::None),
-            };
-            let retry = match p.retry {
-                Some(r) => {
-                    let attempts = Literal::u32_suffixed(r.attempts);
-                    let backoff = Literal::u64_suffixed(r.backoff_ms);
-                    let (t, f) = (r.on_timeout, r.on_tool_failed);
-                    quote!(::std::option::Option::Some(#rt::RetryPolicy {
-                        attempts: #attempts,
-                        backoff_ms: #backoff,
-                        on_timeout: #t,
-                        on_tool_failed: #f,
-                    }))
-                }
-                None => quote!(::std::option::Option::None),
-            };
+            let rate_limit = self.rate_limit(p.rate_limit);
+            let retry = self.retry(p.retry);
             quote!(#rt::CallPolicy {
                 approval: #approval,
                 mode: #mode,
@@ -327,36 +337,48 @@ impl<'a> Tokens<'a> {
                 rate_limit: #rate_limit,
                 retry: #retry,
             })
-        };
-        let docs = doc_attrs(&marker_docs(tool));
-        quote! {
-            #docs
-            #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-            #[allow(dead_code)]
-            pub struct #marker;
+        }
+    }
 
-            impl #rt::Tool for #marker {
-                const NAME: &'static str = #name;
-                const LOCATION: #rt::Location = #location;
-                type Args = #args;
-                type Output = #output;
-
-                fn definition() -> #rt::ToolDefinition {
-                    #rt::ToolDefinition {
-                        name: ::std::string::String::from(#name),
-                        description: ::std::string::String::from(#description),
-                        location: #location,
-                        parameters: #rt::__private::schema(#parameters),
-                        returns: #returns,
-                        timeout: #timeout,
-                        wait_for_response: #wait,
-                        filler: #filler,
-                        title: #title,
-                        annotations: #annotations,
-                        policy: #policy,
+    /// `Option<RateLimit>` as tokens.
+    fn rate_limit(&self, limit: Option<toolc_core::RateLimit>) -> TokenStream {
+        let rt = &self.rt;
+        match limit {
+            Some(l) => {
+                let calls = Literal::u32_suffixed(l.calls);
+                let window = Literal::u64_suffixed(l.window_ms);
+                let per = match l.per {
+                    toolc_core::RateScope::Principal => quote!(#rt::RateScope::Principal),
+                    toolc_core::RateScope::Conversation => {
+                        quote!(#rt::RateScope::Conversation)
                     }
-                }
+                };
+                quote!(::std::option::Option::Some(#rt::RateLimit {
+                    calls: #calls,
+                    window_ms: #window,
+                    per: #per,
+                }))
             }
+            None => quote!(::std::option::Option::None),
+        }
+    }
+
+    /// `Option<RetryPolicy>` as tokens.
+    fn retry(&self, retry: Option<toolc_core::RetryPolicy>) -> TokenStream {
+        let rt = &self.rt;
+        match retry {
+            Some(r) => {
+                let attempts = Literal::u32_suffixed(r.attempts);
+                let backoff = Literal::u64_suffixed(r.backoff_ms);
+                let (t, f) = (r.on_timeout, r.on_tool_failed);
+                quote!(::std::option::Option::Some(#rt::RetryPolicy {
+                    attempts: #attempts,
+                    backoff_ms: #backoff,
+                    on_timeout: #t,
+                    on_tool_failed: #f,
+                }))
+            }
+            None => quote!(::std::option::Option::None),
         }
     }
 
