@@ -212,128 +212,8 @@ impl Strict<'_> {
                 &format!("nests objects {depth} levels deep; strict mode allows {MAX_DEPTH}"),
             );
         }
-        // Where the walk goes below this schema: only a few keywords need it.
-        let here = |key: &str| format!("{pointer}/{}", escape_pointer(key));
-        // What the strict schema keeps as written.
-        let keep = |out: &mut Map<String, Value>, key: &String, value: &Value| {
-            if build {
-                out.insert(key.clone(), value.clone());
-            }
-        };
         for (key, value) in map {
-            match key.as_str() {
-                "properties" => {
-                    let Some(props) = value.as_object() else {
-                        keep(&mut out, key, value);
-                        continue;
-                    };
-                    self.properties += props.len();
-                    let here = here(key);
-                    let mut converted = Map::new();
-                    for (name, sub) in props {
-                        let sub_ptr = format!("{here}/{}", escape_pointer(name));
-                        let sub = self.convert(sub, &sub_ptr, depth);
-                        if build {
-                            converted.insert(name.clone(), sub);
-                        }
-                    }
-                    if build {
-                        out.insert(key.clone(), Value::Object(converted));
-                    }
-                }
-                "$defs" | "definitions" => {
-                    let Some(defs) = value.as_object() else {
-                        keep(&mut out, key, value);
-                        continue;
-                    };
-                    let here = here(key);
-                    let mut converted = Map::new();
-                    for (name, sub) in defs {
-                        let sub_ptr = format!("{here}/{}", escape_pointer(name));
-                        // A definition's depth depends on where it is used; count from the root.
-                        let sub = self.convert(sub, &sub_ptr, 0);
-                        if build {
-                            converted.insert(name.clone(), sub);
-                        }
-                    }
-                    if build {
-                        out.insert(key.clone(), Value::Object(converted));
-                    }
-                }
-                "required" => {} // rebuilt below: every property is required
-                "additionalProperties" => {
-                    if value == &Value::Bool(false) {
-                        keep(&mut out, key, value);
-                    } else {
-                        self.issue(
-                            pointer,
-                            key,
-                            "leaves the object open; strict mode needs every key declared",
-                        );
-                    }
-                }
-                "items" => {
-                    if value.is_object() || value.is_boolean() {
-                        let items = self.convert(value, &here(key), depth);
-                        if build {
-                            out.insert(key.clone(), items);
-                        }
-                    } else {
-                        self.issue(pointer, key, "as a list (tuple) is not supported");
-                    }
-                }
-                "anyOf" => {
-                    let Some(branches) = value.as_array() else {
-                        keep(&mut out, key, value);
-                        continue;
-                    };
-                    let here = here(key);
-                    let converted = branches
-                        .iter()
-                        .enumerate()
-                        .map(|(i, b)| self.convert(b, &format!("{here}/{i}"), depth))
-                        .collect();
-                    if build {
-                        out.insert(key.clone(), Value::Array(converted));
-                    }
-                }
-                "$ref" => keep(&mut out, key, value),
-                "default" => {
-                    notes.push(format!("Default: {}.", compact(value)));
-                }
-                // Constraints strict mode cannot decode by, but that lose nothing when stated in
-                // the description: the runtime validates every call against the original schema
-                // before an executor or the browser sees it, and the model reads the description.
-                "minLength" => notes.push(format!("At least {}.", counted(value, "character"))),
-                "maxLength" => notes.push(format!("At most {}.", counted(value, "character"))),
-                "minProperties" => notes.push(format!("At least {}.", counted(value, "entry"))),
-                "maxProperties" => notes.push(format!("At most {}.", counted(value, "entry"))),
-                "uniqueItems" if value == &Value::Bool(true) => {
-                    notes.push("Items must be unique.".to_owned());
-                }
-                "uniqueItems" => {}
-                "format" => {
-                    if value.as_str().is_some_and(|f| STRICT_FORMATS.contains(&f)) {
-                        keep(&mut out, key, value);
-                    } else {
-                        notes.push(format!("Format: {}.", value.as_str().unwrap_or("?")));
-                    }
-                }
-                "pattern" => {
-                    if value.as_str().is_some_and(has_lookaround) {
-                        self.issue(pointer, key, "uses look-around, which strict mode rejects");
-                    } else {
-                        keep(&mut out, key, value);
-                    }
-                }
-                "enum" => {
-                    self.enum_values += value.as_array().map_or(0, Vec::len);
-                    keep(&mut out, key, value);
-                }
-                k if KEPT.contains(&k) => keep(&mut out, key, value),
-                k if DROPPED.contains(&k) => {}
-                _ => self.issue(pointer, key, "is not supported in strict mode"),
-            }
+            self.convert_keyword(pointer, depth, key, value, &mut out, &mut notes);
         }
         if build && !notes.is_empty() {
             append_description(&mut out, &notes.join(" "));
@@ -382,6 +262,141 @@ impl Strict<'_> {
             }
         }
         Value::Object(out)
+    }
+
+    /// One keyword of a schema: converted below it, kept as written, stated in the
+    /// description (`notes`), or reported.
+    fn convert_keyword(
+        &mut self,
+        pointer: &str,
+        depth: usize,
+        key: &String,
+        value: &Value,
+        out: &mut Map<String, Value>,
+        notes: &mut Vec<String>,
+    ) {
+        let build = self.build;
+        // Where the walk goes below this schema: only a few keywords need it.
+        let here = |key: &str| format!("{pointer}/{}", escape_pointer(key));
+        // What the strict schema keeps as written.
+        let keep = |out: &mut Map<String, Value>, key: &String, value: &Value| {
+            if build {
+                out.insert(key.clone(), value.clone());
+            }
+        };
+        match key.as_str() {
+            "properties" => match value.as_object() {
+                Some(props) => {
+                    self.properties += props.len();
+                    let converted = self.convert_named(props, &here(key), depth);
+                    if build {
+                        out.insert(key.clone(), Value::Object(converted));
+                    }
+                }
+                None => keep(out, key, value),
+            },
+            // A definition's depth depends on where it is used; count from the root.
+            "$defs" | "definitions" => match value.as_object() {
+                Some(defs) => {
+                    let converted = self.convert_named(defs, &here(key), 0);
+                    if build {
+                        out.insert(key.clone(), Value::Object(converted));
+                    }
+                }
+                None => keep(out, key, value),
+            },
+            "required" => {} // rebuilt below: every property is required
+            "additionalProperties" => {
+                if value == &Value::Bool(false) {
+                    keep(out, key, value);
+                } else {
+                    self.issue(
+                        pointer,
+                        key,
+                        "leaves the object open; strict mode needs every key declared",
+                    );
+                }
+            }
+            "items" => {
+                if value.is_object() || value.is_boolean() {
+                    let items = self.convert(value, &here(key), depth);
+                    if build {
+                        out.insert(key.clone(), items);
+                    }
+                } else {
+                    self.issue(pointer, key, "as a list (tuple) is not supported");
+                }
+            }
+            "anyOf" => {
+                let Some(branches) = value.as_array() else {
+                    keep(out, key, value);
+                    return;
+                };
+                let here = here(key);
+                let converted = branches
+                    .iter()
+                    .enumerate()
+                    .map(|(i, b)| self.convert(b, &format!("{here}/{i}"), depth))
+                    .collect();
+                if build {
+                    out.insert(key.clone(), Value::Array(converted));
+                }
+            }
+            "$ref" => keep(out, key, value),
+            "default" => {
+                notes.push(format!("Default: {}.", compact(value)));
+            }
+            // Constraints strict mode cannot decode by, but that lose nothing when stated in
+            // the description: the runtime validates every call against the original schema
+            // before an executor or the browser sees it, and the model reads the description.
+            "minLength" => notes.push(format!("At least {}.", counted(value, "character"))),
+            "maxLength" => notes.push(format!("At most {}.", counted(value, "character"))),
+            "minProperties" => notes.push(format!("At least {}.", counted(value, "entry"))),
+            "maxProperties" => notes.push(format!("At most {}.", counted(value, "entry"))),
+            "uniqueItems" if value == &Value::Bool(true) => {
+                notes.push("Items must be unique.".to_owned());
+            }
+            "uniqueItems" => {}
+            "format" => {
+                if value.as_str().is_some_and(|f| STRICT_FORMATS.contains(&f)) {
+                    keep(out, key, value);
+                } else {
+                    notes.push(format!("Format: {}.", value.as_str().unwrap_or("?")));
+                }
+            }
+            "pattern" => {
+                if value.as_str().is_some_and(has_lookaround) {
+                    self.issue(pointer, key, "uses look-around, which strict mode rejects");
+                } else {
+                    keep(out, key, value);
+                }
+            }
+            "enum" => {
+                self.enum_values += value.as_array().map_or(0, Vec::len);
+                keep(out, key, value);
+            }
+            k if KEPT.contains(&k) => keep(out, key, value),
+            k if DROPPED.contains(&k) => {}
+            _ => self.issue(pointer, key, "is not supported in strict mode"),
+        }
+    }
+
+    /// The schemas of `properties` or `$defs`, each converted at `depth`.
+    fn convert_named(
+        &mut self,
+        members: &Map<String, Value>,
+        here: &str,
+        depth: usize,
+    ) -> Map<String, Value> {
+        let mut converted = Map::new();
+        for (name, sub) in members {
+            let sub_ptr = format!("{here}/{}", escape_pointer(name));
+            let sub = self.convert(sub, &sub_ptr, depth);
+            if self.build {
+                converted.insert(name.clone(), sub);
+            }
+        }
+        converted
     }
 
     /// Closes an object and makes every property required; the optional ones become nullable.
