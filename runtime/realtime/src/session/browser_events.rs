@@ -4,9 +4,24 @@
 use super::*;
 
 impl Core {
+    /// The browser protocol's own events, the same on every provider: a client call's result,
+    /// an approval answer, and any other `toolc.*` event, none of which is ever the model's.
+    /// `None`: the event is the codec's to check.
+    pub(super) fn protocol_event(&mut self, kind: Option<&str>, text: &str) -> Option<Verdict> {
+        match kind? {
+            kind @ ("function_call.result" | "tool.result") => Some(self.result_event(kind, text)),
+            "toolc.approval.response" => {
+                self.approval_answer(text);
+                Some(Verdict::Drop)
+            }
+            other if other.starts_with("toolc.") => Some(Verdict::Drop),
+            _ => None,
+        }
+    }
+
     /// A client call's result in either naming: checked and handed to the waiting call, never
-    /// forwarded (both providers).
-    pub(super) fn result_event(&mut self, kind: &str, text: &str) -> Verdict {
+    /// forwarded.
+    fn result_event(&mut self, kind: &str, text: &str) -> Verdict {
         let naming = Naming::of_result_type(kind).unwrap_or_default();
         let result = match serde_json::from_str::<Value>(text) {
             Ok(v) => browser::decode_result(naming, &v),
@@ -34,7 +49,7 @@ impl Core {
 
     /// The page's answer to an approval request: it decides the one call the request was
     /// made for (with the arguments the session holds), once.
-    pub(super) fn approval_answer(&mut self, text: &str) {
+    fn approval_answer(&mut self, text: &str) {
         let answer = serde_json::from_str::<Value>(text)
             .map_err(|_| browser::BadAnswer::MissingApprovalId)
             .and_then(|v| browser::decode_approval_answer(&v));

@@ -551,6 +551,9 @@ impl Session {
         // Audio input is what a driver may drop when too much waits for a model that is not
         // ready; nothing else is.
         self.core.last_input_audio = self.codec.is_audio_input(&top);
+        if let Some(verdict) = self.core.protocol_event(top.kind.as_deref(), text) {
+            return verdict;
+        }
         self.codec.on_browser_event(&mut self.core, top, text)
     }
 

@@ -17,6 +17,9 @@ pub(super) struct Core {
     pub(super) calls: HashMap<String, CallInfo>,
     /// Visibility to the browser of calls, by call id.
     pub(super) call_visible: Recent<bool>,
+    /// Visibility to the browser of function-call items, by item id (the providers whose
+    /// events name an item before, or instead of, its call).
+    pub(super) item_visible: Recent<bool>,
     pub(super) browser: BrowserPath,
     pub(super) outputs: VecDeque<Output>,
     /// Calls reported so far, which number them.
@@ -112,6 +115,7 @@ impl Core {
             conversation,
             calls: HashMap::new(),
             call_visible: Recent::default(),
+            item_visible: Recent::default(),
             browser,
             outputs: VecDeque::new(),
             next_seq: 0,
@@ -171,16 +175,39 @@ impl Core {
     /// Records whether the page may see the call `call_id` of `name` (when the name is known;
     /// else what was learned before, hidden if nothing was), and returns it.
     pub(super) fn learn_call(&mut self, call_id: Option<&str>, name: Option<&str>) -> bool {
+        self.learn_item(None, call_id, name)
+    }
+
+    /// Records whether the page may see a function-call item and its call: from the tool's
+    /// name when the event has it, else from what was learned of the item or the call, hidden
+    /// if nothing was. Returns it.
+    pub(super) fn learn_item(
+        &mut self,
+        item_id: Option<&str>,
+        call_id: Option<&str>,
+        name: Option<&str>,
+    ) -> bool {
         let visible = match name {
             Some(_) => self.visible_name(name),
-            None => call_id
-                .and_then(|c| self.call_visible.get(c).copied())
-                .unwrap_or(false),
+            None => self.known_item(item_id, call_id),
         };
+        if let Some(item_id) = item_id {
+            self.item_visible.insert(item_id.to_owned(), visible);
+        }
         if let Some(call_id) = call_id {
             self.call_visible.insert(call_id.to_owned(), visible);
         }
         visible
+    }
+
+    /// Whether the page may see an event that names no tool, by what was learned of its item
+    /// or its call: hidden if nothing was (the arguments of an unknown call could belong to a
+    /// server tool).
+    pub(super) fn known_item(&self, item_id: Option<&str>, call_id: Option<&str>) -> bool {
+        item_id
+            .and_then(|i| self.item_visible.get(i).copied())
+            .or_else(|| call_id.and_then(|c| self.call_is_visible(c)))
+            .unwrap_or(false)
     }
 
     /// Whether the page may see the call `call_id`, as learned so far.

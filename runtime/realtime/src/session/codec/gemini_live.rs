@@ -145,15 +145,10 @@ impl Codec for LiveCodec {
         top: guard::TopLevel<'_>,
         text: &str,
     ) -> Verdict {
-        if let Some(kind) = top.kind.as_deref() {
-            return match kind {
-                "function_call.result" | "tool.result" => core.result_event(kind, text),
-                "toolc.approval.response" => {
-                    core.approval_answer(text);
-                    Verdict::Drop
-                }
-                _ => Verdict::Drop,
-            };
+        // Live's client messages have no `type`: a typed event that is not the browser
+        // protocol's (which the core took) is nobody's.
+        if top.kind.is_some() {
+            return Verdict::Drop;
         }
         match guard::live_input(&top) {
             Ok(guard::LiveInput::Forward) => return Verdict::Forward,

@@ -39,8 +39,6 @@ const REQUEST_ID_PREFIX: &str = "toolc_response_";
 pub(super) struct GptLiveCodec {
     /// `session.started` came: the session reads input.
     ready: bool,
-    /// Visibility to the page of function-call items, by item id.
-    item_visible: Recent<bool>,
     /// The backend response each delegation is in now.
     responses: HashMap<String, String>,
     /// Backend responses started and not over.
@@ -114,7 +112,6 @@ impl GptLiveCodec {
             ready: config.sideband,
             sideband: config.sideband,
             last_response: HashMap::new(),
-            item_visible: Recent::default(),
             responses: HashMap::new(),
             in_progress: HashSet::new(),
             requests_sent: 0,
@@ -176,14 +173,8 @@ impl Codec for GptLiveCodec {
         let Some(kind) = top.kind else {
             return core.refuse_browser_event(guard::Refused::NoType);
         };
+        // The browser protocol's own events (results, approval answers) are the core's.
         match kind.as_ref() {
-            "function_call.result" | "tool.result" => core.result_event(&kind, text),
-            "toolc.approval.response" => {
-                core.approval_answer(text);
-                Verdict::Drop
-            }
-            // The browser protocol's own events are never the model's.
-            other if other.starts_with("toolc.") => Verdict::Drop,
             _ if self.sideband => {
                 core.refuse_browser_event(guard::Refused::SidebandModelEvent(kind.into()))
             }
@@ -193,8 +184,6 @@ impl Codec for GptLiveCodec {
             | "session.instructions.append"
             | "session.output_audio.fixture.play"
             | "session.close" => Verdict::Forward,
-            // Context for the live model, not bound to a delegation: a page answering a
-            // delegation would be answering for the server.
             // Context for the live model: unbound, or bound to a client delegation that is the
             // page's to answer; a page answering any other delegation would be answering for
             // the server.
@@ -432,7 +421,7 @@ impl GptLiveCodec {
                 let Some(item) = inner.get("item").and_then(wire::function_call_item) else {
                     return Verdict::Forward;
                 };
-                let visible = self.learn_item(core, item.item_id, item.call_id, item.name);
+                let visible = core.learn_item(item.item_id, item.call_id, item.name);
                 if inner_kind == "response.output_item.done" {
                     if let Some(arguments) = item.arguments {
                         let (call_id, name) = (
@@ -455,14 +444,9 @@ impl GptLiveCodec {
             "response.function_call_arguments.delta" | "response.function_call_arguments.done" => {
                 let item_id = str_field(inner, "item_id");
                 let visible = match str_field(inner, "name") {
-                    Some(name) => {
-                        let (item_id, name) = (item_id.map(str::to_owned), name.to_owned());
-                        self.learn_item(core, item_id.as_deref(), None, Some(&name))
-                    }
+                    Some(name) => core.learn_item(item_id, None, Some(name)),
                     // Arguments of a call not seen yet could be a server call's: hidden.
-                    None => item_id
-                        .and_then(|i| self.item_visible.get(i).copied())
-                        .unwrap_or(false),
+                    None => core.known_item(item_id, None),
                 };
                 core.keep_if(visible)
             }
@@ -553,7 +537,7 @@ impl GptLiveCodec {
         // Snapshots clear their output, but one that carries calls is read like the stream.
         if let Some(items) = response.get("output").and_then(Value::as_array) {
             for fc in items.iter().filter_map(wire::function_call_item) {
-                self.learn_item(core, fc.item_id, fc.call_id, fc.name);
+                core.learn_item(fc.item_id, fc.call_id, fc.name);
                 if let Some(arguments) = fc.arguments {
                     self.call_reported(core, &batch, fc.call_id, fc.name, arguments);
                 }
@@ -600,30 +584,6 @@ impl GptLiveCodec {
         core.call_reported(self, batch, call_id, name, arguments);
     }
 
-    fn learn_item(
-        &mut self,
-        core: &mut Core,
-        item_id: Option<&str>,
-        call_id: Option<&str>,
-        name: Option<&str>,
-    ) -> bool {
-        let known = item_id.and_then(|i| self.item_visible.get(i).copied());
-        let visible = match (known, name) {
-            (_, Some(_)) => core.visible_name(name),
-            (Some(v), None) => v,
-            (None, None) => call_id
-                .and_then(|c| core.call_is_visible(c))
-                .unwrap_or(false),
-        };
-        if let Some(item_id) = item_id {
-            self.item_visible.insert(item_id.to_owned(), visible);
-        }
-        if let Some(call_id) = call_id {
-            core.call_visible.insert(call_id.to_owned(), visible);
-        }
-        visible
-    }
-
     /// Removes hidden function calls from a nested response snapshot's `output`; forwards
     /// unchanged when there are none.
     fn scrub_snapshot(&self, core: &Core, event: &mut Value) -> Verdict {
@@ -639,10 +599,7 @@ impl GptLiveCodec {
         output.retain(|item| match wire::function_call_item(item) {
             Some(fc) => match fc.name {
                 Some(_) => core.visible_name(fc.name),
-                None => fc
-                    .item_id
-                    .and_then(|i| self.item_visible.get(i).copied())
-                    .unwrap_or(false),
+                None => core.known_item(fc.item_id, None),
             },
             None => true,
         });

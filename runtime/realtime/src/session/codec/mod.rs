@@ -36,8 +36,9 @@ pub(super) trait Codec: Send + Sync {
     /// first, for a page that reads too slowly or is away. Read from the event's first bytes.
     fn is_audio_output(&self, text: &str) -> bool;
 
-    /// An event from the page, read strictly already (`top`): results and approval answers go
-    /// to the core; what goes upstream is checked against this provider's rules.
+    /// An event from the page, read strictly already (`top`), that is not the browser
+    /// protocol's own (results and approval answers, which the core took): what goes upstream
+    /// is checked against this provider's rules.
     fn on_browser_event(
         &mut self,
         core: &mut Core,

@@ -12,8 +12,6 @@ const REQUEST_ID_PREFIX: &str = "toolc_response_";
 
 /// An OpenAI Realtime session's wire state.
 pub(super) struct OpenAiCodec {
-    /// Visibility to the page of function-call items, by item id.
-    item_visible: Recent<bool>,
     filler_responses: HashSet<String>,
     current_response: Option<String>,
     /// A continuation is due but another response is in progress; it goes at that response's
@@ -64,7 +62,6 @@ struct ReportedCall {
 impl OpenAiCodec {
     pub(super) fn new(config: &SessionConfig) -> OpenAiCodec {
         OpenAiCodec {
-            item_visible: Recent::default(),
             filler_responses: HashSet::new(),
             current_response: None,
             continuation_waiting: false,
@@ -124,15 +121,9 @@ impl Codec for OpenAiCodec {
         let Some(kind) = top.kind else {
             return core.refuse_browser_event(guard::Refused::NoType);
         };
+        // The browser protocol's own events (results, approval answers) are the core's.
         match kind.as_ref() {
-            "function_call.result" | "tool.result" => core.result_event(&kind, text),
             "conversation.item.create" => item_create(core, text),
-            "toolc.approval.response" => {
-                core.approval_answer(text);
-                Verdict::Drop
-            }
-            // The browser protocol's own events are never the model's.
-            other if other.starts_with("toolc.") => Verdict::Drop,
             "response.create" => {
                 let Ok(v) = serde_json::from_str::<Value>(text) else {
                     return Verdict::Forward;
@@ -335,7 +326,7 @@ impl OpenAiCodec {
                 let Some(item) = event.get("item").and_then(wire::function_call_item) else {
                     return Verdict::Forward;
                 };
-                let visible = self.learn_item(core, item.item_id, item.call_id, item.name);
+                let visible = core.learn_item(item.item_id, item.call_id, item.name);
                 if kind == "response.output_item.done" {
                     if let Some(item_id) = item.item_id {
                         self.streams.remove(item_id);
@@ -350,7 +341,7 @@ impl OpenAiCodec {
             }
             "response.function_call_arguments.delta" => {
                 let item_id = str_field(&event, "item_id");
-                let visible = self.known_visibility(core, item_id, str_field(&event, "call_id"));
+                let visible = core.known_item(item_id, str_field(&event, "call_id"));
                 if visible {
                     if let (Some(item_id), Some(delta)) = (item_id, str_field(&event, "delta")) {
                         self.stream_delta(core, item_id, delta);
@@ -366,10 +357,10 @@ impl OpenAiCodec {
                 let call_id = str_field(&event, "call_id");
                 let name = str_field(&event, "name");
                 let visible = if name.is_some() {
-                    self.learn_item(core, item_id, call_id, name)
+                    core.learn_item(item_id, call_id, name)
                 } else {
                     // The beta protocol had no `name` here; rely on what output_item.added said.
-                    self.known_visibility(core, item_id, call_id)
+                    core.known_item(item_id, call_id)
                 };
                 // Without a name the call is completed by output_item.done.
                 if let (Some(arguments), Some(name)) = (str_field(&event, "arguments"), name) {
@@ -385,7 +376,7 @@ impl OpenAiCodec {
                     return Verdict::Forward;
                 };
                 if let Some(fc) = wire::function_call_item(item) {
-                    let visible = self.learn_item(core, fc.item_id, fc.call_id, fc.name);
+                    let visible = core.learn_item(fc.item_id, fc.call_id, fc.name);
                     core.keep_if(visible)
                 } else if let Some(call_id) = wire::function_call_output_call_id(item) {
                     // The echo of a result this runtime sent: a server call's result stays here.
@@ -501,40 +492,6 @@ impl OpenAiCodec {
         }
     }
 
-    fn learn_item(
-        &mut self,
-        core: &mut Core,
-        item_id: Option<&str>,
-        call_id: Option<&str>,
-        name: Option<&str>,
-    ) -> bool {
-        let known = self.known(core, item_id, call_id);
-        let visible = match (known, name) {
-            (_, Some(_)) => core.visible_name(name),
-            (Some(v), None) => v,
-            (None, None) => false,
-        };
-        if let Some(item_id) = item_id {
-            self.item_visible.insert(item_id.to_owned(), visible);
-        }
-        if let Some(call_id) = call_id {
-            core.call_visible.insert(call_id.to_owned(), visible);
-        }
-        visible
-    }
-
-    fn known(&self, core: &Core, item_id: Option<&str>, call_id: Option<&str>) -> Option<bool> {
-        item_id
-            .and_then(|i| self.item_visible.get(i).copied())
-            .or_else(|| call_id.and_then(|c| core.call_is_visible(c)))
-    }
-
-    /// Visibility of an event that names no tool: what was learned earlier, hidden if nothing
-    /// was (arguments of an unknown call could belong to a server tool).
-    fn known_visibility(&self, core: &Core, item_id: Option<&str>, call_id: Option<&str>) -> bool {
-        self.known(core, item_id, call_id).unwrap_or(false)
-    }
-
     /// Removes hidden function calls from `response.output`; forwards unchanged when there are
     /// none.
     fn scrub_response(&self, core: &Core, event: &mut Value) -> Verdict {
@@ -549,7 +506,7 @@ impl OpenAiCodec {
         output.retain(|item| match wire::function_call_item(item) {
             Some(fc) => match fc.name {
                 Some(_) => core.visible_name(fc.name),
-                None => self.known_visibility(core, fc.item_id, fc.call_id),
+                None => core.known_item(fc.item_id, fc.call_id),
             },
             None => true,
         });
@@ -610,8 +567,7 @@ impl OpenAiCodec {
         }
         let interrupted = wire::is_cancelled_response(response);
         for c in &late {
-            self.learn_item(
-                core,
+            core.learn_item(
                 c.item_id.as_deref(),
                 c.call_id.as_deref(),
                 c.name.as_deref(),
