@@ -302,11 +302,28 @@ pub fn merge_session_update(event: &mut Value, declarations: &[Value]) -> Merge 
 
 /// `conversation.item.create` carrying a call's result.
 pub fn function_call_output(call_id: &str, output: &str) -> String {
-    json!({
-        "type": "conversation.item.create",
-        "item": { "type": "function_call_output", "call_id": call_id, "output": output },
-    })
-    .to_string()
+    // Written straight to its text, not through a `json!` tree: every call's result takes
+    // this path.
+    #[derive(serde::Serialize)]
+    struct ItemCreate<'a> {
+        r#type: &'static str,
+        item: OutputItem<'a>,
+    }
+    #[derive(serde::Serialize)]
+    struct OutputItem<'a> {
+        r#type: &'static str,
+        call_id: &'a str,
+        output: &'a str,
+    }
+    let event = ItemCreate {
+        r#type: "conversation.item.create",
+        item: OutputItem {
+            r#type: "function_call_output",
+            call_id,
+            output,
+        },
+    };
+    serde_json::to_string(&event).expect("an item serializes")
 }
 
 /// A background call's result as a system message in the conversation (the call itself was

@@ -117,13 +117,37 @@ impl Admission {
         // kept for the logs after it (not a copy of the whole call).
         let span = open_span(&self.call, ctx.session_id(), self.location_label());
         let tool = self.call.name.clone();
-        let run = async move {
-            match self.ask(&ctx, client).await {
-                Ok(approved) => approved.execute(registry, ctx, client).await,
-                Err(refused) => refused,
+        // Instrumented and awaited where it is made: a future passed down to a helper is
+        // stored twice in the caller's (once as the argument, once while awaited).
+        let started = std::time::Instant::now();
+        let outcome = tracing::Instrument::instrument(
+            self.ask_then_execute(registry, ctx, client),
+            span.clone(),
+        )
+        .await;
+        record(&span, &tool, &outcome, started.elapsed());
+        outcome
+    }
+
+    /// The approval question (and a pending rate limit check) if the call has one, then the
+    /// call's route.
+    async fn ask_then_execute(
+        self,
+        registry: &Registry,
+        ctx: CallContext,
+        client: &dyn ClientPath,
+    ) -> CallOutcome {
+        let approved = if self.limit.is_some() || self.needs_approval() {
+            // Boxed: the question's future is as large as the run itself, and most calls
+            // have none to ask; every call's future (and its task) would carry it otherwise.
+            match Box::pin(self.ask(&ctx, client)).await {
+                Ok(approved) => approved,
+                Err(refused) => return refused,
             }
+        } else {
+            self
         };
-        traced(span, &tool, Box::pin(run)).await
+        approved.execute(registry, ctx, client).await
     }
 
     /// Asks the user through `client` when the call needs approval: `Ok` with the call, now
@@ -186,13 +210,16 @@ impl Admission {
     ) -> CallOutcome {
         let span = open_span(&self.call, ctx.session_id(), "server_async");
         let tool = self.call.name.clone();
-        let run = async move {
-            match self.ask(&ctx, client).await {
-                Ok(approved) => approved.execute(registry, ctx, client).await,
-                Err(refused) => refused,
-            }
-        };
-        traced(span, &tool, Box::pin(run)).await
+        // Instrumented and awaited where it is made: a future passed down to a helper is
+        // stored twice in the caller's (once as the argument, once while awaited).
+        let started = std::time::Instant::now();
+        let outcome = tracing::Instrument::instrument(
+            self.ask_then_execute(registry, ctx, client),
+            span.clone(),
+        )
+        .await;
+        record(&span, &tool, &outcome, started.elapsed());
+        outcome
     }
 
     /// Runs a server call for an adapter that gives results as values (MCP's
@@ -308,22 +335,9 @@ fn open_span(call: &ToolCall, session: &str, location: &'static str) -> tracing:
     span
 }
 
-/// Runs `run` (one call) inside its `toolc.call` span (made by [`open_span`]), and records the
-/// outcome, error kind and duration on the span once it is over (see [`crate::telemetry`]).
-///
-/// `run` is boxed: a call's future is kilobytes (the approval question, the executor, the
-/// client's deadline, retries), and awaited in place it would be copied whole each time the
-/// future around it moves (into a task, through `block_on`); one allocation is cheaper.
-async fn traced(
-    span: tracing::Span,
-    tool: &str,
-    run: Pin<Box<dyn Future<Output = CallOutcome> + Send + '_>>,
-) -> CallOutcome {
-    use tracing::Instrument;
-    let started = std::time::Instant::now();
-    let outcome = run.instrument(span.clone()).await;
-    let took = started.elapsed();
-    crate::telemetry::record_outcome(&span, &outcome, took);
+/// Records a call's end on its span: the outcome, and a log event for a failure.
+fn record(span: &tracing::Span, tool: &str, outcome: &CallOutcome, took: Duration) {
+    crate::telemetry::record_outcome(span, outcome, took);
     if let Status::Failed(error) = &outcome.status {
         let _entered = span.enter();
         match error.kind() {
@@ -334,8 +348,7 @@ async fn traced(
             kind => tracing::info!(tool = %tool, error = kind.as_str(), "call failed"),
         }
     }
-    tracing::trace!(target: "toolc::payloads", parent: &span, output = %outcome.output, "result");
-    outcome
+    tracing::trace!(target: "toolc::payloads", parent: span, output = %outcome.output, "result");
 }
 
 /// `call` with its validated arguments in place of the model's text.

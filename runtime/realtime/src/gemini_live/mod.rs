@@ -11,6 +11,8 @@
 //! repository holds them as JSON Schemas generated from Google's Gen AI SDK, and the runtime's
 //! tests validate every message of a session against those and the SDK itself.
 
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::ToolDefinition;
@@ -197,7 +199,36 @@ fn answers_in_audio(setup: &Map<String, Value>) -> bool {
 
 /// One `functionResponses` entry. A result is `{"output": ...}` and a failure the runtime's
 /// `{"error": ...}` object, as the API asks; `scheduling` and `willContinue` only apply to
-/// `NON_BLOCKING` calls.
+/// `NON_BLOCKING` calls. Written straight to its text (a call's result is copied, not read
+/// into a tree and written again): it is on the path of every call.
+#[derive(Clone, Debug, Serialize)]
+pub struct FunctionResponse {
+    id: String,
+    name: String,
+    response: LiveResult,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scheduling: Option<&'static str>,
+    #[serde(rename = "willContinue", skip_serializing_if = "std::ops::Not::not")]
+    will_continue: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+enum LiveResult {
+    /// A result, its JSON as the executor or the page wrote it (checked to be JSON).
+    Output { output: Box<RawValue> },
+    /// A failure: the runtime's `{"error": ...}` object, or anything else wrapped in one.
+    Failure(Value),
+}
+
+impl FunctionResponse {
+    /// The call this entry answers.
+    pub fn call_id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// The `functionResponses` entry of `call_id`'s result or failure (see [`FunctionResponse`]).
 pub fn function_response(
     call_id: &str,
     name: &str,
@@ -205,27 +236,50 @@ pub fn function_response(
     failed: bool,
     scheduling: Option<Scheduling>,
     will_continue: bool,
-) -> Value {
-    let value = serde_json::from_str::<Value>(output).unwrap_or_else(|_| json!(output));
-    let response = match value {
-        Value::Object(error) if failed && error.contains_key("error") => Value::Object(error),
-        value if failed => json!({ "error": value }),
-        value => json!({ "output": value }),
+) -> FunctionResponse {
+    let response = if failed {
+        match serde_json::from_str::<Value>(output).unwrap_or_else(|_| json!(output)) {
+            Value::Object(error) if error.contains_key("error") => {
+                LiveResult::Failure(Value::Object(error))
+            }
+            value => LiveResult::Failure(json!({ "error": value })),
+        }
+    } else {
+        // Text that is not JSON goes as a JSON string.
+        let output = serde_json::from_str::<Box<RawValue>>(output).unwrap_or_else(|_| {
+            RawValue::from_string(Value::String(output.to_owned()).to_string())
+                .expect("a JSON string is JSON")
+        });
+        LiveResult::Output { output }
     };
-    let mut entry = json!({ "id": call_id, "name": name, "response": response });
-    if let Some(scheduling) = scheduling {
-        entry["scheduling"] = json!(scheduling.live_value());
+    FunctionResponse {
+        id: call_id.to_owned(),
+        name: name.to_owned(),
+        response,
+        scheduling: scheduling.map(Scheduling::live_value),
+        will_continue,
     }
-    if will_continue {
-        entry["willContinue"] = json!(true);
-    }
-    entry
 }
 
 /// `toolResponse` with the given entries: one message per batch of the model's calls, which is
 /// what lets the model go on (Live has no `response.create`).
-pub fn tool_response(responses: Vec<Value>) -> String {
-    json!({ "toolResponse": { "functionResponses": responses } }).to_string()
+pub fn tool_response(responses: &[FunctionResponse]) -> String {
+    #[derive(Serialize)]
+    struct ToolResponse<'a> {
+        #[serde(rename = "toolResponse")]
+        tool_response: Entries<'a>,
+    }
+    #[derive(Serialize)]
+    struct Entries<'a> {
+        #[serde(rename = "functionResponses")]
+        function_responses: &'a [FunctionResponse],
+    }
+    let message = ToolResponse {
+        tool_response: Entries {
+            function_responses: responses,
+        },
+    };
+    serde_json::to_string(&message).expect("a tool response serializes")
 }
 
 #[cfg(test)]
@@ -234,16 +288,30 @@ mod tests {
 
     #[test]
     fn results_and_failures_use_the_output_and_error_members() {
-        let ok = function_response("c1", "search", r#"{"hits":3}"#, false, None, false);
+        let ok = serde_json::to_value(function_response(
+            "c1",
+            "search",
+            r#"{"hits": 3}"#,
+            false,
+            None,
+            false,
+        ))
+        .unwrap();
         assert_eq!(ok["response"], json!({"output": {"hits": 3}}));
-        let failed = function_response(
+        let text = serde_json::to_value(function_response("c1", "a", "plain", false, None, true));
+        assert_eq!(
+            text.unwrap(),
+            json!({"id": "c1", "name": "a", "response": {"output": "plain"}, "willContinue": true})
+        );
+        let failed = serde_json::to_value(function_response(
             "c1",
             "search",
             r#"{"error":{"kind":"timeout"}}"#,
             true,
             Some(Scheduling::WhenIdle),
             false,
-        );
+        ))
+        .unwrap();
         assert_eq!(failed["response"], json!({"error": {"kind": "timeout"}}));
         assert_eq!(failed["scheduling"], "WHEN_IDLE");
     }

@@ -29,7 +29,7 @@ pub(super) struct LiveCodec {
     /// Gemini API's Live, not Vertex AI's.
     pub(super) takes_scheduling: bool,
     /// Results waiting to go in their batch's one `toolResponse`.
-    pub(super) pending_responses: HashMap<String, Vec<Value>>,
+    pub(super) pending_responses: HashMap<String, Vec<wire::FunctionResponse>>,
     /// Calls the model cancelled (`toolCallCancellation`); it takes no result for them.
     pub(super) provider_cancelled: HashSet<String>,
     /// The number of batches so far, which name them.
@@ -178,7 +178,7 @@ impl Codec for LiveCodec {
             if let Some(entry) =
                 self.function_response(core, call_id, outcome, Some(Scheduling::Silent), true)
             {
-                core.send_model(wire::tool_response(vec![entry]));
+                core.send_model(wire::tool_response(&[entry]));
             }
         } else if let Some(entry) = self.function_response(core, call_id, outcome, None, false) {
             let batch = core.tracker.response_of(call_id).unwrap_or_default();
@@ -198,7 +198,7 @@ impl Codec for LiveCodec {
             return;
         }
         Counters::bump(&core.counters_ref().continuations);
-        core.send_model(wire::tool_response(responses));
+        core.send_model(wire::tool_response(&responses));
     }
 
     /// The final result of a `NON_BLOCKING` call, with the tool's scheduling.
@@ -212,7 +212,7 @@ impl Codec for LiveCodec {
             return;
         };
         Counters::bump(&core.counters_ref().background_results);
-        core.send_model(wire::tool_response(vec![entry]));
+        core.send_model(wire::tool_response(&[entry]));
     }
 
     // Live asks for no responses: its continuation is the batch's `toolResponse`.
@@ -313,7 +313,7 @@ impl LiveCodec {
         self.provider_cancelled.insert(call_id.to_owned());
         if let Some(batch) = core.tracker.response_of(call_id) {
             if let Some(pending) = self.pending_responses.get_mut(batch) {
-                pending.retain(|entry| entry["id"].as_str() != Some(call_id));
+                pending.retain(|entry| entry.call_id() != call_id);
             }
         }
     }
@@ -343,7 +343,7 @@ impl LiveCodec {
         outcome: &CallOutcome,
         scheduling: Option<Scheduling>,
         will_continue: bool,
-    ) -> Option<Value> {
+    ) -> Option<wire::FunctionResponse> {
         if self.provider_cancelled.contains(call_id) {
             return None;
         }
