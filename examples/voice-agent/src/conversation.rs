@@ -225,14 +225,12 @@ pub fn gpt_live_script(pace: Duration) -> Script {
             });
         }
         let mut backend = BackendStream::new(DELEGATION, n);
-        steps.push(Step::Send(
-            backend.event(script::gpt_live::lifecycle(
-                "response.created",
-                turn.response_id,
-                "in_progress",
-                0,
-            )),
-        ));
+        steps.push(Step::Send(backend.event(script::gpt_live::lifecycle(
+            "response.created",
+            turn.response_id,
+            "in_progress",
+            0,
+        ))));
         // What the live model says while the backend works (the page shows this).
         for (i, piece) in pieces(turn.text).into_iter().enumerate() {
             if !pace.is_zero() {
@@ -346,9 +344,13 @@ impl BackendStream {
         }));
         for (i, call) in turn.calls.iter().enumerate() {
             let item_id = format!("item_{}", call.call_id);
-            for mut event in
-                script::gpt_live::function_call(&item_id, call.call_id, call.name, call.arguments, 0)
-            {
+            for mut event in script::gpt_live::function_call(
+                &item_id,
+                call.call_id,
+                call.name,
+                call.arguments,
+                0,
+            ) {
                 event["output_index"] = json!(i + 1);
                 inner.push(event);
             }
@@ -590,7 +592,10 @@ mod tests {
             waits,
             [
                 ("session.start".to_owned(), 1),
-                ("session.input_audio.append".to_owned(), GPT_LIVE_CLIP_CHUNKS),
+                (
+                    "session.input_audio.append".to_owned(),
+                    GPT_LIVE_CLIP_CHUNKS
+                ),
                 ("response.create".to_owned(), 1),
                 ("response.create".to_owned(), 2),
             ]

@@ -310,7 +310,10 @@ async fn conversation_runs_through_the_relay(provider: Provider) -> (Vec<Value>,
     let (status, body) = get(&addr, "/_test/model").await;
     assert_eq!(status, 200);
     let report: Value = serde_json::from_str(&body).unwrap();
-    let received = report["connections"][0]["received"].as_array().unwrap().clone();
+    let received = report["connections"][0]["received"]
+        .as_array()
+        .unwrap()
+        .clone();
     let (results, continuations) = results_and_continuations(provider, &received);
     let mut ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
     ids.sort_unstable();
