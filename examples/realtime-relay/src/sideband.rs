@@ -38,6 +38,9 @@ pub const TICKET_TTL: Duration = Duration::from_secs(60);
 /// The largest SDP offer taken (a browser's is a few KiB).
 const MAX_OFFER_BYTES: usize = 64 * 1024;
 
+/// The largest answer read from the Live API.
+const MAX_ANSWER_BYTES: usize = 1024 * 1024;
+
 /// How long OpenAI may take to open a session.
 const CREATE_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -173,21 +176,36 @@ impl Sideband {
             .await
             .map_err(|e| format!("cannot reach the Live API: {}", error_chain(&e)))?;
         let status = response.status();
-        let text = response
-            .text()
-            .await
-            .map_err(|e| format!("the Live API's answer broke off: {}", error_chain(&e)))?;
-        let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        // Read within a bound: the answer is an SDP and an id, a few KiB.
+        let mut response = response;
+        let mut body = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) if body.len() + chunk.len() <= MAX_ANSWER_BYTES => {
+                    body.extend_from_slice(&chunk)
+                }
+                Ok(Some(_)) => return Err("the Live API's answer is larger than 1 MiB".into()),
+                Ok(None) => break,
+                Err(e) => {
+                    return Err(format!(
+                        "the Live API's answer broke off: {}",
+                        error_chain(&e)
+                    ))
+                }
+            }
+        }
+        let answer: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         if !status.is_success() {
+            // Its message is for the operator: it can quote part of the key (OpenAI's "Incorrect
+            // API key provided: sk-...").
             let message: String = answer["error"]["message"]
                 .as_str()
                 .unwrap_or("no error message")
                 .chars()
                 .take(200)
                 .collect();
-            return Err(format!(
-                "the Live API refused the session ({status}): {message}"
-            ));
+            tracing::warn!(%status, message, "the Live API refused to open a session");
+            return Err(format!("the Live API refused the session ({status})"));
         }
         // The SDK's `LiveCreateResponse`: `session.id` and `transport` `{type: webrtc, sdp}`.
         let id = answer["session"]["id"].as_str();

@@ -57,6 +57,26 @@ async fn fake_live_api() -> (String, Seen) {
     (format!("http://{addr}/v1"), seen)
 }
 
+/// A Live API that refuses the key, quoting part of it as OpenAI does.
+async fn refusing_live_api() -> String {
+    let app = axum::Router::new().route(
+        "/v1/live/sessions",
+        axum::routing::post(|| async {
+            let error = json!({"error": {
+                "message": format!("Incorrect API key provided: {}****", &KEY[..10]),
+                "type": "invalid_request_error", "code": "invalid_api_key",
+            }});
+            (axum::http::StatusCode::UNAUTHORIZED, error.to_string())
+        }),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{addr}/v1")
+}
+
 /// The relay in sideband mode; returns it, its address and its stderr lines as they come.
 async fn start(
     model: &FakeModel,
@@ -462,4 +482,33 @@ async fn the_session_endpoint_takes_the_relays_users_and_only_sdp() {
     assert!(as_ann.is_err(), "a ticket shown to someone else is spent");
     assert_eq!(model.connection_count(), 0);
     let _ = std::fs::remove_file(&tokens);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_session_is_a_bad_gateway_that_quotes_nothing_of_the_key() {
+    let model = FakeModel::start(Script::new()).await.unwrap();
+    let api = refusing_live_api().await;
+    let (_relay, addr, errors) = start(&model, &api, &[]).await;
+    let (status, answer, raw) = open_session(&addr, "").await;
+    assert_eq!(status, 502, "{raw}");
+    assert_eq!(
+        answer["error"]["message"],
+        "the Live API refused the session (401 Unauthorized)"
+    );
+    assert!(!raw.contains(&KEY[..10]), "{raw}");
+    // The operator's log says why.
+    let logged = async {
+        while !errors
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("Incorrect API key"))
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(LIMIT, logged)
+        .await
+        .unwrap_or_else(|_| panic!("not logged: {:?}", errors.lock().unwrap()));
+    assert_eq!(model.connection_count(), 0);
 }
