@@ -206,9 +206,16 @@ impl RelayService {
     /// creation) check it with this, so that both take the same users.
     pub async fn authorize(&self, handshake: Handshake) -> Result<Option<Principal>, Refusal> {
         let stats = &self.inner.stats;
+        let peer = handshake.remote;
         self.admit(&handshake).await.map_err(|(counter, refusal)| {
             RelayStats::bump(&stats.handshakes_refused);
             RelayStats::bump(counter(stats));
+            tracing::warn!(
+                status = refusal.status().as_u16(),
+                peer = ?peer,
+                reason = refusal.message(),
+                "relay request refused"
+            );
             refusal
         })
     }
