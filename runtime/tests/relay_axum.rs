@@ -149,3 +149,98 @@ async fn reqwest_free_get(addr: SocketAddr, path: &str) -> String {
     let _ = tokio::time::timeout(LIMIT, tcp.read_to_string(&mut out)).await;
     out
 }
+
+/// A handler that picks each page's upstream from what it asks for (`?room=NAME`) once the
+/// relay has checked the page: the way a GPT-Live sideband's ticket names the session to attach
+/// to. Only rooms of the page's own user exist.
+async fn rooms(State((relay, model)): State<(RelayService, String)>, request: Request) -> Response {
+    let room = request
+        .uri()
+        .query()
+        .and_then(|q| q.strip_prefix("room="))
+        .map(str::to_owned);
+    relay
+        .handle_at(request, move |principal| {
+            let user = principal.map(|p| p.id().to_owned());
+            match (room.as_deref(), user.as_deref()) {
+                (Some(room), Some(user)) if room.starts_with(&format!("{user}-")) => {
+                    Ok(format!("{model}/rooms/{room}"))
+                }
+                _ => Err(toolc_runtime::relay::Refusal::forbidden("not your room")),
+            }
+        })
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstream_is_chosen_after_the_handshakes_checks_with_the_pages_principal() {
+    use toolc_runtime::relay::{Handshake, StaticTokens};
+    let model = FakeModel::start(Script::new().wait_for("session.update", 1))
+        .await
+        .unwrap();
+    let registry = registry();
+    let mut config = RelayConfig::new(&registry);
+    config.upstream = "ws://127.0.0.1:9/never-used".into();
+    config.authorizer = Some(Arc::new(
+        StaticTokens::parse("tok-ann-0123456789abcdef ann\n").unwrap(),
+    ));
+    config.allowed_origins = Some(vec!["https://shop.example".into()]);
+    let relay = RelayService::new(registry, config);
+    let base = model.url().split("/v1/").next().unwrap().to_owned();
+    let app = Router::new()
+        .route("/", get(rooms))
+        .with_state((relay.clone(), base));
+    let addr = serve(app).await;
+    let ann = [
+        ("authorization", "Bearer tok-ann-0123456789abcdef"),
+        ("origin", "https://shop.example"),
+    ];
+
+    // Another user's room, and a stranger: refused, nothing opened upstream.
+    let url = |room: &str| format!("ws://{addr}/?room={room}");
+    assert!(TestBrowser::connect_with(&url("bob-1"), &ann)
+        .await
+        .is_err());
+    assert!(TestBrowser::connect(&url("ann-1")).await.is_err());
+    let elsewhere = [ann[0], ("origin", "https://evil.example")];
+    assert!(TestBrowser::connect_with(&url("ann-1"), &elsewhere)
+        .await
+        .is_err());
+    assert_eq!(model.connection_count(), 0);
+    let stats = relay.stats();
+    let count = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(count(&stats.refused_unauthorized), 2);
+    assert_eq!(count(&stats.refused_origin), 1);
+
+    // Ann's own room: the model connection goes where the handler chose.
+    let page = TestBrowser::connect_with(&url("ann-1"), &ann)
+        .await
+        .unwrap();
+    let conn = model.connection(0, LIMIT).await.unwrap();
+    assert!(conn.wait_for("session.update", 1, LIMIT).await);
+    assert_eq!(conn.path(), "/rooms/ann-1");
+    page.close().await;
+
+    // The same checks for a plain request.
+    let handshake = |headers: &[(&str, &str)]| {
+        let mut map = axum::http::HeaderMap::new();
+        for (k, v) in headers {
+            map.insert(
+                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        Handshake {
+            uri: "/sessions".parse().unwrap(),
+            headers: map,
+            remote: None,
+        }
+    };
+    let principal = relay.authorize(handshake(&ann)).await.unwrap();
+    assert_eq!(principal.map(|p| p.id().to_owned()).as_deref(), Some("ann"));
+    let refused = relay.authorize(handshake(&elsewhere)).await.unwrap_err();
+    assert_eq!(refused.status(), 403);
+    let refused = relay.authorize(handshake(&[])).await.unwrap_err();
+    assert_eq!(refused.status(), 401);
+    assert_eq!(count(&stats.refused_unauthorized), 3);
+}

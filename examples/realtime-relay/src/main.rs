@@ -14,10 +14,11 @@ use toolc_runtime::catalog::{CatalogClient, LiveCatalog};
 use toolc_runtime::engine::{OnUnavailable, RedisLimiter};
 use toolc_runtime::markers::MarkerTag;
 use toolc_runtime::realtime::MarkerFlowConfig;
-use toolc_runtime::realtime::{Naming, Provider, Scheduling};
+use toolc_runtime::realtime::{gpt_live, Naming, Provider, Scheduling};
 use toolc_runtime::relay::{Relay, RelayConfig, StaticTokens};
 use toolc_runtime::Registry;
 
+mod sideband;
 mod tools;
 
 #[derive(Debug, Parser)]
@@ -29,13 +30,30 @@ struct Args {
     /// Address browsers connect to (`ws://LISTEN/`). Port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:8787")]
     listen: String,
-    /// The realtime model API: `openai` (Realtime GA), `gemini-live` (the Gemini API's Live) or
-    /// `vertex-live` (Live on Vertex AI). The browser protocol is the same for all.
+    /// The realtime model API: `openai` (Realtime GA), `gemini-live` (the Gemini API's Live),
+    /// `vertex-live` (Live on Vertex AI) or `gpt-live` (OpenAI's Live API with Responses
+    /// delegation). The browser protocol is the same for all.
     #[arg(long, default_value = "openai")]
     provider: Provider,
-    /// The model's websocket URL (default: the provider's public endpoint).
+    /// The model's websocket URL (default: the provider's public endpoint). With `--sideband`,
+    /// the base the sideband attaches under (`{URL}/{session id}/attach`).
     #[arg(long)]
     upstream: Option<String>,
+    /// GPT-Live: pages open their session over WebRTC (`POST /gpt-live/sessions` with their SDP
+    /// offer, answered with the SDP answer and a ticket) and connect their websocket with
+    /// `?sideband=TICKET`; the relay attaches to the session as a sideband and serves the tools
+    /// from there. Audio never passes through the relay.
+    #[arg(long)]
+    sideband: bool,
+    /// With `--sideband`: the base of OpenAI's REST API, where sessions are opened
+    /// (`POST {URL}/live/sessions`).
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "https://api.openai.com/v1",
+        requires = "sideband"
+    )]
+    live_api: String,
     /// Live: the model named in `setup` (default `models/gemini-3.8-live`; on Vertex AI a
     /// resource name, `projects/P/locations/L/publishers/google/models/M`).
     #[arg(long, value_name = "MODEL")]
@@ -164,9 +182,27 @@ async fn run(args: Args) -> Result<(), String> {
     let registry = tools.registry.clone();
     let config = relay_config(&args, tools)?;
     let upstream = config.upstream.clone();
+    let sideband_options = args.sideband.then(|| sideband::Options {
+        sessions_url: format!("{}/live/sessions", args.live_api.trim_end_matches('/')),
+        attach_base: upstream.clone(),
+        api_key: config.api_key.clone(),
+        session: gpt_live::webrtc_session(
+            config.session.session.clone(),
+            &config.session.declarations,
+        ),
+        max_tickets: config.limits.max_sessions,
+        max_tickets_per_user: config.limits.max_sessions_per_principal,
+    });
     let relay = Relay::bind(&args.listen, registry.clone(), config)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let sideband = match sideband_options {
+        Some(options) => Some(Arc::new(sideband::Sideband::new(
+            relay.service().clone(),
+            options,
+        )?)),
+        None => None,
+    };
     let addr = relay.local_addr().map_err(|e| e.to_string())?;
     if args.auth_tokens.is_none() && !args.insecure_no_auth && !addr.ip().is_loopback() {
         return Err(format!(
@@ -183,6 +219,12 @@ async fn run(args: Args) -> Result<(), String> {
     );
     if let Some(tag) = &args.markers {
         banner.push_str(&format!("markers: {tag}\n"));
+    }
+    if args.sideband {
+        banner.push_str(&format!(
+            "sideband: pages open sessions at POST http://{addr}/gpt-live/sessions ({}/live/sessions)\n",
+            args.live_api.trim_end_matches('/')
+        ));
     }
     banner.push_str(&format!("relay id: {}\n", relay.service().relay_id()));
     if args.redis.is_some() {
@@ -205,8 +247,14 @@ async fn run(args: Args) -> Result<(), String> {
         .and_then(|()| stdout.flush());
     let service = relay.service().clone();
     let drain = std::time::Duration::from_secs(args.drain_secs);
+    let serve = async move {
+        match sideband {
+            Some(sideband) => relay.serve_with(sideband.router()).await,
+            None => relay.serve().await,
+        }
+    };
     tokio::select! {
-        () = relay.serve() => Ok(()),
+        () = serve => Ok(()),
         signal = terminated() => {
             signal?;
             eprintln!("SIGTERM: draining (up to {drain:?}); a second SIGTERM ends at once");
@@ -338,6 +386,9 @@ fn relay_config(args: &Args, tools: Tools) -> Result<RelayConfig, String> {
     if args.markers.is_some() && args.provider != Provider::OpenAi {
         return Err("--markers works with --provider openai only".to_owned());
     }
+    if args.sideband && args.provider != Provider::GptLive {
+        return Err("--sideband works with --provider gpt-live only".to_owned());
+    }
     let mut config = RelayConfig::for_provider(registry, args.provider);
     if let Some(upstream) = &args.upstream {
         config = config.upstream(upstream.clone());
@@ -348,6 +399,9 @@ fn relay_config(args: &Args, tools: Tools) -> Result<RelayConfig, String> {
     config.api_key = env_value(&args.api_key_env)?;
     let mut session = (*config.session).clone();
     session.async_scheduling = args.async_scheduling;
+    // The relay is attached to a session the page opened: it sends the tools by
+    // `session.update`, and no model event goes to the page, which has its own data channel.
+    session.sideband = args.sideband;
     session.naming = naming;
     session.filler_delay =
         (args.filler_delay_ms > 0).then(|| Duration::from_millis(args.filler_delay_ms));

@@ -1,6 +1,6 @@
 //! The scripted conversation the bundled model plays when no API key is set: the customer's
-//! question, then three responses, in OpenAI Realtime GA events ([`script()`]) or in Gemini Live
-//! messages ([`live_script()`]).
+//! question, then three responses, in OpenAI Realtime GA events ([`script()`]), in Gemini Live
+//! messages ([`live_script()`]) or in GPT-Live events ([`gpt_live_script()`]).
 //!
 //! 1. A sentence, then one server call (`search_help_articles`) and two waiting client calls
 //!    (`highlight_element`, `scroll_to_section`) in the same response.
@@ -160,6 +160,209 @@ pub fn live_script(pace: Duration) -> Script {
     script.steps = steps;
     script.wait_limit = Duration::from_secs(3600);
     script
+}
+
+/// How many `session.input_audio.append` chunks the page's clip is (100 ms each): the GPT-Live
+/// script "hears" the question once they have all arrived. The page (`web/src/main.ts`,
+/// `CLIP_CHUNKS`) sends exactly this many.
+pub const GPT_LIVE_CLIP_CHUNKS: usize = 5;
+
+/// The sample rate of the page's clip and of the session's audio (`session.audio.format`):
+/// PCM16, mono, 24 kHz.
+pub const GPT_LIVE_AUDIO_RATE: u32 = 24_000;
+
+/// The same conversation as GPT-Live plays it. GPT-Live takes the customer's voice only (it has
+/// no typed user turn), so the page "speaks": it sends a short clip as
+/// `session.input_audio.append` chunks, and this model, which does not listen, transcribes them
+/// as [`QUESTION`] (`session.input_transcript.delta`). The live model delegates the task to the
+/// Responses backend (`session.delegation.created`), whose stream reaches the relay as
+/// `response.event`s: each turn is one backend response with the same calls as the other
+/// providers' scripts, while the live model says the turn's text
+/// (`session.output_transcript.delta`). Only the relay asks the backend to go on: the script
+/// waits for one `response.create` per earlier response (the page may not send one). Every
+/// event is in the shape of OpenAI's SDK (`openai.types.live`; `tests/demo.rs` checks them with
+/// it).
+pub fn gpt_live_script(pace: Duration) -> Script {
+    const DELEGATION: &str = "dlg_demo_1";
+    let mut steps = vec![
+        Step::WaitFor {
+            kind: "session.start".into(),
+            count: 1,
+        },
+        Step::Send(script::gpt_live::session_started("sess_demo")),
+        Step::WaitFor {
+            kind: "session.input_audio.append".into(),
+            count: GPT_LIVE_CLIP_CHUNKS,
+        },
+    ];
+    // The session's timeline, in milliseconds: the clip, then what the live model says.
+    let mut clock = 0u64;
+    let clip_ms = 100 * GPT_LIVE_CLIP_CHUNKS as u64;
+    let words = pieces(QUESTION);
+    for (i, piece) in words.iter().enumerate() {
+        let start = clip_ms * i as u64 / words.len() as u64;
+        let end = clip_ms * (i as u64 + 1) / words.len() as u64;
+        steps.push(Step::Send(transcript_delta(
+            "session.input_transcript.delta",
+            &format!("evt_demo_in_{i}"),
+            piece,
+            start,
+            end,
+        )));
+        clock = end;
+    }
+    steps.push(Step::Send(json!({
+        "type": "session.delegation.created",
+        "event_id": "evt_demo_delegation",
+        "offset_ms": clock,
+        "delegation": { "id": DELEGATION, "target": "responses", "type": "delegation" },
+    })));
+    for (n, turn) in TURNS.iter().enumerate() {
+        if n > 0 {
+            steps.push(Step::WaitFor {
+                kind: "response.create".into(),
+                count: n,
+            });
+        }
+        let mut backend = BackendStream::new(DELEGATION, n);
+        steps.push(Step::Send(backend.event(script::gpt_live::lifecycle(
+            "response.created",
+            turn.response_id,
+            "in_progress",
+            0,
+        ))));
+        // What the live model says while the backend works (the page shows this).
+        for (i, piece) in pieces(turn.text).into_iter().enumerate() {
+            if !pace.is_zero() {
+                steps.push(Step::Sleep(pace));
+            }
+            let end = clock + 80;
+            steps.push(Step::Send(transcript_delta(
+                "session.output_transcript.delta",
+                &format!("evt_demo_out_{n}_{i}"),
+                &piece,
+                clock,
+                end,
+            )));
+            clock = end;
+        }
+        steps.extend(backend.response(turn).into_iter().map(Step::Send));
+    }
+    let mut script = Script::new();
+    script.steps = steps;
+    script.wait_limit = Duration::from_secs(3600);
+    script
+}
+
+/// `session.input_transcript.delta` or `session.output_transcript.delta`.
+fn transcript_delta(kind: &str, event_id: &str, delta: &str, start_ms: u64, end_ms: u64) -> Value {
+    json!({
+        "type": kind,
+        "event_id": event_id,
+        "delta": delta,
+        "start_ms": start_ms,
+        "end_ms": end_ms,
+    })
+}
+
+/// The `response.event`s of one backend response, numbered as the Responses API numbers its
+/// stream (`sequence_number`) and as GPT-Live numbers its events.
+struct BackendStream {
+    delegation: &'static str,
+    turn: usize,
+    sent: u64,
+}
+
+impl BackendStream {
+    fn new(delegation: &'static str, turn: usize) -> BackendStream {
+        BackendStream {
+            delegation,
+            turn,
+            sent: 0,
+        }
+    }
+
+    /// `inner` in its `response.event`, with the next sequence number.
+    fn event(&mut self, mut inner: Value) -> Value {
+        inner["sequence_number"] = json!(self.sent);
+        let event = json!({
+            "type": "response.event",
+            "event_id": format!("evt_demo_r{}_{}", self.turn + 1, self.sent),
+            "delegation_id": self.delegation,
+            "event": inner,
+        });
+        self.sent += 1;
+        event
+    }
+
+    /// After `response.created`: the backend's message (the turn's text), its calls, and
+    /// `response.completed`.
+    fn response(&mut self, turn: &Turn) -> Vec<Value> {
+        let rid = turn.response_id;
+        let message_id = format!("msg_{rid}");
+        let message = |status: &str, text: Option<&str>| {
+            let content = match text {
+                Some(t) => json!([{ "type": "output_text", "text": t, "annotations": [] }]),
+                None => json!([]),
+            };
+            json!({
+                "id": message_id, "type": "message", "role": "assistant", "status": status,
+                "content": content,
+            })
+        };
+        let part = |text: &str| json!({ "type": "output_text", "text": text, "annotations": [] });
+        let text_event = |kind: &str, extra: Value| {
+            let mut event = json!({
+                "type": kind, "item_id": message_id, "output_index": 0, "content_index": 0,
+            });
+            if let (Some(event), Value::Object(extra)) = (event.as_object_mut(), extra) {
+                event.extend(extra);
+            }
+            event
+        };
+        let mut inner = vec![
+            json!({ "type": "response.output_item.added", "output_index": 0, "item": message("in_progress", None) }),
+            text_event("response.content_part.added", json!({ "part": part("") })),
+        ];
+        for piece in pieces(turn.text) {
+            inner.push(text_event(
+                "response.output_text.delta",
+                json!({ "delta": piece, "logprobs": [] }),
+            ));
+        }
+        inner.push(text_event(
+            "response.output_text.done",
+            json!({ "text": turn.text, "logprobs": [] }),
+        ));
+        inner.push(text_event(
+            "response.content_part.done",
+            json!({ "part": part(turn.text) }),
+        ));
+        inner.push(json!({
+            "type": "response.output_item.done", "output_index": 0,
+            "item": message("completed", Some(turn.text)),
+        }));
+        for (i, call) in turn.calls.iter().enumerate() {
+            let item_id = format!("item_{}", call.call_id);
+            for mut event in script::gpt_live::function_call(
+                &item_id,
+                call.call_id,
+                call.name,
+                call.arguments,
+                0,
+            ) {
+                event["output_index"] = json!(i + 1);
+                inner.push(event);
+            }
+        }
+        inner.push(script::gpt_live::lifecycle(
+            "response.completed",
+            rid,
+            "completed",
+            0,
+        ));
+        inner.into_iter().map(|e| self.event(e)).collect()
+    }
 }
 
 /// The events of one response, with pauses between the pieces.
@@ -373,6 +576,83 @@ mod tests {
             .filter_map(|m| m["serverContent"]["modelTurn"]["parts"][0]["text"].as_str())
             .collect();
         assert_eq!(text, TURNS.iter().map(|t| t.text).collect::<String>());
+    }
+
+    #[test]
+    fn the_gpt_live_script_hears_the_clip_then_waits_for_one_continuation_per_response() {
+        let steps = gpt_live_script(Duration::ZERO).steps;
+        let waits: Vec<(String, usize)> = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::WaitFor { kind, count } => Some((kind.clone(), *count)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            waits,
+            [
+                ("session.start".to_owned(), 1),
+                (
+                    "session.input_audio.append".to_owned(),
+                    GPT_LIVE_CLIP_CHUNKS
+                ),
+                ("response.create".to_owned(), 1),
+                ("response.create".to_owned(), 2),
+            ]
+        );
+        let sent: Vec<&Value> = steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::Send(v) => Some(v),
+                _ => None,
+            })
+            .collect();
+        let said = |kind: &str| -> String {
+            sent.iter()
+                .filter(|e| e["type"] == kind)
+                .filter_map(|e| e["delta"].as_str())
+                .collect()
+        };
+        assert_eq!(said("session.input_transcript.delta"), QUESTION);
+        assert_eq!(
+            said("session.output_transcript.delta"),
+            TURNS.iter().map(|t| t.text).collect::<String>()
+        );
+        // One backend response per turn, each with that turn's calls, numbered in order.
+        let nested: Vec<&Value> = sent
+            .iter()
+            .filter(|e| e["type"] == "response.event")
+            .map(|e| &e["event"])
+            .collect();
+        let mut batches: Vec<Vec<&str>> = Vec::new();
+        let mut numbers = Vec::new();
+        for event in &nested {
+            match event["type"].as_str().unwrap() {
+                "response.created" => {
+                    batches.push(Vec::new());
+                    numbers.clear();
+                }
+                "response.output_item.done" if event["item"]["type"] == "function_call" => {
+                    batches
+                        .last_mut()
+                        .unwrap()
+                        .push(event["item"]["call_id"].as_str().unwrap());
+                }
+                _ => {}
+            }
+            numbers.push(event["sequence_number"].as_u64().unwrap());
+            assert_eq!(numbers, (0..numbers.len() as u64).collect::<Vec<_>>());
+        }
+        let expected: Vec<Vec<&str>> = TURNS
+            .iter()
+            .map(|t| t.calls.iter().map(|c| c.call_id).collect())
+            .collect();
+        assert_eq!(batches, expected);
+        assert_eq!(
+            nested.last().unwrap()["type"],
+            "response.completed",
+            "the closing response ends"
+        );
     }
 
     #[test]

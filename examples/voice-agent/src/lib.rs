@@ -1,8 +1,8 @@
 //! The voice-agent demo as a library, so that tests can start it in-process: one axum app serves
 //! the page (tower-http for the files, gzip where the browser takes it) and, on the same port
 //! and path, relays each page's websocket (`ws://HOST:PORT/`) to a realtime model through
-//! `toolc_runtime::relay::RelayService`. The model speaks OpenAI Realtime or Gemini Live
-//! ([`Options::provider`]); it is the bundled scripted one ([`conversation`]) unless an upstream
+//! `toolc_runtime::relay::RelayService`. The model speaks OpenAI Realtime, Gemini Live or
+//! GPT-Live ([`Options::provider`]); it is the bundled scripted one ([`conversation`]) unless an upstream
 //! URL is given.
 
 pub mod conversation;
@@ -59,8 +59,8 @@ pub struct Options {
     /// The folder with `index.html`, `style.css` and the compiled `dist/`.
     pub web_dir: PathBuf,
     pub model: Model,
-    /// Which wire the model speaks: OpenAI Realtime GA events or Gemini Live messages. The
-    /// page's tool protocol is the same for both.
+    /// Which wire the model speaks: OpenAI Realtime GA events, Gemini Live messages or GPT-Live
+    /// events. The page's tool protocol is the same for all.
     pub provider: Provider,
     /// Serve `GET /_test/model` (what the scripted model received, and the relay's counters).
     pub test_endpoints: bool,
@@ -133,6 +133,13 @@ impl Server {
         session.trace_calls = true;
         session.filler_delay = options.filler_delay;
         session.session.extend(options.session.clone());
+        if provider == Provider::GptLive {
+            // The page speaks PCM16 at 24 kHz (its clip, or the microphone), and plays the
+            // model's audio at that rate: said, not left to the API's default.
+            session.session.entry("audio").or_insert_with(|| {
+                json!({ "format": { "type": "audio/pcm", "rate": conversation::GPT_LIVE_AUDIO_RATE } })
+            });
+        }
         // Notes, refusals and calls are logged through `tracing` (the binary sets up
         // `RUST_LOG` filtering).
 
@@ -141,10 +148,7 @@ impl Server {
                 let script = match provider {
                     Provider::OpenAi => conversation::script(pace),
                     Provider::GeminiLive | Provider::VertexLive => conversation::live_script(pace),
-                    // The page types its question; GPT-Live takes the customer's voice only.
-                    Provider::GptLive => {
-                        return Err("the scripted demo model plays a typed conversation, which GPT-Live has no event for: run `--provider gpt-live` with OPENAI_API_KEY set".into())
-                    }
+                    Provider::GptLive => conversation::gpt_live_script(pace),
                 };
                 let model = FakeModel::start(script)
                     .await

@@ -19,8 +19,9 @@ struct Args {
     /// Address of the page and of its relay websocket. Port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: String,
-    /// The realtime model API: `openai` (Realtime GA events) or `gemini-live` (Live API
-    /// messages). The scripted model speaks either; the page's tool protocol is the same.
+    /// The realtime model API: `openai` (Realtime GA events), `gemini-live` (Live API
+    /// messages) or `gpt-live` (OpenAI's Live API with Responses delegation). The scripted model
+    /// speaks each; the page's tool protocol is the same.
     #[arg(long, default_value = "openai")]
     provider: Provider,
     /// Talk to the model at this websocket URL instead of the scripted one (the default with

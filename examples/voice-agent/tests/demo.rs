@@ -202,7 +202,14 @@ fn question(provider: Provider) -> Vec<Value> {
             }),
             json!({"type": "response.create"}),
         ],
-        Provider::GptLive => unreachable!("the scripted demo has no GPT-Live conversation"),
+        // GPT-Live takes the customer's voice only: 100 ms chunks of PCM16 at 24 kHz (silence
+        // here; the page sends a tone), which the scripted model transcribes as the question.
+        Provider::GptLive => {
+            let silence = "AAAA".repeat(4800 / 3);
+            (0..conversation::GPT_LIVE_CLIP_CHUNKS)
+                .map(|_| json!({"type": "session.input_audio.append", "audio": silence}))
+                .collect()
+        }
         Provider::GeminiLive | Provider::VertexLive => vec![json!({
             "clientContent": {
                 "turns": [{"role": "user", "parts": [{"text": conversation::QUESTION}]}],
@@ -222,7 +229,8 @@ fn results_and_continuations(
     let mut continuations = 0;
     for event in received {
         match provider {
-            Provider::OpenAi => {
+            // OpenAI: results as conversation items; GPT-Live: as the backend's items.
+            Provider::OpenAi | Provider::GptLive => {
                 if event["type"] == "response.create" {
                     continuations += 1;
                 }
@@ -234,7 +242,6 @@ fn results_and_continuations(
                     ));
                 }
             }
-            Provider::GptLive => unreachable!("the scripted demo has no GPT-Live conversation"),
             Provider::GeminiLive | Provider::VertexLive => {
                 let Some(responses) = event["toolResponse"]["functionResponses"].as_array() else {
                     continue;
@@ -253,7 +260,8 @@ fn results_and_continuations(
 }
 
 /// The whole scripted conversation through the relay, as a page plays it, on `provider`'s wire.
-async fn conversation_runs_through_the_relay(provider: Provider) {
+/// Returns what the model received and what the page received.
+async fn conversation_runs_through_the_relay(provider: Provider) -> (Vec<Value>, Vec<Value>) {
     let addr = start_with(provider).await;
     let mut browser = TestBrowser::connect(&format!("ws://{addr}/"))
         .await
@@ -279,7 +287,11 @@ async fn conversation_runs_through_the_relay(provider: Provider) {
             Provider::OpenAi => {
                 e["type"] == "response.done" && e["response"]["id"] == "resp_demo_3"
             }
-            Provider::GptLive => unreachable!("the scripted demo has no GPT-Live conversation"),
+            Provider::GptLive => {
+                e["type"] == "response.event"
+                    && e["event"]["type"] == "response.completed"
+                    && e["event"]["response"]["id"] == "resp_demo_3"
+            }
             Provider::GeminiLive | Provider::VertexLive => {
                 e["serverContent"]["turnComplete"] == true
             }
@@ -298,8 +310,11 @@ async fn conversation_runs_through_the_relay(provider: Provider) {
     let (status, body) = get(&addr, "/_test/model").await;
     assert_eq!(status, 200);
     let report: Value = serde_json::from_str(&body).unwrap();
-    let received = report["connections"][0]["received"].as_array().unwrap();
-    let (results, continuations) = results_and_continuations(provider, received);
+    let received = report["connections"][0]["received"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let (results, continuations) = results_and_continuations(provider, &received);
     let mut ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
     ids.sort_unstable();
     assert_eq!(
@@ -318,7 +333,8 @@ async fn conversation_runs_through_the_relay(provider: Provider) {
         // The customer's response.create, then one continuation per response with calls.
         Provider::OpenAi => 3,
         // One toolResponse per batch: the customer's clientContent started the turn.
-        Provider::GptLive => unreachable!("the scripted demo has no GPT-Live conversation"),
+        // Only the relay asks the backend to go on: one per backend response with calls.
+        Provider::GptLive => 2,
         Provider::GeminiLive | Provider::VertexLive => 2,
     };
     assert_eq!(continuations, asked, "{received:?}");
@@ -345,6 +361,7 @@ async fn conversation_runs_through_the_relay(provider: Provider) {
         "a server call's id stays on the server"
     );
     browser.close().await;
+    (received, seen)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -360,6 +377,93 @@ async fn the_scripted_conversation_runs_through_the_relay_on_gemini_live() {
     assert_eq!(
         serde_json::from_str::<Value>(&body).unwrap()["provider"],
         "gemini-live"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scripted_conversation_runs_through_the_relay_on_gpt_live() {
+    let (received, seen) = conversation_runs_through_the_relay(Provider::GptLive).await;
+    // The relay declared the tools to the delegated backend, in `session.start`.
+    assert_eq!(received[0]["type"], "session.start");
+    let tools = received[0]["session"]["delegation"]["responses"]["tools"]
+        .as_array()
+        .unwrap();
+    assert_eq!(tools.len(), 7);
+    assert_eq!(
+        received[0]["session"]["audio"]["format"],
+        json!({"type": "audio/pcm", "rate": 24000})
+    );
+    // The page's voice reached the model; the page asked for no response (only the relay may).
+    assert_eq!(
+        received
+            .iter()
+            .filter(|e| e["type"] == "session.input_audio.append")
+            .count(),
+        conversation::GPT_LIVE_CLIP_CHUNKS
+    );
+    // The page saw the customer's words and the agent's, as the model sent them.
+    let said = |kind: &str| -> String {
+        seen.iter()
+            .filter(|e| e["type"] == kind)
+            .filter_map(|e| e["delta"].as_str())
+            .collect()
+    };
+    assert_eq!(
+        said("session.input_transcript.delta"),
+        conversation::QUESTION
+    );
+    assert!(said("session.output_transcript.delta").ends_with("Anything else I can do?"));
+
+    // Every event of the conversation in the shapes of OpenAI's SDK: what the scripted model
+    // sent, what the model received (the relay's and the page's), and what the page received
+    // of the model's (scrubbed where it had server calls).
+    let mut lines = String::new();
+    for step in conversation::gpt_live_script(Duration::ZERO).steps {
+        if let toolc_runtime::relay::testing::Step::Send(event) = step {
+            lines.push_str(&format!("server {event}\n"));
+        }
+    }
+    for event in &received {
+        lines.push_str(&format!("client {event}\n"));
+    }
+    for event in seen.iter().filter(|e| {
+        e["type"]
+            .as_str()
+            .is_some_and(toolc_runtime::realtime::gpt_live::is_server_event_type)
+    }) {
+        lines.push_str(&format!("server {event}\n"));
+    }
+    validate_with_openais_sdk(&lines);
+}
+
+/// Checks GPT-Live events (`client {..}` / `server {..}` lines) with OpenAI's SDK
+/// (`tests/gpt-live/validate.py`, in the virtualenv `scripts/setup` makes): members the SDK does
+/// not define are refused too.
+fn validate_with_openais_sdk(lines: &str) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = repo.join("tests/mcp/.venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup (it installs OpenAI's SDK there)",
+        python.display()
+    );
+    let dir = std::env::temp_dir().join(format!("voice-agent-gpt-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("events.jsonl");
+    std::fs::write(&file, lines).unwrap();
+    let out = std::process::Command::new(&python)
+        .arg(repo.join("tests/gpt-live/validate.py"))
+        .arg(&file)
+        .output()
+        .expect("the validator runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    let report =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{report}");
+    let count = lines.lines().count();
+    assert!(
+        report.contains(&format!("{count} accepted, 0 refused")),
+        "{report}"
     );
 }
 

@@ -314,6 +314,13 @@ impl Relay {
     /// Accepts browsers at `/` until the future is dropped.
     pub async fn serve(self) {
         let router = self.service.router();
+        self.serve_with(router).await
+    }
+
+    /// Serves `router` (one that mounts this relay's [`RelayService`], beside routes of the
+    /// application's own) with the relay's connection handling: the peer's address for the
+    /// authorizer, the handshake's header timeout, upgrades. Until the future is dropped.
+    pub async fn serve_with(self, router: axum::Router) {
         let header_timeout = self.service.limits().handshake_timeout;
         loop {
             let (stream, remote) = match self.listener.accept().await {

@@ -57,6 +57,10 @@ struct Inner {
     resumes: Arc<Resumes<PageSocket>>,
 }
 
+/// Chooses a handshake's upstream URL once it is authorized ([`RelayService::handle_at`]).
+type ChooseUpstream<'a> =
+    Box<dyn FnOnce(Option<&Principal>) -> Result<String, Refusal> + Send + 'a>;
+
 /// A page's websocket, as the relay accepts it.
 type PageSocket = WebSocketStream<hyper_util::rt::TokioIo<hyper::upgrade::Upgraded>>;
 
@@ -177,7 +181,93 @@ impl RelayService {
     }
 
     /// Serves one browser request: a 101 and a relay session, or a refusal.
-    pub async fn handle(&self, mut request: Request) -> Response {
+    pub async fn handle(&self, request: Request) -> Response {
+        self.handle_inner(request, None).await
+    }
+
+    /// Serves one browser request as [`RelayService::handle`] does, but the model connection
+    /// goes to the URL `upstream` returns: called once the page has passed the origin rule, the
+    /// drain and the authorizer, with the principal it was authorized as. A refusal from it is
+    /// the handshake's answer (counted as unauthorized). This is how a GPT-Live sideband's page
+    /// reaches the session the server opened for it (the attach URL of a ticket the page was
+    /// given, bound to its principal): the page names a ticket, never a session. A page
+    /// resuming (`?resume=TOKEN`) goes back to its session and `upstream` is not called.
+    pub async fn handle_at(
+        &self,
+        request: Request,
+        upstream: impl FnOnce(Option<&Principal>) -> Result<String, Refusal> + Send,
+    ) -> Response {
+        self.handle_inner(request, Some(Box::new(upstream))).await
+    }
+
+    /// Whether a plain HTTP request (not a websocket) from a page may use the relay: the same
+    /// origin rule, drain and authorizer as a handshake, counted the same way. Applications
+    /// that serve a page something beside the relay's socket (the GPT-Live sideband's session
+    /// creation) check it with this, so that both take the same users.
+    pub async fn authorize(&self, handshake: Handshake) -> Result<Option<Principal>, Refusal> {
+        let stats = &self.inner.stats;
+        let peer = handshake.remote;
+        self.admit(&handshake).await.map_err(|(counter, refusal)| {
+            RelayStats::bump(&stats.handshakes_refused);
+            RelayStats::bump(counter(stats));
+            tracing::warn!(
+                status = refusal.status().as_u16(),
+                peer = ?peer,
+                reason = refusal.message(),
+                "relay request refused"
+            );
+            refusal
+        })
+    }
+
+    /// The drain, the origin rule and the authorizer, in that order: the principal, or the
+    /// refusal and the counter it goes to.
+    async fn admit(
+        &self,
+        handshake: &Handshake,
+    ) -> Result<Option<Principal>, (fn(&RelayStats) -> &std::sync::atomic::AtomicU64, Refusal)>
+    {
+        let inner = &self.inner;
+        if self.is_draining() {
+            let refusal = Refusal::with_status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the relay is restarting; connect again (to another relay)",
+            );
+            return Err((|s| &s.refused_draining, refusal));
+        }
+        if let (Some(allowed), Some(origin)) = (&inner.config.allowed_origins, handshake.origin()) {
+            if !origin_allowed(allowed, origin) {
+                let refusal =
+                    Refusal::forbidden(format!("pages from {origin} may not open relay sessions"));
+                return Err((|s| &s.refused_origin, refusal));
+            }
+        }
+        let Some(authorizer) = &inner.config.authorizer else {
+            return Ok(None);
+        };
+        let decided = tokio::time::timeout(
+            inner.config.limits.handshake_timeout,
+            authorizer.authorize(handshake.clone()),
+        )
+        .await;
+        match decided {
+            Ok(Ok(principal)) => Ok(Some(principal)),
+            Ok(Err(refusal)) => Err((|s| &s.refused_unauthorized, refusal)),
+            Err(_) => {
+                let refusal = Refusal::with_status(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the authorizer did not answer in time",
+                );
+                Err((|s| &s.refused_unauthorized, refusal))
+            }
+        }
+    }
+
+    async fn handle_inner(
+        &self,
+        mut request: Request,
+        upstream: Option<ChooseUpstream<'_>>,
+    ) -> Response {
         let inner = &self.inner;
         let stats = &inner.stats;
         let peer = request
@@ -199,13 +289,6 @@ impl RelayService {
             Ok(key) => key,
             Err(refusal) => return refuse(&stats.refused_not_websocket, refusal),
         };
-        if self.is_draining() {
-            let refusal = Refusal::with_status(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the relay is restarting; connect again (to another relay)",
-            );
-            return refuse(&stats.refused_draining, refusal);
-        }
         let handshake = Handshake {
             uri: request.uri().clone(),
             headers: request.headers().clone(),
@@ -214,34 +297,9 @@ impl RelayService {
                 .get::<ConnectInfo<SocketAddr>>()
                 .map(|c| c.0),
         };
-        if let (Some(allowed), Some(origin)) = (&inner.config.allowed_origins, handshake.origin()) {
-            if !origin_allowed(allowed, origin) {
-                let refusal =
-                    Refusal::forbidden(format!("pages from {origin} may not open relay sessions"));
-                return refuse(&stats.refused_origin, refusal);
-            }
-        }
-        let limits = &inner.config.limits;
-        let principal = match &inner.config.authorizer {
-            None => None,
-            Some(authorizer) => {
-                let decided = tokio::time::timeout(
-                    limits.handshake_timeout,
-                    authorizer.authorize(handshake.clone()),
-                )
-                .await;
-                match decided {
-                    Ok(Ok(principal)) => Some(principal),
-                    Ok(Err(refusal)) => return refuse(&stats.refused_unauthorized, refusal),
-                    Err(_) => {
-                        let refusal = Refusal::with_status(
-                            StatusCode::SERVICE_UNAVAILABLE,
-                            "the authorizer did not answer in time",
-                        );
-                        return refuse(&stats.refused_unauthorized, refusal);
-                    }
-                }
-            }
+        let principal = match self.admit(&handshake).await {
+            Ok(principal) => principal,
+            Err((counter, refusal)) => return refuse(counter(stats), refusal),
         };
         if let Some(token) = handshake.query("resume") {
             let subprotocol = choose_subprotocol(&handshake);
@@ -258,6 +316,11 @@ impl RelayService {
             self.resume(on_upgrade, token, principal.as_ref());
             return upgraded(&key, subprotocol);
         }
+        let upstream = match upstream.map(|choose| choose(principal.as_ref())) {
+            None => None,
+            Some(Ok(url)) => Some(url),
+            Some(Err(refusal)) => return refuse(&stats.refused_unauthorized, refusal),
+        };
         let slot = match self.take_slot(principal.as_ref()) {
             Ok(slot) => slot,
             Err(refusal) => return refuse(&stats.refused_capacity, refusal),
@@ -285,7 +348,9 @@ impl RelayService {
                 return;
             };
             let browser = service.page_socket(upgraded).await;
-            service.run(browser, principal, naming, slot).await;
+            service
+                .run(browser, principal, naming, slot, upstream)
+                .await;
         });
         upgraded(&key, subprotocol)
     }
@@ -355,10 +420,21 @@ impl RelayService {
         principal: Option<Principal>,
         naming: Naming,
         _slot: SessionSlot,
+        upstream: Option<String>,
     ) {
         use futures_util::SinkExt;
         let inner = &self.inner;
-        let config = &inner.config;
+        let chosen;
+        let config = match upstream {
+            Some(url) => {
+                chosen = RelayConfig {
+                    upstream: url,
+                    ..inner.config.clone()
+                };
+                &chosen
+            }
+            None => &inner.config,
+        };
         let upstream = connect_model(config).await;
         let upstream = match upstream {
             Ok(ws) => ws,

@@ -387,6 +387,52 @@ function record(value: unknown): Record<string, unknown> | undefined {
     : undefined;
 }
 
+/**
+ * GPT-Live: the live model's words (`session.output_transcript.delta`) go into one bubble per
+ * delegated backend response, closed when that response ends (`response.completed`, `failed` or
+ * `incomplete` in a `response.event`); the customer's (`session.input_transcript.delta`) into
+ * the bubble their speech opened.
+ */
+let gptLiveResponse = 0;
+let customerBubble: HTMLLIElement | undefined;
+
+function onGptLiveEvent(message: Record<string, unknown>): boolean {
+  const delta = typeof message["delta"] === "string" ? message["delta"] : undefined;
+  switch (message["type"]) {
+    case "session.input_transcript.delta":
+      if (delta !== undefined) {
+        customerBubble ??= say("user", "");
+        if (customerBubble.dataset["listening"] === "true") {
+          customerBubble.textContent = "";
+          delete customerBubble.dataset["listening"];
+        }
+        customerBubble.textContent += delta;
+      }
+      return true;
+    case "session.output_transcript.delta":
+      if (delta !== undefined) {
+        // The agent answers: the customer's next words start a new bubble.
+        customerBubble = undefined;
+        agentText(`gpt-live-${gptLiveResponse}`, delta);
+      }
+      return true;
+    case "session.output_audio.delta":
+      if (delta !== undefined) {
+        audio.play(delta);
+      }
+      return true;
+    case "response.event": {
+      const kind = record(message["event"])?.["type"];
+      if (kind === "response.completed" || kind === "response.failed" || kind === "response.incomplete") {
+        responseDone(`gpt-live-${gptLiveResponse}`);
+        gptLiveResponse += 1;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
 /** Gemini Live: the response being streamed now (Live messages carry no response id). */
 let liveResponse = 0;
 let liveResponseOpen = false;
@@ -429,6 +475,9 @@ function onMessage(message: Record<string, unknown>): void {
     onLiveMessage(message);
     return;
   }
+  if (onGptLiveEvent(message)) {
+    return;
+  }
   const responseId = typeof message["response_id"] === "string" ? message["response_id"] : "";
   switch (message["type"]) {
     case "response.output_text.delta":
@@ -468,8 +517,84 @@ function onMessage(message: Record<string, unknown>): void {
 
 interface Config {
   readonly mode: "scripted" | "remote";
-  readonly provider: "openai" | "gemini-live";
+  readonly provider: "openai" | "gemini-live" | "gpt-live";
   readonly question: string;
+}
+
+// ---- speaking (GPT-Live) -----------------------------------------------------------------------
+
+/** GPT-Live's audio in: PCM16, mono, 24 kHz (the relay asks for it in `session.audio.format`). */
+const RATE = 24000;
+/**
+ * The scripted model "hears" the question after this many 100 ms chunks
+ * (`conversation::GPT_LIVE_CLIP_CHUNKS` on the server).
+ */
+const CLIP_CHUNKS = 5;
+
+/** Float samples as base64 PCM16 little-endian, the way `session.input_audio.append` takes them. */
+function pcm16Base64(samples: Float32Array): string {
+  const bytes = new Uint8Array(samples.length * 2);
+  const view = new DataView(bytes.buffer);
+  for (let i = 0; i < samples.length; i++) {
+    const s = Math.max(-1, Math.min(1, samples[i] ?? 0));
+    view.setInt16(i * 2, Math.round(s * 32767), true);
+  }
+  let binary = "";
+  for (const b of bytes) {
+    binary += String.fromCharCode(b);
+  }
+  return btoa(binary);
+}
+
+/**
+ * The scripted conversation's "speech": a quiet 440 Hz tone, faded in and out, in 100 ms chunks.
+ * It is not speech, and the scripted model does not listen to it: it answers as if the customer
+ * had said the question shown in the page.
+ */
+function clip(): string[] {
+  const per = RATE / 10;
+  const total = per * CLIP_CHUNKS;
+  const chunks: string[] = [];
+  for (let c = 0; c < CLIP_CHUNKS; c++) {
+    const samples = new Float32Array(per);
+    for (let i = 0; i < per; i++) {
+      const n = c * per + i;
+      const fade = Math.min(1, n / 1200, (total - n) / 1200);
+      samples[i] = 0.1 * fade * Math.sin((2 * Math.PI * 440 * n) / RATE);
+    }
+    chunks.push(pcm16Base64(samples));
+  }
+  return chunks;
+}
+
+/** The microphone, for a real GPT-Live model: its audio, resampled to 24 kHz, as it comes. */
+class Microphone {
+  private stream: MediaStream | undefined;
+  private context: AudioContext | undefined;
+
+  get on(): boolean {
+    return this.stream !== undefined;
+  }
+
+  async start(send: (base64: string) => void): Promise<void> {
+    this.stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true } });
+    this.context = new AudioContext({ sampleRate: RATE });
+    const source = this.context.createMediaStreamSource(this.stream);
+    // A ScriptProcessor is enough for a demo (an AudioWorklet would need a second module).
+    const node = this.context.createScriptProcessor(2048, 1, 1);
+    node.onaudioprocess = (event) => send(pcm16Base64(event.inputBuffer.getChannelData(0)));
+    source.connect(node);
+    node.connect(this.context.destination);
+  }
+
+  stop(): void {
+    for (const track of this.stream?.getTracks() ?? []) {
+      track.stop();
+    }
+    void this.context?.close();
+    this.stream = undefined;
+    this.context = undefined;
+  }
 }
 
 /** The customer's typed question on the model's wire: it stands in for the microphone. */
@@ -491,13 +616,30 @@ function setStatus(state: "connecting" | "connected" | "closed", text: string): 
 
 async function start(): Promise<void> {
   const config = (await (await fetch("config.json")).json()) as Config;
-  const wire = config.provider === "gemini-live" ? "Gemini Live" : "OpenAI Realtime";
+  const wire = { openai: "OpenAI Realtime", "gemini-live": "Gemini Live", "gpt-live": "GPT-Live" }[config.provider];
   modeLine.textContent =
     config.mode === "scripted" ? `Scripted model: a bundled conversation in ${wire} messages` : `${wire} model`;
   question.value = config.mode === "scripted" ? config.question : "";
   if (config.mode === "remote") {
     question.placeholder = config.question;
   }
+  // GPT-Live has no typed turn: the customer speaks. Said in the page, so that nobody thinks
+  // the text box is what the model reads.
+  const speaks = config.provider === "gpt-live";
+  if (speaks) {
+    document.body.dataset["speaks"] = "true";
+    question.readOnly = true;
+    sendButton.textContent = "Speak";
+    note.textContent =
+      config.mode === "scripted"
+        ? "GPT-Live takes voice, not text. Speak sends a 0.5 s tone as audio (session.input_audio.append); the scripted model does not listen to it, and answers as if you had said the question above."
+        : "GPT-Live takes voice, not text: Speak turns the microphone on (and off again); the model hears what you say.";
+    if (config.mode === "remote") {
+      question.value = "";
+      question.placeholder = "Press Speak and ask";
+    }
+  }
+  const microphone = new Microphone();
 
   const socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/`);
   const dispatcher = createToolDispatcher(socket, handlers, {
@@ -513,6 +655,7 @@ async function start(): Promise<void> {
     setStatus("closed", "disconnected");
     question.disabled = true;
     sendButton.disabled = true;
+    microphone.stop();
     dispatcher.dispose();
   });
   // The dispatcher has its own listener and answers tool calls; this one sees every message.
@@ -533,6 +676,10 @@ async function start(): Promise<void> {
 
   askForm.addEventListener("submit", (event) => {
     event.preventDefault();
+    if (speaks) {
+      speak();
+      return;
+    }
     const text = question.value.trim();
     if (text === "" || socket.readyState !== WebSocket.OPEN) {
       return;
@@ -550,6 +697,41 @@ async function start(): Promise<void> {
       note.textContent = "The scripted model plays this one conversation; reload the page to watch it again.";
     }
   });
+
+  /** GPT-Live: the scripted model gets the clip; a real one the microphone, until pressed again. */
+  function speak(): void {
+    if (socket.readyState !== WebSocket.OPEN) {
+      return;
+    }
+    audio.unlock();
+    const send = (base64: string): void => {
+      if (socket.readyState === WebSocket.OPEN) {
+        socket.send(JSON.stringify({ type: "session.input_audio.append", audio: base64 }));
+      }
+    };
+    customerBubble = say("user", "🎤 …");
+    customerBubble.dataset["listening"] = "true";
+    if (config.mode === "scripted") {
+      for (const chunk of clip()) {
+        send(chunk);
+      }
+      sendButton.disabled = true;
+      note.textContent =
+        "The clip is sent: what the scripted model 'heard' shows as your words. Reload the page to watch it again.";
+      return;
+    }
+    if (microphone.on) {
+      microphone.stop();
+      sendButton.textContent = "Speak";
+      return;
+    }
+    microphone.start(send).then(
+      () => {
+        sendButton.textContent = "Stop";
+      },
+      (error: unknown) => say("error", `no microphone: ${error instanceof Error ? error.message : String(error)}`),
+    );
+  }
 }
 
 start().catch((error: unknown) => {

@@ -1,4 +1,4 @@
-// End to end, once per realtime provider (OpenAI Realtime, Gemini Live): the demo binary
+// End to end, once per realtime provider (OpenAI Realtime, Gemini Live, GPT-Live): the demo binary
 // (target/debug/voice-agent) on a free port with its scripted model speaking that provider's
 // wire, the page in headless Chromium, the customer's question sent, and then checks of what the
 // page did, what the page showed, what the page received over its websocket, and what the
@@ -47,9 +47,14 @@ function relayFlow(provider, received) {
   }
   const flow = [];
   for (const e of received) {
-    if (e.type === "response.create") {
+    if (e.type === "session.input_audio.append") {
+      // GPT-Live: the customer's clip is the question (the page asks for no response).
+      if (flow.length === 0) {
+        flow.push(["ask", []]);
+      }
+    } else if (e.type === "response.create") {
       flow.push([flow.length === 0 ? "ask" : "continue", []]);
-    } else if (e.type === "conversation.item.create" && e.item?.type === "function_call_output") {
+    } else if (isResult(e)) {
       const last = flow.at(-1);
       if (last?.[0] === "results") {
         last[1].push(e.item.call_id);
@@ -60,6 +65,11 @@ function relayFlow(provider, received) {
     }
   }
   return flow;
+}
+
+/** A result on OpenAI Realtime's wire (a conversation item) or GPT-Live's (a backend item). */
+function isResult(e) {
+  return (e.type === "conversation.item.create" || e.type === "response.item.create") && e.item?.type === "function_call_output";
 }
 
 /** Every result the model received, by call id, on either wire. */
@@ -73,7 +83,7 @@ function resultsOf(provider, received) {
   }
   return Object.fromEntries(
     received
-      .filter((e) => e.type === "conversation.item.create" && e.item?.type === "function_call_output")
+      .filter(isResult)
       .map((e) => [e.item.call_id, JSON.parse(e.item.output)]),
   );
 }
@@ -84,11 +94,16 @@ function declarationsOf(provider, first) {
     assert.ok(first.setup !== undefined, "the relay declares the tools first (setup)");
     return first.setup.tools.flatMap((t) => t.functionDeclarations ?? []);
   }
+  if (provider === "gpt-live") {
+    // GPT-Live: the tools are the delegated Responses backend's, in session.start.
+    assert.equal(first.type, "session.start", "the relay declares the tools first");
+    return first.session.delegation.responses.tools;
+  }
   assert.equal(first.type, "session.update", "the relay declares the tools first");
   return first.session.tools;
 }
 
-for (const provider of ["openai", "gemini-live"]) {
+for (const provider of ["openai", "gemini-live", "gpt-live"]) {
   describe(`the demo on ${provider}`, () => demo(provider));
 }
 
@@ -215,6 +230,12 @@ function demo(provider) {
     assert.equal(state.highlighted, 0);
     assert.equal(state.orderNumber, "");
     assert.match(await page.inputValue("#question"), /refund/);
+    if (provider === "gpt-live") {
+      // GPT-Live takes voice only: the page says what its button sends, and that the scripted
+      // model does not listen.
+      assert.equal(await page.textContent("#send"), "Speak");
+      assert.match(await page.textContent("#note"), /sends a 0\.5 s tone as audio.*does not listen/);
+    }
   });
 
   test("the scripted conversation runs: highlight, scroll and fill happen in the page", async () => {
@@ -321,6 +342,10 @@ function demo(provider) {
     const bubbles = await page.$$eval("#conversation .bubble", (items) => items.map((b) => [b.className, b.textContent]));
     assert.equal(bubbles.length, 4, JSON.stringify(bubbles));
     assert.equal(bubbles[0][0], "bubble bubble-user");
+    if (provider === "gpt-live") {
+      // The customer's words are what the model transcribed of the clip.
+      assert.equal(bubbles[0][1], (await getJson("/config.json")).question);
+    }
     assert.match(bubbles[1][1], /^Let me look that up/);
     assert.match(bubbles[2][1], /refund form/);
     assert.match(bubbles[3][1], /Anything else I can do\?$/);
@@ -388,6 +413,20 @@ function demo(provider) {
       assert.ok(!seen.includes(hidden), `the page received \`${hidden}\``);
     }
     const sent = framesOut.map((f) => JSON.parse(f));
+    if (provider === "gpt-live") {
+      const clip = sent.filter((m) => m.type === "session.input_audio.append");
+      assert.equal(clip.length, 5, "the page spoke its clip: five 100 ms chunks");
+      for (const chunk of clip) {
+        // 2400 samples of PCM16 at 24 kHz, base64.
+        assert.equal(Buffer.from(chunk.audio, "base64").length, 4800);
+      }
+      assert.ok(Buffer.from(clip[2].audio, "base64").some((b) => b !== 0), "a tone, not silence");
+      assert.deepEqual(
+        [...new Set(sent.map((m) => m.type))].sort(),
+        ["function_call.result", "session.input_audio.append", "toolc.approval.response"],
+        "the page sent its voice and the browser protocol, nothing the server owns",
+      );
+    }
     assert.deepEqual(
       sent.filter((m) => m.type === "function_call.result").map((m) => m.call_id).sort(),
       ["call_demo_fill", "call_demo_highlight", "call_demo_scroll"],
