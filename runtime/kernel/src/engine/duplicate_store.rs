@@ -314,9 +314,11 @@ impl SharedCheck {
                         && started.elapsed() + pause <= self.wait;
                     if !may_wait {
                         return failed(match self.policy {
-                            OnDuplicate::Reuse => {
-                                CallError::duplicate_still_running(&tool, &first, RUNNING_RETRY_AFTER)
-                            }
+                            OnDuplicate::Reuse => CallError::duplicate_still_running(
+                                &tool,
+                                &first,
+                                RUNNING_RETRY_AFTER,
+                            ),
                             _ => CallError::duplicate(&tool, &first, true),
                         });
                     }

@@ -230,7 +230,10 @@ mod tests {
         let def = reuse_tool();
         let args = serde_json::json!({"a": 1});
         let mut seen = Seen::default();
-        assert_eq!(seen.check(&def, "c1", &canonical_value(&args)), Repeat::First);
+        assert_eq!(
+            seen.check(&def, "c1", &canonical_value(&args)),
+            Repeat::First
+        );
         assert!(seen.remembers("c1"));
         let long = CallOutcome::ok("c1", "x".repeat(MAX_KEPT_RESULT + 1));
         seen.finished("c1", &long);
@@ -240,9 +243,14 @@ mod tests {
             "nothing kept to reuse"
         );
         seen.finished("c2", &CallOutcome::ok("c2", "{}".into()));
-        assert!(matches!(seen.check(&def, "c3", &canonical_value(&args)), Repeat::Reuse(o) if o.call_id == "c3"));
+        assert!(
+            matches!(seen.check(&def, "c3", &canonical_value(&args)), Repeat::Reuse(o) if o.call_id == "c3")
+        );
         let other = serde_json::json!({"a": 2});
-        assert_eq!(seen.check(&def, "d1", &canonical_value(&other)), Repeat::First);
+        assert_eq!(
+            seen.check(&def, "d1", &canonical_value(&other)),
+            Repeat::First
+        );
         let error = crate::CallError::duplicate("create", "x", false);
         seen.finished("d1", &CallOutcome::failed("d1", error));
         assert_eq!(

@@ -354,10 +354,13 @@ impl Conversation {
         // comes later, and the rate limit is asked after it (a repeat is not counted).
         let shared = canonical.and_then(|canonical| self.shared_check(def, call, canonical));
         if let Some(shared) = shared {
-            let limited = def
-                .policy
-                .rate_limit
-                .map(|limit| (self.limiter.clone(), self.limit_key(&def.name, &limit), limit));
+            let limited = def.policy.rate_limit.map(|limit| {
+                (
+                    self.limiter.clone(),
+                    self.limit_key(&def.name, &limit),
+                    limit,
+                )
+            });
             let (tool, call_id) = (def.name.clone(), call.call_id.clone());
             let pending = PendingCheck::new(async move {
                 shared.decide().await?;

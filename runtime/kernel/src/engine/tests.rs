@@ -856,7 +856,11 @@ async fn a_repeat_in_another_process_of_the_same_conversation_gets_the_first_res
     let first = here.admit(call("c1", "create", r#"{"a":1}"#));
     assert!(first.limit_pending(), "the store is asked before it runs");
     let outcome = first
-        .run(&registry, SessionScope::new().call("create", "c1"), &NoClient)
+        .run(
+            &registry,
+            SessionScope::new().call("create", "c1"),
+            &NoClient,
+        )
         .await;
     assert_eq!(outcome.status, Status::Ok);
     here.finished("c1", &outcome);
@@ -866,11 +870,19 @@ async fn a_repeat_in_another_process_of_the_same_conversation_gets_the_first_res
     assert!(matches!(repeat.next(), Next::Run { .. }) && repeat.limit_pending());
     let copy = repeat.clone();
     let reused = repeat
-        .run(&registry, SessionScope::new().call("create", "x9"), &NoClient)
+        .run(
+            &registry,
+            SessionScope::new().call("create", "x9"),
+            &NoClient,
+        )
         .await;
     assert_eq!(reused, CallOutcome::ok("x9", outcome.output.clone()));
     assert_eq!(copy.check_limit().await, Err(reused.clone()));
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "ran once for both processes");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "ran once for both processes"
+    );
     // Recorded there, a later repeat there is answered from memory, without the store.
     there.finished("x9", &reused);
     let claims = store.claims.load(Ordering::SeqCst);
@@ -905,7 +917,11 @@ async fn a_conversation_without_an_application_id_never_asks_the_store() {
     assert!(!first.limit_pending());
     admit_run_finish(&registry, &mut here, "c1", "create", "{}").await;
     admit_run_finish(&registry, &mut there, "c1", "create", "{}").await;
-    assert_eq!(runs.load(Ordering::SeqCst), 2, "two conversations, two runs");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "two conversations, two runs"
+    );
     assert_eq!(store.claims.load(Ordering::SeqCst), 0);
 }
 
@@ -931,13 +947,21 @@ async fn a_refused_repeat_elsewhere_is_refused_running_or_done_and_never_runs() 
     // Recorded as adapters do: a refusal is no first call, here either.
     there.finished("d2", &refused);
     let outcome = first
-        .run(&registry, SessionScope::new().call("delete", "d1"), &NoClient)
+        .run(
+            &registry,
+            SessionScope::new().call("delete", "d1"),
+            &NoClient,
+        )
         .await;
     here.finished("d1", &outcome);
     tokio::task::yield_now().await;
     let done = there.admit(call("d3", "delete", "{}"));
     let refused = done
-        .run(&registry, SessionScope::new().call("delete", "d3"), &NoClient)
+        .run(
+            &registry,
+            SessionScope::new().call("delete", "d3"),
+            &NoClient,
+        )
         .await;
     assert!(refused.output.contains("already ran"), "{}", refused.output);
     assert!(refused.output.contains("`d1`"), "names the first call");
@@ -957,7 +981,11 @@ async fn a_reuse_repeat_waits_for_a_first_call_running_elsewhere_within_its_dead
         let registry = registry.clone();
         async move {
             repeat
-                .run(&registry, SessionScope::new().call("create", "c2"), &NoClient)
+                .run(
+                    &registry,
+                    SessionScope::new().call("create", "c2"),
+                    &NoClient,
+                )
                 .await
         }
     });
@@ -1011,9 +1039,9 @@ async fn a_failed_or_unkept_first_elsewhere_is_no_first_and_a_down_store_is_the_
     let huge = CallOutcome::ok("c3", format!("\"{}\"", "x".repeat(MAX_KEPT_RESULT)));
     here.finished("c3", &huge);
     tokio::task::yield_now().await;
-    let kept = store.entries.lock().unwrap().values().any(|e| {
-        matches!(&e.ended, Some(Ended::Succeeded(Some(k))) if k.output.len() > MAX_KEPT_RESULT)
-    });
+    let kept = store.entries.lock().unwrap().values().any(
+        |e| matches!(&e.ended, Some(Ended::Succeeded(Some(k))) if k.output.len() > MAX_KEPT_RESULT),
+    );
     assert!(!kept, "the huge result is not in the store");
     let outcome = admit_run_finish(&registry, &mut there, "c4", "create", r#"{"a":2}"#).await;
     assert!(outcome.output.len() < 100);
