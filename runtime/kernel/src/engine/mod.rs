@@ -6,7 +6,9 @@
 //! 1. **toolsets**: a registry tool the conversation does not offer is as unknown as any;
 //! 2. **validation**: the arguments against the tool's schema ([`plan`]), before anything runs;
 //! 3. **duplicates**: a repeat of an earlier call of the conversation is answered as the tool's
-//!    `on_duplicate` says, with the first call's result (now, or once it ends) or a refusal;
+//!    `on_duplicate` says, with the first call's result (now, or once it ends) or a refusal (a
+//!    conversation the application named also matches the calls other processes saw, through
+//!    a [`DuplicateStore`], answered later like a shared limit);
 //!    then a tool's `rate_limit`: over it, the model gets a `rate_limited` result and nothing runs
 //!    (counted by a [`RateLimiter`] shared across conversations, per principal or per
 //!    conversation; a limiter over a shared store answers later, and the call's run awaits
@@ -16,10 +18,11 @@
 //!
 //! [`Conversation::admit`] takes a call and decides all of that without I/O, returning an
 //! [`Admission`]: answer now, wait for a first call, or run (after approval, in the background
-//! or not). The one decision that may need I/O, a rate limit counted in a store shared by a
-//! fleet (`RedisLimiter`, feature `redis`), is not made here: the admission carries it, still
-//! pending, and the async shells below await it before approval is asked and before anything
-//! runs. Running is the adapter's to schedule (a realtime session spawns a task per call, the
+//! or not). The decisions that may need I/O, whether a call repeats one another process saw (a
+//! [`DuplicateStore`], `RedisDuplicates` with feature `redis`) and a rate limit counted in a
+//! store shared by a fleet (`RedisLimiter`), are not made here: the admission carries them,
+//! still pending, as one check (`pending.rs`), and the async shells below await it before
+//! approval is asked and before anything runs. Running is the adapter's to schedule (a realtime session spawns a task per call, the
 //! chat runner polls a turn's calls together, MCP answers one request), but what a run does is
 //! again one place, [`Admission::run`] and its kin in `run.rs`: the approval question, the
 //! executor, the client under its deadline, the fire-and-forget delivery, each in its
