@@ -240,7 +240,6 @@ const MAX_POLL_PAUSE: Duration = Duration::from_secs(1);
 const FIRST_POLL_PAUSE: Duration = Duration::from_millis(25);
 
 impl SharedCheck {
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         store: Arc<dyn DuplicateStore>,
         claim: &Claim,
