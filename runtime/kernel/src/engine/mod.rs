@@ -22,8 +22,9 @@
 //! [`DuplicateStore`], `RedisDuplicates` with feature `redis`) and a rate limit counted in a
 //! store shared by a fleet (`RedisLimiter`), are not made here: the admission carries them,
 //! still pending, as one check (`pending.rs`), and the async shells below await it before
-//! approval is asked and before anything runs. Running is the adapter's to schedule (a realtime session spawns a task per call, the
-//! chat runner polls a turn's calls together, MCP answers one request), but what a run does is
+//! approval is asked and before anything runs. Running is the adapter's to schedule (a
+//! realtime session spawns a task per call, the chat runner polls a turn's calls together, MCP
+//! answers one request), but what a run does is
 //! again one place, [`Admission::run`] and its kin in `run.rs`: the approval question, the
 //! executor, the client under its deadline, the fire-and-forget delivery, each in its
 //! `toolc.call` span. When a call ends, [`Conversation::finished`] records its outcome for later
