@@ -17,16 +17,15 @@
 //! 5. **background**: a `mode: async` server tool answers "started" and its work goes on.
 //!
 //! [`Conversation::admit`] takes a call and decides all of that without I/O, returning an
-//! [`Admission`]: answer now, wait for a first call, or run (after approval, in the background
-//! or not). The decisions that may need I/O, whether a call repeats one another process saw (a
-//! [`DuplicateStore`], `RedisDuplicates` with feature `redis`) and a rate limit counted in a
-//! store shared by a fleet (`RedisLimiter`), are not made here: the admission carries them,
-//! still pending, as one check (`pending.rs`), and the async shells below await it before
-//! approval is asked and before anything runs. Running is the adapter's to schedule (a
-//! realtime session spawns a task per call, the chat runner polls a turn's calls together, MCP
-//! answers one request), but what a run does is
-//! again one place, [`Admission::run`] and its kin in `run.rs`: the approval question, the
-//! executor, the client under its deadline, the fire-and-forget delivery, each in its
+//! [`Admission`]: answer now, wait for a first call, or run (after approval, in the background or
+//! not). The decisions that may need I/O, whether a call repeats one another process saw (a
+//! [`DuplicateStore`], `RedisDuplicates` with feature `redis`) and a rate limit counted in a store
+//! shared by a fleet (`RedisLimiter`), are not made here: the admission carries them, still
+//! pending, as one check (`pending.rs`), and the async shells below await it before approval is
+//! asked and before anything runs. Running is the adapter's to schedule (a realtime session spawns
+//! a task per call, the chat runner polls a turn's calls together, MCP answers one request), but
+//! what a run does is again one place, [`Admission::run`] and its kin in `run.rs`: the approval
+//! question, the executor, the client under its deadline, the fire-and-forget delivery, each in its
 //! `toolc.call` span. When a call ends, [`Conversation::finished`] records its outcome for later
 //! repeats and returns the answers of the repeats that waited for it.
 
