@@ -4,7 +4,8 @@
 //! call the other made in the same named conversation gets its result (`reuse`) or is refused
 //! (`refuse`); another principal or another conversation shares nothing; the memory ends with
 //! the window; a hostile result too long to keep is not stored; a stopped Redis is the
-//! configured choice within the timeout (run, or refuse), never a hang.
+//! configured choice within the timeout (run, or refuse), never a hang. And two MCP servers
+//! over streamable HTTP, whose application names the conversation of each request.
 //!
 //! Needs Debian's `redis-server` (`scripts/setup` installs it); without it these tests fail.
 
@@ -330,4 +331,76 @@ async fn a_stopped_redis_is_the_configured_choice_within_the_timeout() {
         "{refused}"
     );
     redis.signal("CONT");
+}
+
+/// An MCP server over streamable HTTP on loopback, keeping first calls in `store` for the
+/// conversation every request names (here the application says: `conv-1`, for `ann`).
+async fn mcp_server(registry: &Arc<Registry>, store: Arc<dyn DuplicateStore>) -> String {
+    use toolc_runtime::mcp::McpServer;
+    let app = axum::Router::new().nest_service(
+        "/mcp",
+        McpServer::new(registry.clone())
+            .with_principal(|_| Some(Principal::new("ann")))
+            .with_duplicate_store(store, |_| Some("conv-1".to_owned()))
+            .streamable_http(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}/mcp")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_mcp_servers_answer_a_repeat_in_a_named_conversation_through_redis() {
+    use toolc_runtime::mcp::McpTools;
+    let redis = RedisServer::start("duplicates-mcp");
+    let runs = Arc::new(AtomicUsize::new(0));
+    let registry = registry(&runs);
+    let a = mcp_server(
+        &registry,
+        Arc::new(RedisDuplicates::open(&redis.url()).unwrap()),
+    )
+    .await;
+    let b = mcp_server(
+        &registry,
+        Arc::new(RedisDuplicates::open(&redis.url()).unwrap()),
+    )
+    .await;
+    // A host's client of each server (each call a request of its own, on its own session).
+    let via = |url: String| async move {
+        let tools = McpTools::connect_http(&url).await.unwrap();
+        Arc::new(
+            tools
+                .merge_into(Registry::builder(), &[])
+                .unwrap()
+                .build()
+                .unwrap(),
+        )
+    };
+    let (host_a, host_b) = (via(a).await, via(b).await);
+    let subject = json!({ "subject": "refund" });
+    let first = host_a
+        .call_value("create_ticket", subject.clone())
+        .await
+        .unwrap();
+    assert_eq!(first, json!({ "ticket": 1 }));
+    settle().await;
+    let repeat = host_b
+        .call_value("create_ticket", subject.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        repeat, first,
+        "the first call's result, from the other server"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let order = json!({ "order": "AB-1" });
+    host_a
+        .call_value("cancel_order", order.clone())
+        .await
+        .unwrap();
+    settle().await;
+    let refused = host_b.call_value("cancel_order", order).await.unwrap_err();
+    assert!(refused.to_string().contains("duplicate_call"), "{refused}");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
