@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use toolc_runtime::catalog::{CatalogClient, LiveCatalog};
-use toolc_runtime::engine::{OnUnavailable, RedisLimiter};
+use toolc_runtime::engine::{OnUnavailable, RedisDuplicates, RedisLimiter};
 use toolc_runtime::markers::MarkerTag;
 use toolc_runtime::realtime::MarkerFlowConfig;
 use toolc_runtime::realtime::{gpt_live, Naming, Provider, Scheduling};
@@ -127,8 +127,11 @@ struct Args {
     #[arg(long, value_name = "URL")]
     otlp_endpoint: Option<String>,
     /// Count the tools' `rate_limit`s in this Redis (`redis://HOST:PORT[/DB]`), shared by every
-    /// relay that uses it: a user's `per principal` limit holds across the fleet. Without it,
-    /// each relay counts alone, in memory.
+    /// relay that uses it: a user's `per principal` limit holds across the fleet. It also keeps
+    /// the first calls of the conversations pages name (`?conversation=ID`, with
+    /// `--auth-tokens`), so a repeat after the page reconnected to any relay gets the first
+    /// call's result or is refused, as the tool's `on_duplicate` says. Without it, each relay
+    /// counts alone, and remembers calls per session, in memory.
     #[arg(long, value_name = "URL")]
     redis: Option<String>,
     /// How long a limit check may wait for Redis before Redis counts as unavailable.
@@ -138,6 +141,12 @@ struct Args {
     /// instead of refusing them with a `rate_limit_unavailable` result (the default).
     #[arg(long, requires = "redis")]
     redis_fail_open: bool,
+    /// When Redis is unavailable, refuse calls of tools that remember their calls
+    /// (`on_duplicate: reuse | refuse`) in named conversations with a
+    /// `duplicate_check_unavailable` result, instead of running them as first calls (the
+    /// default: a repeat then goes unnoticed across relays, but no tool stops working).
+    #[arg(long, requires = "redis")]
+    redis_duplicates_fail_closed: bool,
 }
 
 fn default_manifest() -> PathBuf {
@@ -235,6 +244,14 @@ async fn run(args: Args) -> Result<(), String> {
             "closed"
         };
         banner.push_str(&format!("rate limits: in Redis (fail {failure})\n"));
+        let failure = if args.redis_duplicates_fail_closed {
+            "closed"
+        } else {
+            "open"
+        };
+        banner.push_str(&format!(
+            "repeats of named conversations: in Redis (fail {failure})\n"
+        ));
     }
     banner.push_str(&match &args.auth_tokens {
         Some(path) => format!("auth: bearer tokens from {}\n", path.display()),
@@ -426,6 +443,16 @@ fn relay_config(args: &Args, tools: Tools) -> Result<RelayConfig, String> {
             .with_timeout(Duration::from_millis(args.redis_timeout_ms))
             .on_unavailable(choice);
         session.limiter = Some(Arc::new(limiter));
+        let choice = if args.redis_duplicates_fail_closed {
+            OnUnavailable::FailClosed
+        } else {
+            OnUnavailable::FailOpen
+        };
+        let duplicates = RedisDuplicates::open(url)
+            .map_err(|e| format!("--redis: {e}"))?
+            .with_timeout(Duration::from_millis(args.redis_timeout_ms))
+            .on_unavailable(choice);
+        session.duplicates = Some(Arc::new(duplicates));
     }
     config.session = Arc::new(session);
     if let Some(path) = &args.auth_tokens {

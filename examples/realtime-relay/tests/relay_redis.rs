@@ -263,3 +263,155 @@ async fn a_redis_that_never_answers_is_bounded_by_the_timeout() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The status of a handshake the relay refused.
+async fn refused_status(url: &str, token: Option<&str>) -> u16 {
+    let mut request = url.into_client_request().unwrap();
+    if let Some(token) = token {
+        request.headers_mut().insert(
+            "authorization",
+            HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
+        );
+    }
+    match tokio_tungstenite::connect_async(request).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => response.status().as_u16(),
+        other => panic!("the handshake was not refused: {:?}", other.map(|_| ())),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeat_after_the_page_moved_to_another_relay_reuses_or_is_refused_through_redis() {
+    let mut redis = RedisServer::start("relay-duplicates");
+    let dir = std::env::temp_dir().join(format!("relay-duplicates-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let tokens = dir.join("tokens");
+    std::fs::write(
+        &tokens,
+        "alice-token-0123456789 alice\nbob-token-0123456789ab bob\n",
+    )
+    .unwrap();
+    // Order lookups: one a minute per user, and a repeat within 3 s gets the first result
+    // (so a reused lookup is told from one that ran: that one is over the limit). Searches:
+    // a repeat within 3 s is refused.
+    let support = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../manifests/support.tools.yaml"
+    ))
+    .unwrap();
+    let remembered = support
+        .replace(
+            "    title: Search help articles\n",
+            "    title: Search help articles\n    on_duplicate: refuse\n    duplicate_window: 3s\n",
+        )
+        .replace(
+            "    title: Order status\n",
+            "    title: Order status\n    rate_limit: 1/min per principal\n    on_duplicate: reuse\n    duplicate_window: 3s\n",
+        );
+    assert_ne!(remembered, support);
+    let manifest = dir.join("support.tools.yaml");
+    std::fs::write(&manifest, remembered).unwrap();
+    // Every session: one order lookup and one search, the same each time.
+    let model = FakeModel::start(
+        Script::new()
+            .wait_for("session.update", 1)
+            .send_all(script::response_with_calls(
+                "r1",
+                &[
+                    ("o1", "get_order_status", r#"{"order_number":"AB-123456"}"#),
+                    ("s1", "search_help_articles", r#"{"query":"refund"}"#),
+                ],
+            ))
+            .wait_for("response.create", 1),
+    )
+    .await
+    .unwrap();
+    let redis_url = redis.url();
+    let upstream = model.url();
+    let common = [
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &upstream,
+        "--filler-delay-ms",
+        "0",
+        "--auth-tokens",
+        tokens.to_str().unwrap(),
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "--redis",
+        &redis_url,
+        "--redis-timeout-ms",
+        "300",
+    ];
+    let (_a, relay_a) = start_relay(&common).await;
+    let (_b, relay_b) = start_relay(&common).await;
+    let mut fail_closed = common.to_vec();
+    fail_closed.push("--redis-duplicates-fail-closed");
+    let (_c, relay_c) = start_relay(&fail_closed).await;
+    let (alice, bob) = ("alice-token-0123456789", "bob-token-0123456789ab");
+    let named = |relay: &str, id: &str| format!("{relay}?conversation={id}");
+
+    // Alice's page on relay A: both run.
+    let (first, _) = session(&model, 0, &named(&relay_a, "conv-7"), alice).await;
+    assert_eq!(first["o1"]["status"], "delivered", "{first:?}");
+    assert!(first["s1"]["articles"].is_array(), "{first:?}");
+    // Her page comes back on relay B, in the same conversation: the lookup gets the first
+    // result (had it run, her limit would have refused it), the search is refused.
+    let (moved, _) = session(&model, 1, &named(&relay_b, "conv-7"), alice).await;
+    assert_eq!(moved["o1"], first["o1"], "{moved:?}");
+    assert_eq!(code(&moved["s1"]), "duplicate_call", "{moved:?}");
+    // Bob, naming the same conversation id, meets only his own calls.
+    let (bobs, _) = session(&model, 2, &named(&relay_b, "conv-7"), bob).await;
+    assert_eq!(code(&bobs["o1"]), "not_found", "{bobs:?}");
+    assert!(bobs["s1"]["articles"].is_array(), "{bobs:?}");
+    // A session of Alice's that names no conversation is its own: the lookup runs, over her
+    // limit, and the search runs.
+    let (unnamed, _) = session(&model, 3, &relay_a, alice).await;
+    assert_eq!(code(&unnamed["o1"]), "rate_limited", "{unnamed:?}");
+    assert!(unnamed["s1"]["articles"].is_array(), "{unnamed:?}");
+    // After the window, the conversation's calls are first calls again.
+    tokio::time::sleep(Duration::from_millis(3200)).await;
+    let (later, _) = session(&model, 4, &named(&relay_b, "conv-7"), alice).await;
+    assert_eq!(code(&later["o1"]), "rate_limited", "{later:?}");
+    assert!(later["s1"]["articles"].is_array(), "{later:?}");
+
+    // A conversation id is taken only from an authenticated page, and only if it is one.
+    assert_eq!(
+        refused_status(&named(&relay_a, "two%20words"), Some(alice)).await,
+        400
+    );
+    let (_open, unauthenticated) = start_relay(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &upstream,
+        "--manifest",
+        manifest.to_str().unwrap(),
+    ])
+    .await;
+    assert_eq!(
+        refused_status(&named(&unauthenticated, "conv-7"), None).await,
+        400
+    );
+
+    // Redis goes away: by default the search runs as a first call (the limited lookup is
+    // refused, limits failing closed); a relay set to fail closed for repeats refuses it.
+    redis.stop();
+    let (open, took) = session(&model, 5, &named(&relay_a, "conv-8"), alice).await;
+    assert!(open["s1"]["articles"].is_array(), "{open:?}");
+    assert_eq!(code(&open["o1"]), "rate_limit_unavailable", "{open:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "a stopped Redis took {took:?}"
+    );
+    let (closed, took) = session(&model, 6, &named(&relay_c, "conv-8"), alice).await;
+    let error = &closed["s1"]["error"];
+    assert_eq!(error["code"], "duplicate_check_unavailable", "{closed:?}");
+    assert_eq!(error["retryable"], true);
+    assert!(
+        took < Duration::from_secs(5),
+        "a stopped Redis took {took:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use super::{CallResult, Codec, DecodeError, ToolCall};
 use crate::context::SessionScope;
 use crate::dispatch::{self, CallOutcome, ClientCall, ClientFailure, ClientFuture, ClientPath};
-use crate::engine::{Admission, Conversation, Next, RateLimiter};
+use crate::engine::{Admission, Conversation, DuplicateStore, Next, RateLimiter};
 use crate::error::CallError;
 use crate::executor::panic_message;
 use crate::Location;
@@ -50,6 +50,9 @@ pub struct TurnRunner {
     selection: Option<crate::ToolSelection>,
     /// Counts the calls of tools with a `rate_limit`; `None`: the process's in-memory one.
     limiter: Option<Arc<dyn RateLimiter>>,
+    /// Keeps first calls for repeats in other processes, when the scope names its
+    /// conversation; `None`: in this conversation only.
+    duplicates: Option<Arc<dyn DuplicateStore>>,
 }
 
 /// Results of background (`mode: async`) calls that finished and were not taken yet.
@@ -238,6 +241,7 @@ impl TurnRunner {
             conversation: Arc::new(Mutex::new(Conversation::new(registry.clone()))),
             selection: None,
             limiter: None,
+            duplicates: None,
         }
     }
 
@@ -251,10 +255,26 @@ impl TurnRunner {
         self
     }
 
-    /// A conversation of this runner's scope and limiter that has seen no call.
+    /// Keeps the first calls of the conversation in `store` (`RedisDuplicates`, feature
+    /// `redis`), shared by a fleet of servers: when the scope names the conversation
+    /// ([`SessionScope::with_conversation_id`]), a repeat of a call that another runner made
+    /// in it, in this process or another, is answered as the tool's `on_duplicate` says (the
+    /// first call's result, or a refusal), within the tool's `duplicate_window`. For servers
+    /// that build a runner per request. Starts a new conversation, as
+    /// [`TurnRunner::with_scope`] does; the order of the two does not matter.
+    pub fn with_duplicate_store(mut self, store: Arc<dyn DuplicateStore>) -> TurnRunner {
+        self.duplicates = Some(store);
+        self.conversation = Arc::new(Mutex::new(self.new_conversation()));
+        self
+    }
+
+    /// A conversation of this runner's scope, limiter and duplicate store that has seen no call.
     fn new_conversation(&self) -> Conversation {
         let principal = self.scope.principal().map(|p| p.id().to_owned());
-        let conversation = Conversation::new(self.registry.clone()).with_principal(principal);
+        let mut conversation = Conversation::new(self.registry.clone())
+            .with_principal(principal)
+            .with_duplicate_store(self.duplicates.clone());
+        conversation.set_conversation_id(self.scope.conversation_id().map(str::to_owned));
         match &self.limiter {
             Some(limiter) => conversation.with_limiter(limiter.clone()),
             None => conversation,

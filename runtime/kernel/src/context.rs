@@ -116,6 +116,8 @@ impl fmt::Debug for StateMap {
 #[derive(Clone, Debug)]
 pub struct SessionScope {
     session_id: Arc<str>,
+    /// The application's id of the conversation, which may outlive this scope and process.
+    conversation_id: Option<Arc<str>>,
     principal: Option<Principal>,
     cancellation: CancellationToken,
 }
@@ -138,9 +140,27 @@ impl SessionScope {
     pub fn with_id(session_id: impl Into<Arc<str>>) -> SessionScope {
         SessionScope {
             session_id: session_id.into(),
+            conversation_id: None,
             principal: None,
             cancellation: CancellationToken::new(),
         }
+    }
+
+    /// Names the conversation this session belongs to, with an id of the application's that
+    /// outlives the session and the process (a chat thread's id, a page's conversation that
+    /// reconnects to another relay). A store of repeats shared by processes
+    /// ([`crate::engine::DuplicateStore`]) matches a call against the earlier calls of this
+    /// conversation and principal only, wherever they ran; a session without one keeps its
+    /// repeats in its own process. The id must not be one another user could choose for
+    /// their own conversation unless the scope has a principal (it is part of the key).
+    pub fn with_conversation_id(mut self, id: impl Into<Arc<str>>) -> SessionScope {
+        self.conversation_id = Some(id.into());
+        self
+    }
+
+    /// The application's conversation id ([`SessionScope::with_conversation_id`]), if any.
+    pub fn conversation_id(&self) -> Option<&str> {
+        self.conversation_id.as_deref()
     }
 
     /// Sets the session's caller; `None` for an unauthenticated session.

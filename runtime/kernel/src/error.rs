@@ -392,6 +392,44 @@ impl CallError {
         e
     }
 
+    /// A repeat of call `first`, which another process of the fleet is still running, of a
+    /// tool whose `on_duplicate` is `reuse`: its result did not come within the wait the call
+    /// had, so this call was not run. The model may ask again after `retry_after` (by then
+    /// the first call's result is kept for the repeat).
+    pub fn duplicate_still_running(tool: &str, first: &str, retry_after: Duration) -> CallError {
+        let secs = retry_after.as_millis().div_ceil(1000).max(1);
+        let mut e = CallError::new(
+            CallErrorKind::Duplicate,
+            tool,
+            format!(
+                "This call of `{tool}` repeats call `{first}` with the same arguments, which is still running, so it was not run again. Its result may be asked for again in {secs} s, with the same arguments."
+            ),
+        );
+        e.0.code = Some("duplicate_call".into());
+        e.0.retry_after = Some(retry_after);
+        e
+    }
+
+    /// The call did not run: the tool remembers its calls to answer repeats (`on_duplicate`
+    /// `reuse` or `refuse`), the store shared by the fleet that holds them could not be asked
+    /// in time, and the store is set to fail closed. `why` is for the operator (in
+    /// [`fmt::Display`], not in what the model reads). The model may try again after
+    /// [`LIMITS_UNAVAILABLE_RETRY_AFTER`] (code `duplicate_check_unavailable`).
+    pub fn duplicate_check_unavailable(tool: &str, why: &str) -> CallError {
+        let secs = LIMITS_UNAVAILABLE_RETRY_AFTER.as_secs();
+        let mut e = CallError::new(
+            CallErrorKind::Duplicate,
+            tool,
+            format!(
+                "`{tool}` must not run twice for one request, and whether it already ran cannot be checked right now (a temporary problem on the server), so this call was not run. It may be tried again in {secs} s; until then, tell the user."
+            ),
+        );
+        e.0.code = Some("duplicate_check_unavailable".into());
+        e.0.detail = Some(why.to_owned());
+        e.0.retry_after = Some(LIMITS_UNAVAILABLE_RETRY_AFTER);
+        e
+    }
+
     /// The call did not run: the tool's `rate_limit` (`limit`) allows no more calls until
     /// `retry_after` has passed.
     pub fn rate_limited(
@@ -436,13 +474,15 @@ impl CallError {
     }
 
     /// Whether the same call, made again unchanged, may succeed: a rate-limited one (after
-    /// [`CallError::retry_after`]) or one that timed out. A model error needs other arguments;
+    /// [`CallError::retry_after`]), one that timed out, or any other with a `retry_after` (a
+    /// repeat whose first call another process is still running, a check a store could not
+    /// answer). A model error needs other arguments;
     /// a refusal (approval, duplicate) or a handler's failure would only repeat.
     pub fn retryable(&self) -> bool {
         matches!(
             self.0.kind,
             CallErrorKind::RateLimited | CallErrorKind::Timeout
-        )
+        ) || self.0.retry_after.is_some()
     }
 
     /// When the same call may succeed, for [`CallErrorKind::RateLimited`].

@@ -40,7 +40,7 @@ pub use jsonrpc::McpHttpService;
 #[cfg(feature = "server")]
 pub use logging::{log_layer, McpLogLayer};
 #[cfg(feature = "server")]
-pub use server::{mcp_tool, ListCache, McpServer, PrincipalFn, DEFAULT_LIST_TTL};
+pub use server::{mcp_tool, ConversationFn, ListCache, McpServer, PrincipalFn, DEFAULT_LIST_TTL};
 
 /// Why an MCP session did not start or stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]

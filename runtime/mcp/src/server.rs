@@ -30,7 +30,7 @@ use super::logging::{LevelSetting, Route};
 use super::tasks::Tasks;
 use super::McpError;
 use crate::dispatch::{CallOutcome, ToolCall};
-use crate::engine::{Admission, Conversation, Next, RateLimiter};
+use crate::engine::{Admission, Conversation, DuplicateStore, Next, RateLimiter};
 use crate::{Location, Principal, Registry, SessionScope, ToolDefinition};
 
 /// Maps an HTTP request (its method, URI and headers, as the streamable HTTP transport saw them)
@@ -38,6 +38,12 @@ use crate::{Location, Principal, Registry, SessionScope, ToolDefinition};
 /// itself belongs in front of the service (an axum middleware that rejects the request); this
 /// only says who passed it.
 pub type PrincipalFn = dyn Fn(&http::request::Parts) -> Option<Principal> + Send + Sync;
+
+/// Maps an HTTP request to the application's id of the conversation it belongs to (a header the
+/// host sends, say), under which a [`DuplicateStore`] shared by a fleet matches its calls
+/// against the same principal's calls of that conversation on any server; `None`: the MCP
+/// session's own calls only.
+pub type ConversationFn = dyn Fn(&http::request::Parts) -> Option<String> + Send + Sync;
 
 /// A registry's server tools as an MCP server. Cheap to clone (one per HTTP session).
 #[derive(Clone)]
@@ -60,6 +66,9 @@ pub struct McpServer {
     approvals: Arc<Pending>,
     /// Counts the calls of tools with a `rate_limit`; `None`: the process's in-memory one.
     limiter: Option<Arc<dyn RateLimiter>>,
+    /// Over HTTP: where first calls are shared with other servers, and which conversation a
+    /// request belongs to; `None`: repeats are the MCP session's own.
+    duplicates: Option<(Arc<dyn DuplicateStore>, Arc<ConversationFn>)>,
     /// How long a call waits for the user's answer.
     approval_timeout: std::time::Duration,
     /// Over HTTP, with `oauth`: the resource server that checks every request's token.
@@ -90,8 +99,10 @@ impl Calls {
     fn new(
         registry: &Arc<Registry>,
         limiter: Option<&Arc<dyn RateLimiter>>,
+        duplicates: Option<&Arc<dyn DuplicateStore>>,
     ) -> Arc<std::sync::Mutex<Calls>> {
-        let mut conversation = Conversation::new(registry.clone());
+        let mut conversation =
+            Conversation::new(registry.clone()).with_duplicate_store(duplicates.cloned());
         if let Some(limiter) = limiter {
             conversation = conversation.with_limiter(limiter.clone());
         }
@@ -151,7 +162,7 @@ impl McpServer {
             ttl: registry.mcp_list_ttl().unwrap_or(DEFAULT_LIST_TTL),
             ..ListCache::default()
         };
-        let calls = Calls::new(&registry, None);
+        let calls = Calls::new(&registry, None, None);
         McpServer {
             registry,
             tools: Arc::new(tools),
@@ -164,6 +175,7 @@ impl McpServer {
             approvals: Arc::default(),
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             limiter: None,
+            duplicates: None,
             #[cfg(feature = "oauth")]
             auth: None,
         }
@@ -175,8 +187,30 @@ impl McpServer {
     /// request's principal ([`McpServer::with_principal`], or the token's subject with OAuth).
     pub fn with_limiter(mut self, limiter: Arc<dyn RateLimiter>) -> McpServer {
         self.limiter = Some(limiter);
-        self.calls = Calls::new(&self.registry, self.limiter.as_ref());
+        self.calls = self.new_calls();
         self
+    }
+
+    /// Over HTTP ([`McpServer::streamable_http`]): keeps first calls in `store`
+    /// (`RedisDuplicates`, feature `redis`), shared by a fleet of servers, for the requests
+    /// `conversation` names a conversation of (see [`ConversationFn`]): a repeat of a call the
+    /// same principal made in that conversation, on any server and in any MCP session, is
+    /// answered as the tool's `on_duplicate` says. Name only conversations of an authenticated
+    /// principal ([`McpServer::with_principal`], OAuth), or ids no other user can choose.
+    pub fn with_duplicate_store(
+        mut self,
+        store: Arc<dyn DuplicateStore>,
+        conversation: impl Fn(&http::request::Parts) -> Option<String> + Send + Sync + 'static,
+    ) -> McpServer {
+        self.duplicates = Some((store, Arc::new(conversation)));
+        self.calls = self.new_calls();
+        self
+    }
+
+    /// A call engine for a new MCP session, with this server's limiter and duplicate store.
+    fn new_calls(&self) -> Arc<std::sync::Mutex<Calls>> {
+        let store = self.duplicates.as_ref().map(|(store, _)| store);
+        Calls::new(&self.registry, self.limiter.as_ref(), store)
     }
 
     /// Over HTTP ([`McpServer::streamable_http`]), act as an OAuth 2.1 resource server: every
@@ -205,7 +239,7 @@ impl McpServer {
     /// matched against the same client's calls).
     fn for_new_session(&self) -> McpServer {
         McpServer {
-            calls: Calls::new(&self.registry, self.limiter.as_ref()),
+            calls: self.new_calls(),
             tasks: Arc::default(),
             log_level: Arc::default(),
             ..self.clone()
@@ -227,14 +261,17 @@ impl McpServer {
         &self,
         call: ToolCall,
         principal: Option<&Principal>,
+        conversation: Option<String>,
     ) -> (
         Admission,
         Option<tokio::sync::oneshot::Receiver<CallOutcome>>,
     ) {
         let mut calls = self.calls();
-        // `per principal` rate limits count the calls of this request's caller.
+        // `per principal` rate limits count the calls of this request's caller, and a shared
+        // duplicate store matches them against the conversation this request names.
         let principal = principal.map(|p| p.id().to_owned());
         calls.conversation.set_principal(principal);
+        calls.conversation.set_conversation_id(conversation);
         let admission = calls.conversation.admit(call);
         let waits = matches!(admission.next(), Next::Wait { .. }).then(|| {
             let (tx, rx) = tokio::sync::oneshot::channel();
@@ -257,6 +294,13 @@ impl McpServer {
             Some(map) => map(parts),
             None => parts.extensions.get::<Principal>().cloned(),
         }
+    }
+
+    /// The conversation this request names, over HTTP with a duplicate store (see
+    /// [`McpServer::with_duplicate_store`]).
+    fn conversation_of(&self, context: &RequestContext<RoleServer>) -> Option<String> {
+        let (_, conversation) = self.duplicates.as_ref()?;
+        conversation(context.extensions.get::<http::request::Parts>()?)
     }
 
     /// A call that needs the user's approval: asked through the client's elicitation, in the
@@ -779,7 +823,8 @@ impl ServerHandler for McpServer {
             serde_json::to_string(&arguments).unwrap_or_default(),
         );
         let principal = self.principal_of(&context);
-        let (admission, waits) = self.admit(call, principal.as_ref());
+        let conversation = self.conversation_of(&context);
+        let (admission, waits) = self.admit(call, principal.as_ref(), conversation);
         // A call of an `approval: required` tool asks the user first, unless it is over a rate
         // limit (which a shared store may still be counting).
         if admission.needs_approval() {

@@ -257,6 +257,9 @@ pub struct RelayStats {
     /// Resumes refused (another user's token, a used one, an expired one, one this relay does
     /// not hold).
     pub refused_resume: AtomicU64,
+    /// Pages that named a conversation (`?conversation=ID`) the relay could not take: an id
+    /// that is not one, or no authenticated principal to keep it under (400).
+    pub refused_conversation: AtomicU64,
     /// Browsers disconnected after `idle_timeout` without a frame.
     pub idle_browsers: AtomicU64,
     /// Browsers disconnected for a protocol error: a frame or message over the limits, bad

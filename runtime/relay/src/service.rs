@@ -321,6 +321,13 @@ impl RelayService {
             Some(Ok(url)) => Some(url),
             Some(Err(refusal)) => return refuse(&stats.refused_unauthorized, refusal),
         };
+        let conversation = match handshake.query("conversation") {
+            None => None,
+            Some(id) => match conversation_id(id, principal.as_ref()) {
+                Ok(id) => Some(id),
+                Err(refusal) => return refuse(&stats.refused_conversation, refusal),
+            },
+        };
         let slot = match self.take_slot(principal.as_ref()) {
             Ok(slot) => slot,
             Err(refusal) => return refuse(&stats.refused_capacity, refusal),
@@ -349,7 +356,7 @@ impl RelayService {
             };
             let browser = service.page_socket(upgraded).await;
             service
-                .run(browser, principal, naming, slot, upstream)
+                .run(browser, principal, conversation, naming, slot, upstream)
                 .await;
         });
         upgraded(&key, subprotocol)
@@ -418,6 +425,7 @@ impl RelayService {
         &self,
         mut browser: PageSocket,
         principal: Option<Principal>,
+        conversation: Option<String>,
         naming: Naming,
         _slot: SessionSlot,
         upstream: Option<String>,
@@ -462,7 +470,10 @@ impl RelayService {
         RelayStats::bump(&inner.stats.sessions_opened);
         let (mut session, events) = Session::new(inner.registry.clone(), config.session.clone());
         session.set_naming(naming);
-        let scope = SessionScope::new().with_principal(principal);
+        let mut scope = SessionScope::new().with_principal(principal);
+        if let Some(id) = conversation {
+            scope = scope.with_conversation_id(id);
+        }
         // The session's span: every call span and event of the session nests in it.
         let span = tracing::info_span!(
             "toolc.session",
@@ -668,6 +679,40 @@ fn websocket_key(request: &Request) -> Result<String, Refusal> {
         .filter(|k| !k.is_empty())
         .map(str::to_owned)
         .ok_or_else(|| Refusal::with_status(StatusCode::BAD_REQUEST, "missing `Sec-WebSocket-Key`"))
+}
+
+/// The longest conversation id a page may name.
+const MAX_CONVERSATION_ID: usize = 128;
+
+/// The conversation a page named with `?conversation=ID`, under which a store shared by the
+/// fleet keeps its first calls (`SessionConfig::duplicates`), so that a repeat made after the
+/// page reconnected, to this relay or another, is caught. Only for an authenticated principal:
+/// the key is the principal and the id, so a page can only meet its own user's calls; without
+/// a principal, any page could name another's conversation and read its results. The id is the
+/// page's own (a UUID it keeps in `sessionStorage`): letters, digits and `-_.~`, at most 128.
+fn conversation_id(id: &str, principal: Option<&Principal>) -> Result<String, Refusal> {
+    if principal.is_none() {
+        return Err(Refusal::with_status(
+            StatusCode::BAD_REQUEST,
+            "`conversation` needs an authenticated user: this relay has no authorizer, so a \
+             page could name another page's conversation; leave it out",
+        ));
+    }
+    let valid = !id.is_empty()
+        && id.len() <= MAX_CONVERSATION_ID
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~'));
+    if !valid {
+        return Err(Refusal::with_status(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "`conversation` must be 1 to {MAX_CONVERSATION_ID} letters, digits, `-`, `_`, \
+                 `.` or `~` (e.g. a UUID the page keeps)"
+            ),
+        ));
+    }
+    Ok(id.to_owned())
 }
 
 /// The subprotocol to answer with: `toolc` when offered; otherwise the bearer one, because a

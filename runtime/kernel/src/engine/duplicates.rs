@@ -20,8 +20,8 @@ use crate::dispatch::CallOutcome;
 const MAX_REMEMBERED: usize = 1024;
 
 /// A first call's result longer than this is not kept for its repeats (which then run): 1,024
-/// remembered calls must not hold gigabytes of results.
-const MAX_KEPT_RESULT: usize = 256 * 1024;
+/// remembered calls must not hold gigabytes of results, nor a shared store a hostile result.
+pub(super) const MAX_KEPT_RESULT: usize = 256 * 1024;
 
 /// What to do with a call.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,22 +67,15 @@ pub(super) struct Seen {
 }
 
 impl Seen {
-    /// Looks the (validated) `arguments` of a call of `def` up, and remembers the call if it is
+    /// Looks the (validated) arguments of a call of `def` up, and remembers the call if it is
     /// the first of its kind. Tools whose policy is `run` are not remembered.
-    pub(super) fn check(
-        &mut self,
-        def: &ToolDefinition,
-        call_id: &str,
-        arguments: &Value,
-    ) -> Repeat {
+    /// `canonical` is [`canonical_value`] of the arguments.
+    pub(super) fn check(&mut self, def: &ToolDefinition, call_id: &str, canonical: &str) -> Repeat {
         let policy = def.duplicate_policy();
         if policy == OnDuplicate::Run {
             return Repeat::First;
         }
-        let key = (
-            def.name.clone(),
-            self.hasher.hash_one(canonical_value(arguments)),
-        );
+        let key = (def.name.clone(), self.hasher.hash_one(canonical));
         let now = Instant::now();
         if let Some(first) = self.entries.get(&key) {
             let fresh = now.duration_since(first.at) <= first.window;
@@ -172,7 +165,7 @@ impl Seen {
 
 /// The arguments in one spelling: object keys sorted at every depth, numbers and strings as
 /// serde_json writes them.
-fn canonical_value(value: &Value) -> String {
+pub(super) fn canonical_value(value: &Value) -> String {
     let mut out = String::new();
     write_canonical(value, &mut out);
     out
@@ -237,23 +230,31 @@ mod tests {
         let def = reuse_tool();
         let args = serde_json::json!({"a": 1});
         let mut seen = Seen::default();
-        assert_eq!(seen.check(&def, "c1", &args), Repeat::First);
+        assert_eq!(
+            seen.check(&def, "c1", &canonical_value(&args)),
+            Repeat::First
+        );
         assert!(seen.remembers("c1"));
         let long = CallOutcome::ok("c1", "x".repeat(MAX_KEPT_RESULT + 1));
         seen.finished("c1", &long);
         assert_eq!(
-            seen.check(&def, "c2", &args),
+            seen.check(&def, "c2", &canonical_value(&args)),
             Repeat::First,
             "nothing kept to reuse"
         );
         seen.finished("c2", &CallOutcome::ok("c2", "{}".into()));
-        assert!(matches!(seen.check(&def, "c3", &args), Repeat::Reuse(o) if o.call_id == "c3"));
+        assert!(
+            matches!(seen.check(&def, "c3", &canonical_value(&args)), Repeat::Reuse(o) if o.call_id == "c3")
+        );
         let other = serde_json::json!({"a": 2});
-        assert_eq!(seen.check(&def, "d1", &other), Repeat::First);
+        assert_eq!(
+            seen.check(&def, "d1", &canonical_value(&other)),
+            Repeat::First
+        );
         let error = crate::CallError::duplicate("create", "x", false);
         seen.finished("d1", &CallOutcome::failed("d1", error));
         assert_eq!(
-            seen.check(&def, "d2", &other),
+            seen.check(&def, "d2", &canonical_value(&other)),
             Repeat::First,
             "a failed first runs again"
         );
@@ -266,7 +267,7 @@ mod tests {
         for i in 0..5 * MAX_REMEMBERED {
             let id = format!("c{i}");
             assert_eq!(
-                seen.check(&def, &id, &serde_json::json!({ "n": i })),
+                seen.check(&def, &id, &canonical_value(&serde_json::json!({ "n": i }))),
                 Repeat::First
             );
         }

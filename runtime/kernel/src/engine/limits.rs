@@ -59,51 +59,6 @@ pub enum LimitRefusal {
     Unavailable(String),
 }
 
-/// The engine's side of a [`LimitFuture`]: the error the model reads on a refusal.
-type CheckFuture = Pin<Box<dyn Future<Output = Result<(), crate::CallError>> + Send>>;
-
-/// A limit check still under way, shared by every clone of the call's admission: the limiter's
-/// future runs once (the call is counted once), and every clone reads its one answer.
-/// Cancel-safe: a waiter that goes away leaves the future for the next one to go on polling.
-pub(super) struct PendingCheck {
-    future: tokio::sync::Mutex<Option<CheckFuture>>,
-    answer: OnceLock<Result<(), crate::CallError>>,
-}
-
-impl PendingCheck {
-    pub(super) fn new(
-        future: impl Future<Output = Result<(), crate::CallError>> + Send + 'static,
-    ) -> Arc<PendingCheck> {
-        Arc::new(PendingCheck {
-            future: tokio::sync::Mutex::new(Some(Box::pin(future))),
-            answer: OnceLock::new(),
-        })
-    }
-
-    /// The answer: `Err` is the error the model reads instead of a result.
-    pub(super) async fn answer(&self) -> Result<(), crate::CallError> {
-        if let Some(answer) = self.answer.get() {
-            return answer.clone();
-        }
-        let mut future = self.future.lock().await;
-        if let Some(answer) = self.answer.get() {
-            return answer.clone();
-        }
-        let answer = match future.as_mut() {
-            Some(running) => running.await,
-            // Unreachable: the answer is set before the future is dropped.
-            None => Ok(()),
-        };
-        *future = None;
-        self.answer.get_or_init(|| answer).clone()
-    }
-
-    /// Whether the answer is known.
-    pub(super) fn is_known(&self) -> bool {
-        self.answer.get().is_some()
-    }
-}
-
 /// The in-process limiter: a sliding window of the times of the calls counted, per key.
 #[derive(Debug, Default)]
 pub struct InMemoryLimiter {

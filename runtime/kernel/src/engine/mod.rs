@@ -6,7 +6,9 @@
 //! 1. **toolsets**: a registry tool the conversation does not offer is as unknown as any;
 //! 2. **validation**: the arguments against the tool's schema ([`plan`]), before anything runs;
 //! 3. **duplicates**: a repeat of an earlier call of the conversation is answered as the tool's
-//!    `on_duplicate` says, with the first call's result (now, or once it ends) or a refusal;
+//!    `on_duplicate` says, with the first call's result (now, or once it ends) or a refusal (a
+//!    conversation the application named also matches the calls other processes saw, through
+//!    a [`DuplicateStore`], answered later like a shared limit);
 //!    then a tool's `rate_limit`: over it, the model gets a `rate_limited` result and nothing runs
 //!    (counted by a [`RateLimiter`] shared across conversations, per principal or per
 //!    conversation; a limiter over a shared store answers later, and the call's run awaits
@@ -15,14 +17,15 @@
 //! 5. **background**: a `mode: async` server tool answers "started" and its work goes on.
 //!
 //! [`Conversation::admit`] takes a call and decides all of that without I/O, returning an
-//! [`Admission`]: answer now, wait for a first call, or run (after approval, in the background
-//! or not). The one decision that may need I/O, a rate limit counted in a store shared by a
-//! fleet (`RedisLimiter`, feature `redis`), is not made here: the admission carries it, still
-//! pending, and the async shells below await it before approval is asked and before anything
-//! runs. Running is the adapter's to schedule (a realtime session spawns a task per call, the
-//! chat runner polls a turn's calls together, MCP answers one request), but what a run does is
-//! again one place, [`Admission::run`] and its kin in `run.rs`: the approval question, the
-//! executor, the client under its deadline, the fire-and-forget delivery, each in its
+//! [`Admission`]: answer now, wait for a first call, or run (after approval, in the background or
+//! not). The decisions that may need I/O, whether a call repeats one another process saw (a
+//! [`DuplicateStore`], `RedisDuplicates` with feature `redis`) and a rate limit counted in a store
+//! shared by a fleet (`RedisLimiter`), are not made here: the admission carries them, still
+//! pending, as one check (`pending.rs`), and the async shells below await it before approval is
+//! asked and before anything runs. Running is the adapter's to schedule (a realtime session spawns
+//! a task per call, the chat runner polls a turn's calls together, MCP answers one request), but
+//! what a run does is again one place, [`Admission::run`] and its kin in `run.rs`: the approval
+//! question, the executor, the client under its deadline, the fire-and-forget delivery, each in its
 //! `toolc.call` span. When a call ends, [`Conversation::finished`] records its outcome for later
 //! repeats and returns the answers of the repeats that waited for it.
 
@@ -33,20 +36,30 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use toolc_core::definition::OnDuplicate;
+
 use crate::dispatch::{CallOutcome, Route, ToolCall};
 use crate::error::{CallError, CallErrorKind};
 use crate::live::LiveTools;
 use crate::{Location, Registry, ToolSelection};
 
+mod duplicate_store;
 mod duplicates;
 mod limits;
+mod pending;
+#[cfg(feature = "redis")]
+mod redis_duplicates;
 #[cfg(feature = "redis")]
 mod redis_limiter;
 mod run;
 
-use duplicates::{Repeat, Seen};
-use limits::PendingCheck;
+use duplicate_store::{Claim, SharedCheck};
+pub use duplicate_store::{DuplicateKey, DuplicateStore, Ended, KeptResult, Prior, StoreFuture};
+use duplicates::{canonical_value, Repeat, Seen, MAX_KEPT_RESULT};
 pub use limits::{Acquire, InMemoryLimiter, LimitFuture, LimitRefusal, RateLimiter};
+use pending::PendingCheck;
+#[cfg(feature = "redis")]
+pub use redis_duplicates::{RedisDuplicates, DEFAULT_REDIS_DUPLICATES_PREFIX};
 #[cfg(feature = "redis")]
 pub use redis_limiter::{
     OnUnavailable, RedisLimiter, RedisLimiterError, DEFAULT_REDIS_PREFIX, DEFAULT_REDIS_TIMEOUT,
@@ -56,6 +69,11 @@ pub use run::plan;
 /// More repeats waiting than this (for first calls that may never end, e.g. approvals never
 /// answered) and further ones are refused: a model cannot grow the table without bound.
 const MAX_WAITING: usize = 1024;
+
+/// More calls whose claim in a shared duplicate store is open than this (calls that never
+/// ended, e.g. of a response the model abandoned) and the oldest claim is dropped (its entry
+/// in the store expires with its window).
+const MAX_CLAIMS: usize = 1024;
 
 /// One conversation's calls (a realtime session, a chat runner's scope, an MCP session): the
 /// tools it offers and the calls later ones may repeat. A repeat is only ever matched against
@@ -73,6 +91,13 @@ pub struct Conversation {
     principal: Option<String>,
     /// This conversation's key for `per conversation` limits, unique in the process.
     id: u64,
+    /// Where first calls are shared with other processes, and under which application id of
+    /// this conversation; both or neither, else repeats stay in `seen` alone.
+    shared: Option<Arc<dyn DuplicateStore>>,
+    conversation_id: Option<String>,
+    /// The open claims in the shared store, by call id.
+    claims: HashMap<String, Claim>,
+    next_claim: u64,
 }
 
 impl std::fmt::Debug for Conversation {
@@ -93,7 +118,8 @@ pub struct Admission {
     next: Next,
     /// The live tools a [`Route::Live`] call goes to.
     live: Option<Arc<dyn LiveTools>>,
-    /// A rate limit check still under way (a shared store was asked), shared by the clones.
+    /// Checks a shared store is still answering (a repeat of another process's call, a rate
+    /// limit), shared by the clones.
     limit: Option<Arc<PendingCheck>>,
 }
 
@@ -150,6 +176,10 @@ impl Conversation {
             waiting: HashMap::new(),
             limiter: InMemoryLimiter::shared(),
             principal: None,
+            shared: None,
+            conversation_id: None,
+            claims: HashMap::new(),
+            next_claim: 0,
             id: {
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -176,6 +206,21 @@ impl Conversation {
     /// the conversation's user is known (a relay session's principal is set after it starts).
     pub fn set_principal(&mut self, principal: Option<String>) {
         self.principal = principal;
+    }
+
+    /// Shares first calls with other processes through `store` (`RedisDuplicates`, feature
+    /// `redis`), for a conversation with an application-chosen id
+    /// ([`Conversation::set_conversation_id`]); without one, repeats stay in this process.
+    pub fn with_duplicate_store(mut self, store: Option<Arc<dyn DuplicateStore>>) -> Conversation {
+        self.shared = store;
+        self
+    }
+
+    /// The application's id of this conversation ([`crate::SessionScope::conversation_id`]):
+    /// with a [`DuplicateStore`], a call repeats the calls of this id and principal that any
+    /// process of the fleet saw. `None`: only this conversation's own calls.
+    pub fn set_conversation_id(&mut self, id: Option<String>) {
+        self.conversation_id = id;
     }
 
     /// Offers only the tools of `selection` (`None`: every tool).
@@ -264,7 +309,9 @@ impl Conversation {
             | Route::Client { arguments, .. }
             | Route::Notify { arguments } => arguments,
         };
-        let Some(def) = self.registry.definition(&call.name) else {
+        // Its own handle: the definition is read while this conversation changes.
+        let registry = self.registry.clone();
+        let Some(def) = registry.definition(&call.name) else {
             // `plan` routes only registry tools; stay total anyway.
             let next = Next::Run {
                 approval: false,
@@ -273,7 +320,13 @@ impl Conversation {
             return (next, None);
         };
         // 3. A repeat of an earlier call is answered without running (nor asking anyone).
-        match self.seen.check(def, &call.call_id, arguments) {
+        let policy = def.duplicate_policy();
+        let canonical = (policy != OnDuplicate::Run).then(|| canonical_value(arguments));
+        let repeat = match &canonical {
+            Some(canonical) => self.seen.check(def, &call.call_id, canonical),
+            None => Repeat::First,
+        };
+        match repeat {
             Repeat::First => {}
             Repeat::Reuse(outcome) => return (Next::Answer(outcome), None),
             Repeat::WaitFor(first)
@@ -300,14 +353,37 @@ impl Conversation {
                 );
             }
         }
+        // 3a. New to this process: a shared store may know it from another one. Its answer
+        // comes later, and the rate limit is asked after it (a repeat is not counted).
+        let shared = canonical.and_then(|canonical| self.shared_check(def, call, canonical));
+        if let Some(shared) = shared {
+            let limited = def.policy.rate_limit.map(|limit| {
+                (
+                    self.limiter.clone(),
+                    self.limit_key(&def.name, &limit),
+                    limit,
+                )
+            });
+            let (tool, call_id) = (def.name.clone(), call.call_id.clone());
+            let pending = PendingCheck::new(async move {
+                shared.decide().await?;
+                let Some((limiter, key, limit)) = limited else {
+                    return Ok(());
+                };
+                let counted = match limiter.acquire(&key, &limit, tokio::time::Instant::now()) {
+                    Acquire::Now(answer) => answer,
+                    Acquire::Later(answer) => answer.await,
+                };
+                counted.map_err(|refusal| {
+                    CallOutcome::failed(&call_id, refusal_error(&tool, &limit, refusal))
+                })
+            });
+            return (Self::run_next(def, route), Some(pending));
+        }
         // 3b. Over the tool's rate limit it does not run (and is no first call for repeats).
         let mut pending = None;
         if let Some(limit) = &def.policy.rate_limit {
-            let key = match (limit.per, &self.principal) {
-                (crate::RateScope::Principal, Some(p)) => format!("{}\u{0}p\u{0}{p}", def.name),
-                // Unique across processes too: a shared store sees every relay's conversations.
-                _ => format!("{}\u{0}c\u{0}{:016x}.{}", def.name, process_tag(), self.id),
-            };
+            let key = self.limit_key(&def.name, limit);
             let now = tokio::time::Instant::now();
             match self.limiter.acquire(&key, limit, now) {
                 Acquire::Now(Ok(())) => {}
@@ -321,20 +397,80 @@ impl Conversation {
                 // refusal then is its outcome (which `finished` records, as for any call).
                 Acquire::Later(answer) => {
                     let (tool, limit) = (def.name.clone(), *limit);
+                    let call_id = call.call_id.clone();
                     pending = Some(PendingCheck::new(async move {
-                        answer
-                            .await
-                            .map_err(|refusal| refusal_error(&tool, &limit, refusal))
+                        answer.await.map_err(|refusal| {
+                            CallOutcome::failed(&call_id, refusal_error(&tool, &limit, refusal))
+                        })
                     }));
                 }
             }
         }
-        // 4. and 5.
-        let next = Next::Run {
+        (Self::run_next(def, route), pending)
+    }
+
+    /// 4. and 5.: a call that runs, after approval or not, in the background or not.
+    fn run_next(def: &crate::ToolDefinition, route: &Route) -> Next {
+        Next::Run {
             approval: def.requires_approval(),
             background: matches!(route, Route::Server { .. }) && def.runs_in_background(),
+        }
+    }
+
+    /// Whose calls a `limit` of tool `tool` counts together.
+    fn limit_key(&self, tool: &str, limit: &crate::RateLimit) -> String {
+        match (limit.per, &self.principal) {
+            (crate::RateScope::Principal, Some(p)) => format!("{tool}\u{0}p\u{0}{p}"),
+            // Unique across processes too: a shared store sees every relay's conversations.
+            _ => format!("{tool}\u{0}c\u{0}{:016x}.{}", process_tag(), self.id),
+        }
+    }
+
+    /// The check of a call new to this conversation in the shared store, when there is one and
+    /// the conversation has an application id; the claim is kept until the call ends.
+    fn shared_check(
+        &mut self,
+        def: &crate::ToolDefinition,
+        call: &ToolCall,
+        canonical: String,
+    ) -> Option<SharedCheck> {
+        let (Some(store), Some(conversation)) = (&self.shared, &self.conversation_id) else {
+            return None;
         };
-        (next, pending)
+        if self.claims.len() >= MAX_CLAIMS {
+            let oldest = self
+                .claims
+                .iter()
+                .min_by_key(|(_, claim)| claim.seq)
+                .map(|(id, _)| id.clone());
+            if let Some(oldest) = oldest {
+                self.claims.remove(&oldest);
+            }
+        }
+        let key = DuplicateKey::new(
+            self.principal.clone(),
+            conversation.clone(),
+            def.name.clone(),
+            canonical,
+        );
+        self.next_claim += 1;
+        let token = format!("{:016x}.{}.{}", process_tag(), self.id, self.next_claim);
+        let claim = Claim::new(key, token, self.next_claim);
+        // A `reuse` repeat may wait for a first call running elsewhere as long as it would
+        // wait for its own run.
+        let wait = def
+            .effective_timeout()
+            .unwrap_or(crate::DEFAULT_CLIENT_TIMEOUT);
+        let check = SharedCheck::new(
+            store.clone(),
+            &claim,
+            call.call_id.clone(),
+            def.duplicate_window(),
+            def.duplicate_policy(),
+            wait,
+        );
+        self.claims.insert(call.call_id.clone(), claim);
+        Some(check)
     }
 
     /// `call_id` ended with `outcome` (or will never run: a declined approval is an outcome
@@ -342,6 +478,7 @@ impl Conversation {
     /// the repeats that waited for it get it now, under their own ids, in the order they came.
     pub fn finished(&mut self, call_id: &str, outcome: &CallOutcome) -> Vec<CallOutcome> {
         self.seen.finished(call_id, outcome);
+        self.share_end(call_id, outcome);
         self.waiting
             .remove(call_id)
             .unwrap_or_default()
@@ -351,6 +488,30 @@ impl Conversation {
                 ..outcome.clone()
             })
             .collect()
+    }
+
+    /// Sends the end of a first call claimed in the shared store to it, on a task of its own
+    /// (bounded by the store's timeout): the engine does no I/O, and the adapter that reports
+    /// the end does not wait for the store.
+    fn share_end(&mut self, call_id: &str, outcome: &CallOutcome) {
+        let (Some(store), Some(claim)) = (&self.shared, self.claims.remove(call_id)) else {
+            return;
+        };
+        if !claim.may_hold() {
+            return;
+        }
+        let ended = Ended::of(outcome, MAX_KEPT_RESULT);
+        let recorded = store.ended(&claim.key, &claim.token, ended);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(recorded);
+            }
+            // Its entry expires with its window: repeats meanwhile are refused or wait.
+            Err(_) => tracing::warn!(
+                call_id,
+                "the end of a first call could not be shared: no Tokio runtime"
+            ),
+        }
     }
 
     /// Whether `call_id` is a first call whose result later repeats may get: an adapter that
@@ -411,28 +572,29 @@ impl Admission {
         }
     }
 
-    /// Whether a rate limit check of this call is still under way (its limiter asked a shared
-    /// store): [`Admission::check_limit`] awaits it. The runs ([`Admission::run`],
-    /// [`Admission::ask`], [`Admission::run_in_background`], [`Admission::run_value`]) await it
-    /// first; an adapter that shows the call to anyone before running it (sends a client call
-    /// to the browser, asks for approval out of band) awaits it before that.
+    /// Whether a check of this call in a shared store is still under way: its rate limit (the
+    /// limiter asked a shared store), or whether it repeats a call another process saw (a
+    /// [`DuplicateStore`]). [`Admission::check_limit`] awaits them. The runs
+    /// ([`Admission::run`], [`Admission::ask`], [`Admission::run_in_background`],
+    /// [`Admission::run_value`]) await them first; an adapter that shows the call to anyone
+    /// before running it (sends a client call to the browser, asks for approval out of band)
+    /// awaits them before that.
     pub fn limit_pending(&self) -> bool {
         self.limit.as_ref().is_some_and(|check| !check.is_known())
     }
 
-    /// Awaits the call's rate limit check, if one is under way: `Err` is the outcome the model
-    /// gets instead of a result (`rate_limited`, or `rate_limit_unavailable` when the store
-    /// could not be asked and the limiter fails closed); nothing runs then, and the adapter
+    /// Awaits the call's checks in shared stores, if any is under way: `Err` is the outcome the
+    /// model gets instead of running the call: a refusal (`rate_limited`, `duplicate_call`, or
+    /// `rate_limit_unavailable` / `duplicate_check_unavailable` when the store could not be
+    /// asked and fails closed), or the result of the first call another process ran, which
+    /// this call repeats (`on_duplicate: reuse`; a success). Nothing runs then, and the adapter
     /// records it with [`Conversation::finished`] as any outcome. Every clone of an admission
-    /// shares one check (the call is counted once). Immediate when there is none.
+    /// shares one check (the call is counted and claimed once). Immediate when there is none.
     pub async fn check_limit(&self) -> Result<(), CallOutcome> {
         let Some(check) = &self.limit else {
             return Ok(());
         };
-        check
-            .answer()
-            .await
-            .map_err(|error| CallOutcome::failed(&self.call.call_id, error))
+        check.answer().await
     }
 
     /// Whether it runs only once the user approved it.

@@ -54,6 +54,12 @@ impl std::fmt::Display for RedisLimiterError {
 
 impl std::error::Error for RedisLimiterError {}
 
+impl RedisLimiterError {
+    pub(super) fn new(message: String) -> RedisLimiterError {
+        RedisLimiterError(message)
+    }
+}
+
 /// A [`RateLimiter`] whose counts live in Redis, shared by every process that uses the same
 /// Redis and prefix. Give it to each conversation
 /// ([`super::Conversation::with_limiter`]; a relay's `SessionConfig::limiter`, a chat runner's
@@ -184,19 +190,7 @@ impl RedisLimiter {
 impl Inner {
     /// The connection, made on first use.
     fn manager(&self) -> redis::RedisResult<ConnectionManager> {
-        if let Some(manager) = self.manager.get() {
-            return Ok(manager.clone());
-        }
-        // Short reconnection attempts: a check waits at most `timeout` anyway, and a Redis that
-        // comes back should be found soon by the next check.
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.timeout))
-            .set_response_timeout(Some(self.timeout))
-            .set_number_of_retries(2)
-            .set_min_delay(Duration::from_millis(20))
-            .set_max_delay(self.timeout);
-        let made = ConnectionManager::new_lazy_with_config(self.client.clone(), config)?;
-        Ok(self.manager.get_or_init(|| made).clone())
+        connection(&self.client, self.timeout, &self.manager)
     }
 
     /// Runs the script: 0 when counted, else milliseconds until a call would be.
@@ -216,6 +210,28 @@ impl Inner {
             .invoke_async(&mut manager)
             .await
     }
+}
+
+/// The connection to `client` kept in `cell`, made on first use (inside the runtime: it spawns
+/// its reconnection task there). Shared by the limiter and the duplicate store.
+pub(super) fn connection(
+    client: &redis::Client,
+    timeout: Duration,
+    cell: &OnceLock<ConnectionManager>,
+) -> redis::RedisResult<ConnectionManager> {
+    if let Some(manager) = cell.get() {
+        return Ok(manager.clone());
+    }
+    // Short reconnection attempts: a check waits at most `timeout` anyway, and a Redis that
+    // comes back should be found soon by the next check.
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(timeout))
+        .set_response_timeout(Some(timeout))
+        .set_number_of_retries(2)
+        .set_min_delay(Duration::from_millis(20))
+        .set_max_delay(timeout);
+    let made = ConnectionManager::new_lazy_with_config(client.clone(), config)?;
+    Ok(cell.get_or_init(|| made).clone())
 }
 
 impl RateLimiter for RedisLimiter {

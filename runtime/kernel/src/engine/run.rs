@@ -234,7 +234,14 @@ impl Admission {
     ) -> Result<Value, CallError> {
         let call = &self.call;
         if let Some(check) = &self.limit {
-            check.answer().await?;
+            // A refusal, or the result of the first call another process ran.
+            if let Err(answered) = check.answer().await {
+                return match answered.status {
+                    Status::Failed(error) => Err(error),
+                    Status::Ok | Status::Acknowledged => Ok(serde_json::from_str(&answered.output)
+                        .unwrap_or(Value::String(answered.output))),
+                };
+            }
         }
         if self.needs_approval() {
             let why = "this caller cannot ask the user for approval";

@@ -735,3 +735,350 @@ async fn a_cancelled_call_does_not_retry() {
     assert!(matches!(&outcome.status, Status::Failed(e) if e.kind() == CallErrorKind::Cancelled));
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
+
+/// A duplicate store in memory with the semantics of a shared one (first calls by key, claims,
+/// expiry by the window on the test's clock), answering after a short pause as a store over
+/// the network would; or, `down`, unable to answer, failing open or closed.
+#[derive(Default)]
+struct FakeStore {
+    entries: Mutex<std::collections::HashMap<DuplicateKey, FakeEntry>>,
+    down: Option<bool>,
+    claims: AtomicUsize,
+}
+
+struct FakeEntry {
+    first: String,
+    token: String,
+    until: tokio::time::Instant,
+    ended: Option<Ended>,
+}
+
+impl DuplicateStore for FakeStore {
+    fn claim(
+        &self,
+        key: &DuplicateKey,
+        call_id: &str,
+        claim: &str,
+        window: Duration,
+        policy: toolc_core::definition::OnDuplicate,
+    ) -> StoreFuture<Prior> {
+        self.claims.fetch_add(1, Ordering::SeqCst);
+        let now = tokio::time::Instant::now();
+        let prior = match self.down {
+            Some(true) => Prior::Unchecked,
+            Some(false) => Prior::Unavailable("connection refused".into()),
+            None => {
+                let mut entries = self.entries.lock().unwrap();
+                let fresh = entries.get(key).filter(|e| e.until > now);
+                let prior = fresh.and_then(|e| match &e.ended {
+                    None => Some(Prior::Running {
+                        first: e.first.clone(),
+                    }),
+                    Some(Ended::Succeeded(None))
+                        if policy == toolc_core::definition::OnDuplicate::Reuse =>
+                    {
+                        None
+                    }
+                    Some(Ended::Succeeded(result)) => Some(Prior::Succeeded {
+                        first: e.first.clone(),
+                        result: result.clone(),
+                    }),
+                    Some(Ended::Failed) => None,
+                });
+                prior.unwrap_or_else(|| {
+                    let entry = FakeEntry {
+                        first: call_id.to_owned(),
+                        token: claim.to_owned(),
+                        until: now + window,
+                        ended: None,
+                    };
+                    entries.insert(key.clone(), entry);
+                    Prior::Claimed
+                })
+            }
+        };
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            prior
+        })
+    }
+
+    fn ended(&self, key: &DuplicateKey, claim: &str, ended: Ended) -> StoreFuture<()> {
+        let mut entries = self.entries.lock().unwrap();
+        if let Some(entry) = entries.get_mut(key).filter(|e| e.token == claim) {
+            entry.ended = Some(ended);
+        }
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// A conversation over `registry` sharing first calls through `store`, as `principal`'s
+/// conversation `id` (a second process's conversation of the same id is another of these).
+fn shared(
+    registry: &Arc<Registry>,
+    store: &Arc<FakeStore>,
+    principal: &str,
+    id: Option<&str>,
+) -> Conversation {
+    let store: Arc<dyn DuplicateStore> = store.clone();
+    let mut conversation = Conversation::new(registry.clone())
+        .with_principal(Some(principal.into()))
+        .with_duplicate_store(Some(store));
+    conversation.set_conversation_id(id.map(str::to_owned));
+    conversation
+}
+
+/// Admits and runs `id` in `conversation`, records its outcome as an adapter does, and lets
+/// the store get the end.
+async fn admit_run_finish(
+    registry: &Registry,
+    conversation: &mut Conversation,
+    id: &str,
+    tool: &str,
+    arguments: &str,
+) -> CallOutcome {
+    let admission = conversation.admit(call(id, tool, arguments));
+    let outcome = admission
+        .run(registry, SessionScope::new().call(tool, id), &NoClient)
+        .await;
+    conversation.finished(id, &outcome);
+    tokio::task::yield_now().await;
+    outcome
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_repeat_in_another_process_of_the_same_conversation_gets_the_first_result() {
+    let (registry, runs) = registry();
+    let store = Arc::new(FakeStore::default());
+    let mut here = shared(&registry, &store, "ann", Some("conv-1"));
+    let mut there = shared(&registry, &store, "ann", Some("conv-1"));
+    // The first call is checked in the store before it runs.
+    let first = here.admit(call("c1", "create", r#"{"a":1}"#));
+    assert!(first.limit_pending(), "the store is asked before it runs");
+    let outcome = first
+        .run(
+            &registry,
+            SessionScope::new().call("create", "c1"),
+            &NoClient,
+        )
+        .await;
+    assert_eq!(outcome.status, Status::Ok);
+    here.finished("c1", &outcome);
+    tokio::task::yield_now().await;
+    // The same call, spelled otherwise, in the other process: the first result, not a run.
+    let repeat = there.admit(call("x9", "create", r#"{ "a": 1.0 }"#));
+    assert!(matches!(repeat.next(), Next::Run { .. }) && repeat.limit_pending());
+    let copy = repeat.clone();
+    let reused = repeat
+        .run(
+            &registry,
+            SessionScope::new().call("create", "x9"),
+            &NoClient,
+        )
+        .await;
+    assert_eq!(reused, CallOutcome::ok("x9", outcome.output.clone()));
+    assert_eq!(copy.check_limit().await, Err(reused.clone()));
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "ran once for both processes"
+    );
+    // Recorded there, a later repeat there is answered from memory, without the store.
+    there.finished("x9", &reused);
+    let claims = store.claims.load(Ordering::SeqCst);
+    let local = there.admit(call("x10", "create", r#"{"a":1}"#));
+    assert_eq!(
+        local.next(),
+        &Next::Answer(CallOutcome::ok("x10", outcome.output.clone()))
+    );
+    assert_eq!(store.claims.load(Ordering::SeqCst), claims);
+    // Another principal's conversation of the same id, and another conversation of Ann's,
+    // share nothing.
+    let mut bob = shared(&registry, &store, "bob", Some("conv-1"));
+    let bobs = admit_run_finish(&registry, &mut bob, "b1", "create", r#"{"a":1}"#).await;
+    assert_eq!(bobs.status, Status::Ok);
+    let mut other = shared(&registry, &store, "ann", Some("conv-2"));
+    admit_run_finish(&registry, &mut other, "o1", "create", r#"{"a":1}"#).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    // After the window, the same call is a first call again.
+    tokio::time::advance(toolc_core::DEFAULT_DUPLICATE_WINDOW + Duration::from_secs(1)).await;
+    let mut third = shared(&registry, &store, "ann", Some("conv-1"));
+    admit_run_finish(&registry, &mut third, "c2", "create", r#"{"a":1}"#).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_conversation_without_an_application_id_never_asks_the_store() {
+    let (registry, runs) = registry();
+    let store = Arc::new(FakeStore::default());
+    let mut here = shared(&registry, &store, "ann", None);
+    let mut there = shared(&registry, &store, "ann", None);
+    let first = here.admit(call("c1", "create", "{}"));
+    assert!(!first.limit_pending());
+    admit_run_finish(&registry, &mut here, "c1", "create", "{}").await;
+    admit_run_finish(&registry, &mut there, "c1", "create", "{}").await;
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "two conversations, two runs"
+    );
+    assert_eq!(store.claims.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_repeat_elsewhere_is_refused_running_or_done_and_never_runs() {
+    let (registry, runs) = registry();
+    let store = Arc::new(FakeStore::default());
+    let mut here = shared(&registry, &store, "ann", Some("conv-1"));
+    let mut there = shared(&registry, &store, "ann", Some("conv-1"));
+    let first = here.admit(call("d1", "delete", "{}"));
+    first.check_limit().await.unwrap();
+    // While the first still runs here:
+    let running = there.admit(call("d2", "delete", "{}"));
+    let Err(refused) = running.check_limit().await else {
+        panic!("a repeat ran")
+    };
+    let Status::Failed(error) = &refused.status else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(error.code(), Some("duplicate_call"));
+    assert!(error.message().contains("still running"), "{error}");
+    assert!(!error.retryable());
+    // Recorded as adapters do: a refusal is no first call, here either.
+    there.finished("d2", &refused);
+    let outcome = first
+        .run(
+            &registry,
+            SessionScope::new().call("delete", "d1"),
+            &NoClient,
+        )
+        .await;
+    here.finished("d1", &outcome);
+    tokio::task::yield_now().await;
+    let done = there.admit(call("d3", "delete", "{}"));
+    let refused = done
+        .run(
+            &registry,
+            SessionScope::new().call("delete", "d3"),
+            &NoClient,
+        )
+        .await;
+    assert!(refused.output.contains("already ran"), "{}", refused.output);
+    assert!(refused.output.contains("`d1`"), "names the first call");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reuse_repeat_waits_for_a_first_call_running_elsewhere_within_its_deadline() {
+    let (registry, runs) = registry();
+    let store = Arc::new(FakeStore::default());
+    let mut here = shared(&registry, &store, "ann", Some("conv-1"));
+    let mut there = shared(&registry, &store, "ann", Some("conv-1"));
+    let first = here.admit(call("c1", "create", "{}"));
+    first.check_limit().await.unwrap();
+    let repeat = there.admit(call("c2", "create", "{}"));
+    let waiting = tokio::spawn({
+        let registry = registry.clone();
+        async move {
+            repeat
+                .run(
+                    &registry,
+                    SessionScope::new().call("create", "c2"),
+                    &NoClient,
+                )
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!waiting.is_finished(), "it waits for the first call");
+    here.finished("c1", &CallOutcome::ok("c1", r#"{"id":1}"#.into()));
+    let reused = waiting.await.unwrap();
+    assert_eq!(reused, CallOutcome::ok("c2", r#"{"id":1}"#.into()));
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    // A first call that never ends elsewhere (its process died): the repeat waits no longer
+    // than its own deadline, and is told when to ask again.
+    let stuck = here.admit(call("c3", "create", r#"{"a":3}"#));
+    stuck.check_limit().await.unwrap();
+    let started = tokio::time::Instant::now();
+    let repeat = there.admit(call("c4", "create", r#"{"a":3}"#));
+    let Err(refused) = repeat.check_limit().await else {
+        panic!("a repeat ran")
+    };
+    let waited = started.elapsed();
+    assert!(
+        waited <= crate::DEFAULT_CLIENT_TIMEOUT && waited >= Duration::from_secs(5),
+        "{waited:?}"
+    );
+    let Status::Failed(error) = &refused.status else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(error.code(), Some("duplicate_call"));
+    assert!(error.retryable());
+    assert_eq!(error.retry_after(), Some(Duration::from_secs(5)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_or_unkept_first_elsewhere_is_no_first_and_a_down_store_is_the_configured_choice()
+{
+    let (registry, runs) = registry();
+    let store = Arc::new(FakeStore::default());
+    let mut here = shared(&registry, &store, "ann", Some("conv-1"));
+    let mut there = shared(&registry, &store, "ann", Some("conv-1"));
+    // Failed there: the repeat here runs.
+    let first = here.admit(call("c1", "create", "{}"));
+    first.check_limit().await.unwrap();
+    let failure = CallOutcome::failed("c1", CallError::timeout("create", Duration::from_secs(1)));
+    here.finished("c1", &failure);
+    tokio::task::yield_now().await;
+    let outcome = admit_run_finish(&registry, &mut there, "c2", "create", "{}").await;
+    assert_eq!(outcome.status, Status::Ok);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // A result too long to keep is not stored: the repeat elsewhere runs.
+    let first = here.admit(call("c3", "create", r#"{"a":2}"#));
+    first.check_limit().await.unwrap();
+    let huge = CallOutcome::ok("c3", format!("\"{}\"", "x".repeat(MAX_KEPT_RESULT)));
+    here.finished("c3", &huge);
+    tokio::task::yield_now().await;
+    let kept = store.entries.lock().unwrap().values().any(
+        |e| matches!(&e.ended, Some(Ended::Succeeded(Some(k))) if k.output.len() > MAX_KEPT_RESULT),
+    );
+    assert!(!kept, "the huge result is not in the store");
+    let outcome = admit_run_finish(&registry, &mut there, "c4", "create", r#"{"a":2}"#).await;
+    assert!(outcome.output.len() < 100);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    // A store that cannot be asked: fail open runs the call, fail closed refuses it.
+    let open = Arc::new(FakeStore {
+        down: Some(true),
+        ..FakeStore::default()
+    });
+    let mut conversation = shared(&registry, &open, "ann", Some("conv-1"));
+    let outcome = admit_run_finish(&registry, &mut conversation, "c5", "create", "{}").await;
+    assert_eq!(outcome.status, Status::Ok);
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+    let closed = Arc::new(FakeStore {
+        down: Some(false),
+        ..FakeStore::default()
+    });
+    let mut conversation = shared(&registry, &closed, "ann", Some("conv-1"));
+    let outcome = admit_run_finish(&registry, &mut conversation, "c6", "create", "{}").await;
+    let Status::Failed(error) = &outcome.status else {
+        panic!("{outcome:?}")
+    };
+    let shown = error.to_model_json();
+    assert_eq!(shown["error"]["code"], "duplicate_check_unavailable");
+    assert_eq!(shown["error"]["retryable"], true);
+    assert_eq!(shown["error"]["retry_after_ms"], 15_000);
+    assert!(!outcome.output.contains("connection refused"));
+    assert_eq!(runs.load(Ordering::SeqCst), 3, "nothing ran");
+    // MCP's `run_value` reads the reused result as a value.
+    let mut here = shared(&registry, &store, "ann", Some("conv-9"));
+    admit_run_finish(&registry, &mut here, "v1", "create", r#"{"a":9}"#).await;
+    let mut there = shared(&registry, &store, "ann", Some("conv-9"));
+    let repeat = there.admit(call("v2", "create", r#"{"a":9}"#));
+    let value = repeat
+        .run_value(&registry, SessionScope::new().call("create", "v2"))
+        .await
+        .unwrap();
+    assert_eq!(value, json!({ "got": { "a": 9 } }));
+    assert_eq!(runs.load(Ordering::SeqCst), 4);
+}

@@ -117,6 +117,12 @@ pub struct SessionConfig {
     /// [`crate::engine::InMemoryLimiter::shared`]. A fleet of relays shares counts through a
     /// limiter over a shared store (`toolc_kernel::engine::RedisLimiter`, feature `redis`).
     pub limiter: Option<Arc<dyn crate::engine::RateLimiter>>,
+    /// Where the first calls of a conversation the application named
+    /// ([`crate::SessionScope::with_conversation_id`], the relay's `?conversation=ID`) are kept
+    /// for repeats made in other sessions and processes; `None` (the default), or a session
+    /// without such an id: in this session only. A fleet of relays shares them through a
+    /// store such as `toolc_kernel::engine::RedisDuplicates` (feature `redis`).
+    pub duplicates: Option<Arc<dyn crate::engine::DuplicateStore>>,
     /// GPT-Live: the session is attached as a sideband (`/v1/live/sessions/{id}/attach`) to
     /// one the page opened over WebRTC ([`crate::gpt_live::webrtc_session`] writes its
     /// settings), so audio never passes through the relay. The first message is a
@@ -202,6 +208,7 @@ impl fmt::Debug for SessionConfig {
             .field("live", &self.live)
             .field("client_delegate", &self.client_delegate.is_some())
             .field("limiter", &self.limiter.is_some())
+            .field("duplicates", &self.duplicates.is_some())
             .field("sideband", &self.sideband)
             .finish()
     }
@@ -266,6 +273,7 @@ impl SessionConfig {
             live: gemini_live::LiveOptions::default(),
             client_delegate: None,
             limiter: None,
+            duplicates: None,
             sideband: false,
         }
     }
@@ -432,6 +440,10 @@ impl Session {
         // `per principal` rate limits count this user's calls across sessions.
         let principal = scope.principal().map(|p| p.id().to_owned());
         self.core.conversation.set_principal(principal);
+        // Repeats of calls made in other sessions of this conversation (a page that came back
+        // to another relay) are caught when the application named it.
+        let conversation_id = scope.conversation_id().map(str::to_owned);
+        self.core.conversation.set_conversation_id(conversation_id);
         self.core.scope = scope;
     }
 

@@ -102,7 +102,8 @@ impl Core {
         let own_declarations = config.declarations.clone();
         let mut conversation = Conversation::new(registry.clone())
             .with_selection(config.selection.clone())
-            .with_live_tools(config.live_tools.clone());
+            .with_live_tools(config.live_tools.clone())
+            .with_duplicate_store(config.duplicates.clone());
         if let Some(limiter) = &config.limiter {
             conversation = conversation.with_limiter(limiter.clone());
         }
