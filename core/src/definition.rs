@@ -497,6 +497,28 @@ fn yes() -> bool {
     true
 }
 
+/// An unnamed server tool that takes no arguments, with every optional part at its default: the
+/// base of a definition written as a struct literal (`ToolDefinition { name, description,
+/// location, parameters, ..Default::default() }`), so that a field added later with a default
+/// changes no literal that does not set it (the generated registries' among them).
+impl Default for ToolDefinition {
+    fn default() -> ToolDefinition {
+        ToolDefinition {
+            name: String::new(),
+            description: String::new(),
+            location: Location::Server,
+            parameters: ToolDefinition::empty_parameters(),
+            returns: None,
+            timeout: None,
+            wait_for_response: true,
+            filler: Vec::new(),
+            title: None,
+            annotations: Annotations::NONE,
+            policy: CallPolicy::DEFAULT,
+        }
+    }
+}
+
 impl ToolDefinition {
     /// The schema used when a tool declares no parameters: an object that accepts no properties.
     pub fn empty_parameters() -> serde_json::Value {

@@ -225,12 +225,7 @@ impl ::toolc_runtime::Tool for EdgeServer2 {
                     r##"{"type":"object","properties":{"tree":{"$ref":"#/$defs/Node"}},"$defs":{"Node":{"type":"object","properties":{"leaf":{"type":"boolean"}}}}}"##,
                 ),
             ),
-            timeout: ::std::option::Option::None,
-            wait_for_response: true,
-            filler: ::std::vec::Vec::new(),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }
@@ -275,11 +270,6 @@ impl ::toolc_runtime::Tool for NoParams {
             parameters: ::toolc_runtime::__private::schema(
                 r#"{"type":"object","properties":{},"additionalProperties":false}"#,
             ),
-            returns: ::std::option::Option::None,
-            timeout: ::std::option::Option::None,
-            wait_for_response: true,
-            filler: ::std::vec::Vec::new(),
-            title: ::std::option::Option::None,
             annotations: ::toolc_runtime::Annotations {
                 read_only: ::std::option::Option::Some(true),
                 destructive: ::std::option::Option::None,
@@ -306,6 +296,7 @@ impl ::toolc_runtime::Tool for NoParams {
                     on_tool_failed: false,
                 }),
             },
+            ..::std::default::Default::default()
         }
     }
 }
@@ -350,13 +341,8 @@ impl ::toolc_runtime::Tool for EdgeServerArgs2 {
             parameters: ::toolc_runtime::__private::schema(
                 r#"{"type":"object","properties":{},"additionalProperties":false}"#,
             ),
-            returns: ::std::option::Option::None,
-            timeout: ::std::option::Option::None,
             wait_for_response: false,
-            filler: ::std::vec::Vec::new(),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }
@@ -411,13 +397,7 @@ impl ::toolc_runtime::Tool for Contact {
             parameters: ::toolc_runtime::__private::schema(
                 r#"{"type":"object","properties":{"email":{"type":"string"},"phone":{"type":"string"},"text":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}}},"required":["text"],"anyOf":[{"required":["email"]},{"required":["phone"]}],"additionalProperties":false}"#,
             ),
-            returns: ::std::option::Option::None,
-            timeout: ::std::option::Option::None,
-            wait_for_response: true,
-            filler: ::std::vec::Vec::new(),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }
@@ -468,12 +448,7 @@ impl ::toolc_runtime::Tool for Snapshot {
                     r#"{"type":"object","description":"Content blocks: text, images, audio and embedded resources.","properties":{"content":{"type":"array","items":{"anyOf":[{"type":"object","properties":{"type":{"enum":["text"]},"text":{"type":"string"}},"required":["type","text"],"additionalProperties":false},{"type":"object","properties":{"type":{"enum":["image","audio"]},"data":{"type":"string","description":"base64"},"mimeType":{"type":"string"}},"required":["type","data","mimeType"],"additionalProperties":false},{"type":"object","properties":{"type":{"enum":["resource"]},"resource":{"type":"object","properties":{"uri":{"type":"string"},"mimeType":{"type":"string"},"text":{"type":"string"},"blob":{"type":"string","description":"base64"}},"required":["uri"],"additionalProperties":false}},"required":["type","resource"],"additionalProperties":false}]}}},"required":["content"],"additionalProperties":false}"#,
                 ),
             ),
-            timeout: ::std::option::Option::None,
-            wait_for_response: true,
-            filler: ::std::vec::Vec::new(),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }

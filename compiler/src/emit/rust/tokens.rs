@@ -190,33 +190,60 @@ impl<'a> Tokens<'a> {
             Location::Client => quote!(#rt::Location::Client),
         };
         let parameters = raw_string(&def.parameters.to_string());
-        let returns = match &def.returns {
-            Some(r) => {
-                let lit = raw_string(&r.to_string());
-                quote!(::std::option::Option::Some(#rt::__private::schema(#lit)))
-            }
-            None => quote!(::std::option::Option::None),
-        };
-        let timeout = match def.timeout {
-            Some(d) => {
-                let ms = Literal::u64_suffixed(d.as_millis() as u64);
-                quote!(::std::option::Option::Some(::std::time::Duration::from_millis(#ms)))
-            }
-            None => quote!(::std::option::Option::None),
-        };
-        let wait = def.wait_for_response;
-        let filler = if def.filler.is_empty() {
-            quote!(::std::vec::Vec::new())
-        } else {
+        // Only the fields that differ from their default are written, the rest left to
+        // `..Default::default()`: a definition then reads as what its manifest says, and a field
+        // the runtime adds later (with a default) changes no generated file that does not use it.
+        // Naming every field here makes a field added to `ToolDefinition` fail to compile until
+        // it is written below and counted in `OPTIONAL_FIELDS`.
+        let toolc_core::ToolDefinition {
+            name: _,
+            description: _,
+            location: _,
+            parameters: _,
+            returns: _,
+            timeout: _,
+            wait_for_response: _,
+            filler: _,
+            title: _,
+            annotations: _,
+            policy: _,
+        } = def;
+        const OPTIONAL_FIELDS: usize = 7;
+        let mut fields = Vec::new();
+        if let Some(r) = &def.returns {
+            let lit = raw_string(&r.to_string());
+            fields.push(quote!(returns: ::std::option::Option::Some(#rt::__private::schema(#lit))));
+        }
+        if let Some(d) = def.timeout {
+            let ms = Literal::u64_suffixed(d.as_millis() as u64);
+            fields.push(quote!(
+                timeout: ::std::option::Option::Some(::std::time::Duration::from_millis(#ms))
+            ));
+        }
+        if !def.wait_for_response {
+            fields.push(quote!(wait_for_response: false));
+        }
+        if !def.filler.is_empty() {
             let phrases = def.filler.iter();
-            quote!(::std::vec::Vec::from([#(::std::string::String::from(#phrases)),*]))
-        };
-        let title = match &def.title {
-            Some(t) => quote!(::std::option::Option::Some(::std::string::String::from(#t))),
-            None => quote!(::std::option::Option::None),
-        };
-        let annotations = self.annotations(&def.annotations);
-        let policy = self.policy(&def.policy);
+            fields.push(quote!(
+                filler: ::std::vec::Vec::from([#(::std::string::String::from(#phrases)),*])
+            ));
+        }
+        if let Some(t) = &def.title {
+            fields.push(quote!(
+                title: ::std::option::Option::Some(::std::string::String::from(#t))
+            ));
+        }
+        if !def.annotations.is_empty() {
+            let annotations = self.annotations(&def.annotations);
+            fields.push(quote!(annotations: #annotations));
+        }
+        if !def.policy.is_default() {
+            let policy = self.policy(&def.policy);
+            fields.push(quote!(policy: #policy));
+        }
+        // With every field written, a base would be clippy's `needless_update`.
+        let rest = (fields.len() < OPTIONAL_FIELDS).then(|| quote!(..::std::default::Default::default()));
         let docs = doc_attrs(&marker_docs(tool));
         quote! {
             #docs
@@ -236,13 +263,8 @@ impl<'a> Tokens<'a> {
                         description: ::std::string::String::from(#description),
                         location: #location,
                         parameters: #rt::__private::schema(#parameters),
-                        returns: #returns,
-                        timeout: #timeout,
-                        wait_for_response: #wait,
-                        filler: #filler,
-                        title: #title,
-                        annotations: #annotations,
-                        policy: #policy,
+                        #(#fields,)*
+                        #rest
                     }
                 }
             }
