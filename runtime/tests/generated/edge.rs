@@ -276,6 +276,10 @@ impl ::toolc_runtime::Tool for NoParams {
                 idempotent: ::std::option::Option::None,
                 open_world: ::std::option::Option::None,
             },
+            scopes: ::std::vec::Vec::from([
+                ::std::string::String::from("notes:read"),
+                ::std::string::String::from("https://api.example.com/notes"),
+            ]),
             policy: ::toolc_runtime::CallPolicy {
                 approval: ::toolc_runtime::Approval::None,
                 mode: ::toolc_runtime::Mode::Sync,
@@ -322,7 +326,7 @@ pub type EdgeServerArgsOutput = ::toolc_runtime::__private::serde_json::Value;
 ///
 /// A client tool named so that its marker collides with another tool's args type.
 ///
-/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 65.
+/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 66.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub struct EdgeServerArgs2;
@@ -378,7 +382,7 @@ pub type ContactOutput = ::toolc_runtime::__private::serde_json::Value;
 ///
 /// Contact by email or phone (at least one); headers are strings by name.
 ///
-/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 69.
+/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 70.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub struct Contact;
@@ -424,7 +428,7 @@ pub type SnapshotOutput = ::toolc_runtime::ToolContent;
 ///
 /// Answers with content blocks, typed as the runtime's ToolContent.
 ///
-/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 85.
+/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 86.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub struct Snapshot;

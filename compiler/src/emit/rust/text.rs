@@ -315,8 +315,12 @@ impl<'a> Text<'a> {
                     t.line(12, &["]),"]);
                 }
             }
-            // A title, hints or a call policy are rare: prettyplease prints those.
-            if def.title.is_some() || !def.annotations.is_empty() || !def.policy.is_default() {
+            // A title, hints, scopes or a call policy are rare: prettyplease prints those.
+            if def.title.is_some()
+                || !def.annotations.is_empty()
+                || !def.scopes.is_empty()
+                || !def.policy.is_default()
+            {
                 return None;
             }
             t.line(12, &["..::std::default::Default::default()"]);
@@ -625,6 +629,7 @@ mod fast_path_tests {
                     ..Default::default()
                 },
                 policy: crate::definition::CallPolicy::DEFAULT,
+                ..Default::default()
             }
         });
         Ir::from_definitions(defs.collect::<Vec<_>>())

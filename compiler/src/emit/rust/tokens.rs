@@ -206,9 +206,10 @@ impl<'a> Tokens<'a> {
             filler: _,
             title: _,
             annotations: _,
+            scopes: _,
             policy: _,
         } = def;
-        const OPTIONAL_FIELDS: usize = 7;
+        const OPTIONAL_FIELDS: usize = 8;
         let mut fields = Vec::new();
         if let Some(r) = &def.returns {
             let lit = raw_string(&r.to_string());
@@ -238,12 +239,19 @@ impl<'a> Tokens<'a> {
             let annotations = self.annotations(&def.annotations);
             fields.push(quote!(annotations: #annotations));
         }
+        if !def.scopes.is_empty() {
+            let scopes = def.scopes.iter();
+            fields.push(quote!(
+                scopes: ::std::vec::Vec::from([#(::std::string::String::from(#scopes)),*])
+            ));
+        }
         if !def.policy.is_default() {
             let policy = self.policy(&def.policy);
             fields.push(quote!(policy: #policy));
         }
         // With every field written, a base would be clippy's `needless_update`.
-        let rest = (fields.len() < OPTIONAL_FIELDS).then(|| quote!(..::std::default::Default::default()));
+        let rest =
+            (fields.len() < OPTIONAL_FIELDS).then(|| quote!(..::std::default::Default::default()));
         let docs = doc_attrs(&marker_docs(tool));
         quote! {
             #docs
