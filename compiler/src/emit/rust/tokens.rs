@@ -279,95 +279,87 @@ impl<'a> Tokens<'a> {
         }
     }
 
-    /// A tool's MCP annotations as tokens (`Annotations::NONE` when it has none).
+    /// A tool's MCP annotations as tokens (only written when it has some).
     fn annotations(&self, a: &toolc_core::Annotations) -> TokenStream {
         let rt = &self.rt;
-        if a.is_empty() {
-            quote!(#rt::Annotations::NONE)
-        } else {
-            let hint = |h: Option<bool>| match h {
-                Some(b) => quote!(::std::option::Option::Some(#b)),
-                None => quote!(::std::option::Option::None),
-            };
-            let (r, d, i, o) = (
-                hint(a.read_only),
-                hint(a.destructive),
-                hint(a.idempotent),
-                hint(a.open_world),
-            );
-            quote!(#rt::Annotations {
-                read_only: #r,
-                destructive: #d,
-                idempotent: #i,
-                open_world: #o,
-            })
-        }
+        let hint = |h: Option<bool>| match h {
+            Some(b) => quote!(::std::option::Option::Some(#b)),
+            None => quote!(::std::option::Option::None),
+        };
+        let (r, d, i, o) = (
+            hint(a.read_only),
+            hint(a.destructive),
+            hint(a.idempotent),
+            hint(a.open_world),
+        );
+        quote!(#rt::Annotations {
+            read_only: #r,
+            destructive: #d,
+            idempotent: #i,
+            open_world: #o,
+        })
     }
 
-    /// A tool's call policy as tokens (`CallPolicy::DEFAULT` when it is the default).
+    /// A tool's call policy as tokens (only written when it is not the default).
     fn policy(&self, p: &toolc_core::CallPolicy) -> TokenStream {
         let rt = &self.rt;
-        if p.is_default() {
-            quote!(#rt::CallPolicy::DEFAULT)
-        } else {
-            let approval = match p.approval {
-                Approval::None => quote!(#rt::Approval::None),
-                Approval::Required => quote!(#rt::Approval::Required),
-            };
-            let mode = match p.mode {
-                Mode::Sync => quote!(#rt::Mode::Sync),
-                Mode::Async => quote!(#rt::Mode::Async),
-            };
-            let scheduling = match p.scheduling {
-                Some(toolc_core::Scheduling::WhenIdle) => {
-                    quote!(::std::option::Option::Some(#rt::Scheduling::WhenIdle))
-                }
-                Some(toolc_core::Scheduling::Interrupt) => {
-                    quote!(::std::option::Option::Some(#rt::Scheduling::Interrupt))
-                }
-                Some(toolc_core::Scheduling::Silent) => {
-                    quote!(::std::option::Option::Some(#rt::Scheduling::Silent))
-                }
-                None => quote!(::std::option::Option::None),
-            };
-            let cancel = match p.cancel_on_interruption {
-                Some(b) => quote!(::std::option::Option::Some(#b)),
-                None => quote!(::std::option::Option::None),
-            };
-            let stream = p.stream_arguments;
-            let on_duplicate = match p.on_duplicate {
-                Some(toolc_core::OnDuplicate::Run) => {
-                    quote!(::std::option::Option::Some(#rt::OnDuplicate::Run))
-                }
-                Some(toolc_core::OnDuplicate::Reuse) => {
-                    quote!(::std::option::Option::Some(#rt::OnDuplicate::Reuse))
-                }
-                Some(toolc_core::OnDuplicate::Refuse) => {
-                    quote!(::std::option::Option::Some(#rt::OnDuplicate::Refuse))
-                }
-                None => quote!(::std::option::Option::None),
-            };
-            let window = match p.duplicate_window_ms {
-                Some(ms) => {
-                    let ms = Literal::u64_suffixed(ms);
-                    quote!(::std::option::Option::Some(#ms))
-                }
-                None => quote!(::std::option::Option::None),
-            };
-            let rate_limit = self.rate_limit(p.rate_limit);
-            let retry = self.retry(p.retry);
-            quote!(#rt::CallPolicy {
-                approval: #approval,
-                mode: #mode,
-                scheduling: #scheduling,
-                cancel_on_interruption: #cancel,
-                stream_arguments: #stream,
-                on_duplicate: #on_duplicate,
-                duplicate_window_ms: #window,
-                rate_limit: #rate_limit,
-                retry: #retry,
-            })
-        }
+        let approval = match p.approval {
+            Approval::None => quote!(#rt::Approval::None),
+            Approval::Required => quote!(#rt::Approval::Required),
+        };
+        let mode = match p.mode {
+            Mode::Sync => quote!(#rt::Mode::Sync),
+            Mode::Async => quote!(#rt::Mode::Async),
+        };
+        let scheduling = match p.scheduling {
+            Some(toolc_core::Scheduling::WhenIdle) => {
+                quote!(::std::option::Option::Some(#rt::Scheduling::WhenIdle))
+            }
+            Some(toolc_core::Scheduling::Interrupt) => {
+                quote!(::std::option::Option::Some(#rt::Scheduling::Interrupt))
+            }
+            Some(toolc_core::Scheduling::Silent) => {
+                quote!(::std::option::Option::Some(#rt::Scheduling::Silent))
+            }
+            None => quote!(::std::option::Option::None),
+        };
+        let cancel = match p.cancel_on_interruption {
+            Some(b) => quote!(::std::option::Option::Some(#b)),
+            None => quote!(::std::option::Option::None),
+        };
+        let stream = p.stream_arguments;
+        let on_duplicate = match p.on_duplicate {
+            Some(toolc_core::OnDuplicate::Run) => {
+                quote!(::std::option::Option::Some(#rt::OnDuplicate::Run))
+            }
+            Some(toolc_core::OnDuplicate::Reuse) => {
+                quote!(::std::option::Option::Some(#rt::OnDuplicate::Reuse))
+            }
+            Some(toolc_core::OnDuplicate::Refuse) => {
+                quote!(::std::option::Option::Some(#rt::OnDuplicate::Refuse))
+            }
+            None => quote!(::std::option::Option::None),
+        };
+        let window = match p.duplicate_window_ms {
+            Some(ms) => {
+                let ms = Literal::u64_suffixed(ms);
+                quote!(::std::option::Option::Some(#ms))
+            }
+            None => quote!(::std::option::Option::None),
+        };
+        let rate_limit = self.rate_limit(p.rate_limit);
+        let retry = self.retry(p.retry);
+        quote!(#rt::CallPolicy {
+            approval: #approval,
+            mode: #mode,
+            scheduling: #scheduling,
+            cancel_on_interruption: #cancel,
+            stream_arguments: #stream,
+            on_duplicate: #on_duplicate,
+            duplicate_window_ms: #window,
+            rate_limit: #rate_limit,
+            retry: #retry,
+        })
     }
 
     /// `Option<RateLimit>` as tokens.
