@@ -60,3 +60,44 @@ fn responses_output_schema_is_the_tools_returns() {
         }
     }
 }
+
+/// A tool's `scopes` are for the MCP server's token checks, not for the model: no provider file,
+/// schema or TypeScript output carries them. Only `tools.rs` (whose definitions the runtime
+/// enforces them from) differs from the same manifest without them.
+#[test]
+fn scopes_reach_no_declaration() {
+    let emit_all = |manifest: &str| {
+        let mut session = Session::new();
+        session.add_manifest("scopes.tools.yaml", manifest.as_bytes());
+        let ir = session.check().expect("the manifest compiles");
+        let config = toolc::emit::Config::default();
+        toolc::emit::emit(
+            &ir,
+            &toolc::emit::Kind::ALL,
+            &config,
+            &mut session.diagnostics,
+        )
+    };
+    let manifest = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/support.tools.yaml"),
+    )
+    .unwrap();
+    // The same manifest with and without scopes on every tool, with a comment in their place so
+    // that the lines (which the outputs name) stay the same.
+    let put =
+        |line: &str| manifest.replace("    location: ", &format!("    {line}\n    location: "));
+    let without = put("# no scopes");
+    let with = put("scopes: [support:write, \"https://api.example.com/support\"]");
+    assert!(with.matches("support:write").count() > 1);
+    let (a, b) = (emit_all(&without), emit_all(&with));
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    for (path, text) in &a {
+        if path == "tools.rs" {
+            assert_ne!(text, &b[path], "tools.rs carries the scopes");
+            assert!(b[path].contains("support:write"));
+        } else {
+            assert_eq!(text, &b[path], "{path} changed");
+            assert!(!b[path].contains("support:write"), "{path} carries a scope");
+        }
+    }
+}

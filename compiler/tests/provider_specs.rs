@@ -1166,17 +1166,11 @@ fn what_a_provider_cannot_express_is_a_warning_with_a_fallback() {
 #[test]
 fn tools_without_a_manifest_get_no_spans_and_bad_names_are_left_out() {
     let def = |name: &str, parameters: Value| toolc::ToolDefinition {
-        title: None,
-        annotations: Default::default(),
-        policy: Default::default(),
         name: name.into(),
         description: "A tool.".into(),
         location: toolc::Location::Server,
         parameters,
-        returns: None,
-        timeout: None,
-        wait_for_response: true,
-        filler: Vec::new(),
+        ..Default::default()
     };
     let ir = Ir::from_definitions([
         def(

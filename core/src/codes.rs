@@ -47,6 +47,9 @@ pub const INVALID_RATE_LIMIT: &str = "toolc::invalid-rate-limit";
 /// Error: a `retry` that is not a mapping of `attempts` (2 to 10), `backoff` (a duration) and `on`
 /// (`timeout`, `tool_failed`)
 pub const INVALID_RETRY: &str = "toolc::invalid-retry";
+/// Error: a `scopes` entry that is not an OAuth scope token (empty, not a string, or holding a
+/// space, `"`, `\` or anything but printable ASCII), or a scope named twice
+pub const INVALID_SCOPE: &str = "toolc::invalid-scope";
 /// Error: a `retry` on a tool whose `annotations` do not say it is safe to repeat (`idempotent:
 /// true` or `read_only: true`): a retried run could do its work twice
 pub const RETRY_NOT_IDEMPOTENT: &str = "toolc::retry-not-idempotent";

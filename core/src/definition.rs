@@ -78,6 +78,12 @@ pub struct ToolDefinition {
     /// What the tool does to the world, as hints for hosts (MCP's tool annotations).
     #[serde(default, skip_serializing_if = "Annotations::is_empty")]
     pub annotations: Annotations,
+    /// The OAuth scopes a caller's access token must carry to call the tool (the manifest's
+    /// `scopes`, RFC 6749 scope tokens, each once, in the manifest's order). An MCP server
+    /// acting as a resource server refuses a call without them (`403 insufficient_scope`); the
+    /// other adapters have no token and do not read them. Empty: any token the server accepts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
     /// How a call runs around its handler: approval, background mode, interruption, streamed
     /// arguments.
     #[serde(flatten)]
@@ -497,6 +503,29 @@ fn yes() -> bool {
     true
 }
 
+/// An unnamed server tool that takes no arguments, with every optional part at its default: the
+/// base of a definition written as a struct literal (`ToolDefinition { name, description,
+/// location, parameters, ..Default::default() }`), so that a field added later with a default
+/// changes no literal that does not set it (the generated registries' among them).
+impl Default for ToolDefinition {
+    fn default() -> ToolDefinition {
+        ToolDefinition {
+            name: String::new(),
+            description: String::new(),
+            location: Location::Server,
+            parameters: ToolDefinition::empty_parameters(),
+            returns: None,
+            timeout: None,
+            wait_for_response: true,
+            filler: Vec::new(),
+            title: None,
+            annotations: Annotations::NONE,
+            scopes: Vec::new(),
+            policy: CallPolicy::DEFAULT,
+        }
+    }
+}
+
 impl ToolDefinition {
     /// The schema used when a tool declares no parameters: an object that accepts no properties.
     pub fn empty_parameters() -> serde_json::Value {
@@ -662,6 +691,36 @@ mod tests {
         let schema = serde_json::json!({ "type": "string", "pattern": pattern });
         let validator = jsonschema::draft202012::new(&schema).unwrap();
         move |text| validator.is_valid(&serde_json::json!(text))
+    }
+
+    /// A definition without scopes is written as before they existed (the JSON `#[tool]`
+    /// embeds, a catalog's, `load_definitions`'), and reads back either way.
+    #[test]
+    fn scopes_are_written_only_when_there_are_some() {
+        let plain = ToolDefinition {
+            name: "t".into(),
+            description: "T.".into(),
+            ..Default::default()
+        };
+        let json = serde_json::to_value(&plain).unwrap();
+        assert!(json.get("scopes").is_none(), "{json}");
+        assert_eq!(
+            serde_json::from_value::<ToolDefinition>(json).unwrap(),
+            plain
+        );
+        let scoped = ToolDefinition {
+            scopes: vec!["tickets:write".into(), "tickets:read".into()],
+            ..plain
+        };
+        let json = serde_json::to_value(&scoped).unwrap();
+        assert_eq!(
+            json["scopes"],
+            serde_json::json!(["tickets:write", "tickets:read"])
+        );
+        assert_eq!(
+            serde_json::from_value::<ToolDefinition>(json).unwrap(),
+            scoped
+        );
     }
 
     #[test]

@@ -139,6 +139,12 @@ fn tool_field(name: &str) -> Value {
             "required": ["attempts"],
             "additionalProperties": false
         }),
+        "scopes" => json!({
+            "description": "The OAuth scopes a caller's access token must carry to call the tool (RFC 6749 scope tokens: printable ASCII without space, `\"` or `\\`). An MCP server acting as an OAuth resource server answers a token without them `403 insufficient_scope` and lists them in its protected resource metadata. Not part of any provider's declaration.",
+            "type": "array",
+            "items": { "type": "string", "pattern": crate::manifest::SCOPE_PATTERN },
+            "uniqueItems": true
+        }),
         other => unreachable!("TOOL_FIELDS lists `{other}` without documentation"),
     }
 }

@@ -91,6 +91,13 @@ fn get_order_status(order_number: &str) -> Result<Value, ToolError> {
 #[tool(client, manifest = "../manifests/support.tools.yaml")]
 fn highlight_element(selector: String, color: Option<String>);
 
+// Bound to a manifest that declares scopes: they reach the definition through the JSON the
+// macro embeds.
+#[tool(manifest = "tests/manifests/scoped.tools.yaml")]
+fn close_ticket(id: String) -> Result<Value, ToolError> {
+    Ok(json!({ "closed": id }))
+}
+
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -347,4 +354,16 @@ async fn a_context_parameter_is_not_in_the_schema_and_receives_the_principal_and
         .await
         .unwrap();
     assert_eq!(out, r#""sess-9:x""#);
+}
+
+#[test]
+fn a_manifests_scopes_reach_the_definition() {
+    let registry = tools![close_ticket, search_help_articles].build().unwrap();
+    let scoped = registry.definition("close_ticket").unwrap();
+    assert_eq!(scoped.scopes, ["tickets:write", "tickets:read"]);
+    assert!(registry
+        .definition("search_help_articles")
+        .unwrap()
+        .scopes
+        .is_empty());
 }

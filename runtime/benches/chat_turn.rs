@@ -15,9 +15,6 @@ const CALLS: usize = 8;
 
 fn registry() -> Arc<Registry> {
     let def = ToolDefinition {
-        title: None,
-        annotations: Default::default(),
-        policy: Default::default(),
         name: "lookup".into(),
         description: "No-op.".into(),
         location: Location::Server,
@@ -31,10 +28,7 @@ fn registry() -> Arc<Registry> {
             "required": ["query"],
             "additionalProperties": false
         }),
-        returns: None,
-        timeout: None,
-        wait_for_response: true,
-        filler: Vec::new(),
+        ..Default::default()
     };
     Arc::new(
         Registry::builder()

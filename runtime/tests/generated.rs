@@ -330,6 +330,17 @@ fn the_generated_registry_carries_rate_limits_and_retries() {
     assert_eq!(edge::Contact::definition().policy.rate_limit, None);
 }
 
+/// A tool's `scopes` reach its generated definition, in the manifest's order; a tool without
+/// them has none.
+#[test]
+fn the_generated_registry_carries_scopes() {
+    assert_eq!(
+        edge::NoParams::definition().scopes,
+        ["notes:read", "https://api.example.com/notes"]
+    );
+    assert!(edge::Contact::definition().scopes.is_empty());
+}
+
 /// The manifest's root settings reach the registry: its toolsets (what sessions choose to
 /// declare) and the MCP list's time to live.
 #[test]

@@ -473,3 +473,136 @@ tools:
     assert!(!failed, "{text}");
     serving.abort();
 }
+
+/// The scopes a manifest declares (`scopes`) are enforced by a resource server attached with
+/// `with_oauth`, merged with those set in code, and listed in the metadata the server hands
+/// out: a token without the declared scope gets `403 insufficient_scope` naming it, one with it
+/// calls the tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scopes_declared_in_the_manifest_are_enforced_and_published() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    const SCOPED: &str = r#"version: 1
+tools:
+  - name: close_ticket
+    description: Close a support ticket.
+    location: server
+    scopes: [tickets:write, tickets:read]
+  - name: wipe
+    description: Wipe everything.
+    location: server
+    scopes: [audit:write]
+"#;
+    let executor = || {
+        executor_fn_with_context(|_ctx: CallContext, _args: Value| async move {
+            Ok(json!({"done": true}))
+        })
+    };
+    let registry = Arc::new(
+        Registry::builder()
+            .definitions(definitions_from_str("scoped.tools.yaml", SCOPED).unwrap())
+            .executor("close_ticket", executor())
+            .executor("wipe", executor())
+            .build()
+            .unwrap(),
+    );
+    let (signer, jwks) = keys();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let resource = format!("http://{addr}/mcp");
+    let validator = JwtValidator::new(&jwks, ISSUER, &resource).unwrap();
+    // `wipe` needs `mcp:admin` by code and `audit:write` by its manifest: both.
+    let rs = ResourceServer::new(&resource, validator)
+        .authorization_server(ISSUER)
+        .require_scopes(["mcp:tools"])
+        .tool_scopes("wipe", ["mcp:admin"]);
+    let metadata_path = rs.metadata_path();
+    let server = McpServer::new(registry).with_oauth(rs);
+
+    // Without the declared scope: refused before rmcp, naming every scope the call needs.
+    let sign = |scope: &str| {
+        let mut c = claims("u1", scope);
+        c["aud"] = json!(resource);
+        signer.sign(&c)
+    };
+    let call = |tool: &str| {
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": tool, "arguments": {}}})
+    };
+    let (status, headers, _) = request(
+        &server,
+        Some(&sign("mcp:tools tickets:read")),
+        &call("close_ticket"),
+    )
+    .await;
+    assert_eq!(status, http::StatusCode::FORBIDDEN);
+    let header = challenge(&headers);
+    assert!(header.contains("error=\"insufficient_scope\""), "{header}");
+    assert!(
+        header.contains("scope=\"mcp:tools tickets:write tickets:read\""),
+        "{header}"
+    );
+    let (status, headers, _) =
+        request(&server, Some(&sign("mcp:tools audit:write")), &call("wipe")).await;
+    assert_eq!(status, http::StatusCode::FORBIDDEN);
+    let header = challenge(&headers);
+    assert!(
+        header.contains("scope=\"mcp:tools mcp:admin audit:write\""),
+        "{header}"
+    );
+
+    // The metadata the server hands out lists the declared scopes, in one order.
+    let metadata = server.oauth_metadata_service().expect("OAuth is on");
+    let app = axum::Router::new()
+        .route_service(&metadata_path, metadata)
+        .nest_service("/mcp", server.streamable_http());
+    let response = app
+        .clone()
+        .oneshot(
+            http::Request::get(&metadata_path)
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        doc["scopes_supported"],
+        json!([
+            "mcp:tools",
+            "tickets:write",
+            "tickets:read",
+            "mcp:admin",
+            "audit:write"
+        ])
+    );
+
+    // With the declared scopes the call runs, through a real client on loopback.
+    let serving = tokio::spawn(async move { axum::serve(listener, app).await });
+    let config = StreamableHttpClientTransportConfig::with_uri(resource.clone())
+        .auth_header(sign("mcp:tools tickets:write tickets:read"));
+    let client = tokio::time::timeout(
+        Duration::from_secs(10),
+        ().serve(StreamableHttpClientTransport::from_config(config)),
+    )
+    .await
+    .unwrap()
+    .expect("the client connects with its token");
+    let result = client
+        .call_tool(CallToolRequestParams::new("close_ticket"))
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let text = result.content[0].as_text().unwrap().text.clone();
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        json!({"done": true})
+    );
+    // The same client lacks `wipe`'s scopes: the 403 reaches it as an error.
+    let refused = client.call_tool(CallToolRequestParams::new("wipe")).await;
+    assert!(refused.is_err(), "{refused:?}");
+    client.cancel().await.unwrap();
+    serving.abort();
+}

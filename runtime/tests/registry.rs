@@ -13,9 +13,6 @@ use toolc_runtime::{
 
 fn def(name: &str, location: Location) -> ToolDefinition {
     ToolDefinition {
-        title: None,
-        annotations: Default::default(),
-        policy: Default::default(),
         name: name.into(),
         description: format!("The {name} tool."),
         location,
@@ -34,9 +31,7 @@ fn def(name: &str, location: Location) -> ToolDefinition {
             "required": ["hits"],
             "additionalProperties": false
         })),
-        timeout: None,
-        wait_for_response: true,
-        filler: Vec::new(),
+        ..Default::default()
     }
 }
 

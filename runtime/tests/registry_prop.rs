@@ -25,17 +25,12 @@ fn parameters() -> Value {
 fn registry(seen: Arc<Mutex<Vec<Value>>>) -> Registry {
     Registry::builder()
         .definition(ToolDefinition {
-            title: None,
-            annotations: Default::default(),
-            policy: Default::default(),
             name: "search".into(),
             description: "Search.".into(),
             location: Location::Server,
             parameters: parameters(),
             returns: Some(json!({ "type": "object", "required": ["ok"] })),
-            timeout: None,
-            wait_for_response: true,
-            filler: Vec::new(),
+            ..Default::default()
         })
         .executor(
             "search",

@@ -144,6 +144,9 @@ pub mod codes {
     pub const RATE_LIMIT_CHANGED: &str = "toolc::diff::rate-limit-changed";
     /// A tool's `retry` was added, removed or changed.
     pub const RETRY_CHANGED: &str = "toolc::diff::retry-changed";
+    /// The OAuth scopes a tool's callers' tokens must carry (`scopes`) changed: one required
+    /// now breaks the callers whose tokens lack it, one no longer required breaks nobody.
+    pub const SCOPES_CHANGED: &str = "toolc::diff::scopes-changed";
     /// A tool's `toolset` or `defer_loading` changed.
     pub const TOOLSET_CHANGED: &str = "toolc::diff::toolset-changed";
     /// The manifests' `mcp.list_ttl` changed; reported once, for no tool.
@@ -419,7 +422,7 @@ fn fingerprint(tool: &IrTool) -> String {
 type MakeChange<'a> = dyn Fn(&'static str, Impact, Impact, String, Option<&str>) -> Change + 'a;
 
 /// The call policy of a tool whose location stayed: approval, mode, interruption, scheduling,
-/// toolset, repeats, limits, retries, streaming; one change each, in that order.
+/// toolset, repeats, limits, retries, streaming, scopes; one change each, in that order.
 fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut Vec<Change>) {
     let (o, n) = (&old.def, &new.def);
     let found = [
@@ -432,6 +435,7 @@ fn compare_policy(old: &IrTool, new: &IrTool, change: &MakeChange<'_>, out: &mut
         rate_limit_change(o, n, change),
         retry_change(o, n, change),
         streaming_change(o, n, change),
+        scopes_change(o, n, change),
     ];
     for mut c in found.into_iter().flatten() {
         c.old = label(name_span(old), "before");
@@ -692,6 +696,78 @@ fn streaming_change(
         ));
     }
     None
+}
+
+/// The OAuth scopes a caller's token must carry, compared as sets (their order means nothing).
+/// A scope required now refuses the callers whose tokens were granted only the old ones, so it
+/// breaks them (code, in this diff's terms: the host and the authorization server's grants, not
+/// the model's arguments); a scope no longer required lets more callers in.
+fn scopes_change(
+    o: &ToolDefinition,
+    n: &ToolDefinition,
+    change: &MakeChange<'_>,
+) -> Option<Change> {
+    let added: Vec<&str> = n
+        .scopes
+        .iter()
+        .filter(|s| !o.scopes.contains(s))
+        .map(String::as_str)
+        .collect();
+    let removed: Vec<&str> = o
+        .scopes
+        .iter()
+        .filter(|s| !n.scopes.contains(s))
+        .map(String::as_str)
+        .collect();
+    if added.is_empty() && removed.is_empty() {
+        return None;
+    }
+    let listed = |scopes: &[&str]| {
+        scopes
+            .iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut parts = Vec::new();
+    if !added.is_empty() {
+        parts.push(format!("now requires {}", listed(&added)));
+    }
+    if !removed.is_empty() {
+        parts.push(format!("no longer requires {}", listed(&removed)));
+    }
+    let shown = |d: &ToolDefinition| {
+        if d.scopes.is_empty() {
+            "any token".to_owned()
+        } else {
+            let all: Vec<&str> = d.scopes.iter().map(String::as_str).collect();
+            listed(&all)
+        }
+    };
+    let message = format!(
+        "`{}` {} of a caller's token (scopes now: {}; was: {})",
+        n.name,
+        parts.join(" and "),
+        shown(n),
+        shown(o)
+    );
+    Some(if added.is_empty() {
+        change(
+            SCOPES_CHANGED,
+            Impact::Unaffected,
+            Impact::Compatible,
+            message,
+            Some("tokens without the scopes no longer required are now let in"),
+        )
+    } else {
+        change(
+            SCOPES_CHANGED,
+            Impact::Unaffected,
+            Impact::Breaking,
+            message,
+            Some("an MCP server refuses a token without the new scopes (`403 insufficient_scope`): grant them to the callers' clients, or their calls fail until they sign in again with them"),
+        )
+    })
 }
 
 fn compare_tool(old: &IrTool, new: &IrTool, out: &mut Vec<Change>) {

@@ -21,6 +21,7 @@ mod duplicates;
 mod limits;
 mod mcp_settings;
 mod parts;
+mod scopes;
 mod targets;
 mod toolsets;
 
@@ -29,6 +30,7 @@ pub use annotations::ANNOTATION_FIELDS;
 pub use limits::RETRY_FIELDS;
 pub use mcp_settings::{MAX_LIST_TTL, MCP_FIELDS};
 use parts::{load_file_in_parts, PARALLEL_PARSE_BYTES, PARALLEL_THRESHOLD};
+pub use scopes::SCOPE_PATTERN;
 pub use targets::{RealtimeTargets, REALTIME_TARGETS};
 use toolsets::FileSettings;
 pub use toolsets::TOOLSET_NAME_PATTERN;
@@ -61,6 +63,7 @@ pub const TOOL_FIELDS: &[&str] = &[
     "defer_loading",
     "rate_limit",
     "retry",
+    "scopes",
 ];
 const CLIENT_ONLY_FIELDS: &[&str] = &["wait_for_response", "stream_arguments"];
 const SERVER_ONLY_FIELDS: &[&str] = &["mode", "scheduling"];
@@ -480,6 +483,9 @@ fn load_tool(
     let annotations = field("annotations")
         .map(|(_, v)| parse_annotations(v, &what, diags))
         .unwrap_or_default();
+    let scopes = field("scopes")
+        .map(|(_, v)| scopes::parse(v, &what, diags))
+        .unwrap_or_default();
     let mut policy = policy;
     duplicates::parse(&field, &mut policy, &annotations, &what, diags);
     limits::parse(&field, &mut policy, &annotations, location, &what, diags);
@@ -517,6 +523,7 @@ fn load_tool(
             filler,
             title,
             annotations,
+            scopes,
             policy,
         },
         toolset,

@@ -60,17 +60,12 @@ struct SearchOutput {
 pub fn registry(timeout: Option<Duration>) -> Registry {
     Registry::builder()
         .definition(ToolDefinition {
-            title: None,
-            annotations: Default::default(),
-            policy: Default::default(),
             name: "search_products".into(),
             description: "Search the catalogue.".into(),
             location: Location::Server,
             parameters: parameters(),
-            returns: None,
             timeout,
-            wait_for_response: true,
-            filler: Vec::new(),
+            ..Default::default()
         })
         .executor(
             "search_products",

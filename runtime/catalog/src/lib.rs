@@ -204,18 +204,12 @@ impl CatalogTool {
     /// The tool as a server tool definition.
     pub fn definition(&self) -> ToolDefinition {
         ToolDefinition {
-            title: None,
-            annotations: Default::default(),
-            policy: Default::default(),
             name: self.name.clone(),
             description: self.description.clone(),
             location: Location::Server,
             parameters: self.parameters.clone(),
-            returns: None,
-            // The client's own timeout bounds every execution, with its own error code.
-            timeout: None,
-            wait_for_response: true,
-            filler: Vec::new(),
+            // No timeout: the client's own bounds every execution, with its own error code.
+            ..Default::default()
         }
     }
 

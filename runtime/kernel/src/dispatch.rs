@@ -340,9 +340,6 @@ mod tests {
 
     fn def(name: &str, location: Location) -> ToolDefinition {
         ToolDefinition {
-            title: None,
-            annotations: Default::default(),
-            policy: Default::default(),
             name: name.into(),
             description: format!("{name} tool"),
             location,
@@ -352,10 +349,7 @@ mod tests {
                 "required": ["x"],
                 "additionalProperties": false
             }),
-            returns: None,
-            timeout: None,
-            wait_for_response: true,
-            filler: Vec::new(),
+            ..Default::default()
         }
     }
 

@@ -318,8 +318,6 @@ impl FnDefinition {
             schema
         });
         ToolDefinition {
-            title: None,
-            annotations: Default::default(),
             policy: self.policy,
             name: self.name.to_owned(),
             description: self.description.to_owned(),
@@ -328,7 +326,7 @@ impl FnDefinition {
             returns,
             timeout: self.timeout_ms.map(Duration::from_millis),
             wait_for_response: self.wait_for_response,
-            filler: Vec::new(),
+            ..Default::default()
         }
     }
 }

@@ -734,15 +734,12 @@ fn definition(tool: &Tool) -> Result<(ToolDefinition, Arc<jsonschema::Validator>
     let definition = ToolDefinition {
         title,
         annotations,
-        policy: Default::default(),
         name,
         description: tool.description.as_deref().unwrap_or_default().to_owned(),
         location: Location::Server,
         parameters,
         returns,
-        timeout: None,
-        wait_for_response: true,
-        filler: Vec::new(),
+        ..Default::default()
     };
     Ok((definition, Arc::new(validator)))
 }

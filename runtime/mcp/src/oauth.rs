@@ -12,7 +12,7 @@
 //! principal's data), as the relay's authenticated browser does. The token itself is **not**
 //! the principal's credential: MCP forbids passing a client's token through to other services.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -288,7 +288,8 @@ pub struct ResourceServer {
     authorization_servers: Vec<String>,
     scopes_supported: Vec<String>,
     required: Vec<String>,
-    tool_scopes: HashMap<String, Vec<String>>,
+    /// By tool name, sorted so that the metadata lists the scopes in one order.
+    tool_scopes: BTreeMap<String, Vec<String>>,
     resource_name: Option<String>,
     validator: Arc<dyn TokenValidator>,
 }
@@ -317,7 +318,7 @@ impl ResourceServer {
             authorization_servers: Vec::new(),
             scopes_supported: Vec::new(),
             required: Vec::new(),
-            tool_scopes: HashMap::new(),
+            tool_scopes: BTreeMap::new(),
             resource_name: None,
             validator: Arc::new(validator),
         }
@@ -351,16 +352,36 @@ impl ResourceServer {
     }
 
     /// Scopes a `tools/call` of `tool` needs beyond the required ones; a token without them
-    /// gets `403 insufficient_scope` naming them (a client may step up and retry).
+    /// gets `403 insufficient_scope` naming them (a client may step up and retry). The scopes
+    /// a tool's manifest declares (`scopes`) need no call here: [`crate::McpServer::with_oauth`]
+    /// adds them.
     pub fn tool_scopes<S: Into<String>>(
         mut self,
         tool: impl Into<String>,
         scopes: impl IntoIterator<Item = S>,
     ) -> ResourceServer {
-        self.tool_scopes
-            .entry(tool.into())
-            .or_default()
-            .extend(scopes.into_iter().map(Into::into));
+        let needed = self.tool_scopes.entry(tool.into()).or_default();
+        for scope in scopes {
+            let scope = scope.into();
+            if !needed.contains(&scope) {
+                needed.push(scope);
+            }
+        }
+        self
+    }
+
+    /// Adds the scopes each definition declares (the manifest's `scopes`) to those its calls
+    /// need, after any set with [`ResourceServer::tool_scopes`]. The server's registry is the
+    /// one place that knows them, so [`crate::McpServer::with_oauth`] calls this with it.
+    pub(crate) fn declared_scopes<'d>(
+        mut self,
+        definitions: impl IntoIterator<Item = &'d crate::ToolDefinition>,
+    ) -> ResourceServer {
+        for definition in definitions {
+            if !definition.scopes.is_empty() {
+                self = self.tool_scopes(definition.name.clone(), definition.scopes.iter().cloned());
+            }
+        }
         self
     }
 

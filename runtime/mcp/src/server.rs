@@ -216,10 +216,30 @@ impl McpServer {
     /// Over HTTP ([`McpServer::streamable_http`]), act as an OAuth 2.1 resource server: every
     /// request needs an access token `auth` accepts, and the token's subject is the calls'
     /// principal (unless [`McpServer::with_principal`] says otherwise). See [`crate::oauth`].
+    ///
+    /// The scopes each registry tool declares (the manifest's `scopes`) are added here to those
+    /// `auth` requires for its calls ([`crate::oauth::ResourceServer::tool_scopes`]), so a
+    /// manifest's requirements hold without repeating them in code; serve the metadata of
+    /// [`McpServer::oauth_metadata_service`], which lists them, rather than `auth`'s own.
     #[cfg(feature = "oauth")]
     pub fn with_oauth(mut self, auth: crate::oauth::ResourceServer) -> McpServer {
+        let served = self
+            .registry
+            .definitions()
+            .filter(|d| d.location == Location::Server);
+        let auth = auth.declared_scopes(served);
         self.auth = Some(Arc::new(auth));
         self
+    }
+
+    /// The protected resource metadata service (RFC 9728) of the resource server given to
+    /// [`McpServer::with_oauth`], with the registry's declared scopes in `scopes_supported`;
+    /// mount it at [`crate::oauth::ResourceServer::metadata_path`]. `None` without OAuth.
+    #[cfg(feature = "oauth")]
+    pub fn oauth_metadata_service(&self) -> Option<crate::oauth::MetadataService> {
+        self.auth
+            .as_deref()
+            .map(crate::oauth::ResourceServer::metadata_service)
     }
 
     /// How long a call of an `approval: required` tool waits for the user's answer before it

@@ -14,17 +14,11 @@ use toolc_runtime::{executor_fn, Location, Registry, ToolDefinition, ToolError};
 
 pub fn def(name: &str, location: Location, parameters: Value) -> ToolDefinition {
     ToolDefinition {
-        title: None,
-        annotations: Default::default(),
-        policy: Default::default(),
         name: name.into(),
         description: format!("The {name} tool."),
         location,
         parameters,
-        returns: None,
-        timeout: None,
-        wait_for_response: true,
-        filler: Vec::new(),
+        ..Default::default()
     }
 }
 

@@ -182,11 +182,7 @@ impl ::toolc_runtime::Tool for SearchProducts {
             timeout: ::std::option::Option::Some(
                 ::std::time::Duration::from_millis(10000u64),
             ),
-            wait_for_response: true,
-            filler: ::std::vec::Vec::new(),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }
@@ -260,13 +256,10 @@ impl ::toolc_runtime::Tool for AddToCart {
             timeout: ::std::option::Option::Some(
                 ::std::time::Duration::from_millis(4000u64),
             ),
-            wait_for_response: true,
             filler: ::std::vec::Vec::from([
                 ::std::string::String::from("Adding that for you."),
             ]),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }
@@ -381,11 +374,7 @@ impl ::toolc_runtime::Tool for CreateReturn {
             timeout: ::std::option::Option::Some(
                 ::std::time::Duration::from_millis(15000u64),
             ),
-            wait_for_response: true,
-            filler: ::std::vec::Vec::new(),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }
@@ -456,12 +445,7 @@ impl ::toolc_runtime::Tool for GetCart {
                     r#"{"type":"object","properties":{"items":{"type":"array","items":{"type":"object","properties":{"sku":{"type":"string"},"quantity":{"type":"integer"}},"required":["sku","quantity"],"additionalProperties":false}}},"required":["items"],"additionalProperties":false}"#,
                 ),
             ),
-            timeout: ::std::option::Option::None,
-            wait_for_response: true,
-            filler: ::std::vec::Vec::new(),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }

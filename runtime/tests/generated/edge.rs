@@ -225,12 +225,7 @@ impl ::toolc_runtime::Tool for EdgeServer2 {
                     r##"{"type":"object","properties":{"tree":{"$ref":"#/$defs/Node"}},"$defs":{"Node":{"type":"object","properties":{"leaf":{"type":"boolean"}}}}}"##,
                 ),
             ),
-            timeout: ::std::option::Option::None,
-            wait_for_response: true,
-            filler: ::std::vec::Vec::new(),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }
@@ -275,17 +270,16 @@ impl ::toolc_runtime::Tool for NoParams {
             parameters: ::toolc_runtime::__private::schema(
                 r#"{"type":"object","properties":{},"additionalProperties":false}"#,
             ),
-            returns: ::std::option::Option::None,
-            timeout: ::std::option::Option::None,
-            wait_for_response: true,
-            filler: ::std::vec::Vec::new(),
-            title: ::std::option::Option::None,
             annotations: ::toolc_runtime::Annotations {
                 read_only: ::std::option::Option::Some(true),
                 destructive: ::std::option::Option::None,
                 idempotent: ::std::option::Option::None,
                 open_world: ::std::option::Option::None,
             },
+            scopes: ::std::vec::Vec::from([
+                ::std::string::String::from("notes:read"),
+                ::std::string::String::from("https://api.example.com/notes"),
+            ]),
             policy: ::toolc_runtime::CallPolicy {
                 approval: ::toolc_runtime::Approval::None,
                 mode: ::toolc_runtime::Mode::Sync,
@@ -306,6 +300,7 @@ impl ::toolc_runtime::Tool for NoParams {
                     on_tool_failed: false,
                 }),
             },
+            ..::std::default::Default::default()
         }
     }
 }
@@ -331,7 +326,7 @@ pub type EdgeServerArgsOutput = ::toolc_runtime::__private::serde_json::Value;
 ///
 /// A client tool named so that its marker collides with another tool's args type.
 ///
-/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 65.
+/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 66.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub struct EdgeServerArgs2;
@@ -350,13 +345,8 @@ impl ::toolc_runtime::Tool for EdgeServerArgs2 {
             parameters: ::toolc_runtime::__private::schema(
                 r#"{"type":"object","properties":{},"additionalProperties":false}"#,
             ),
-            returns: ::std::option::Option::None,
-            timeout: ::std::option::Option::None,
             wait_for_response: false,
-            filler: ::std::vec::Vec::new(),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }
@@ -392,7 +382,7 @@ pub type ContactOutput = ::toolc_runtime::__private::serde_json::Value;
 ///
 /// Contact by email or phone (at least one); headers are strings by name.
 ///
-/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 69.
+/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 70.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub struct Contact;
@@ -411,13 +401,7 @@ impl ::toolc_runtime::Tool for Contact {
             parameters: ::toolc_runtime::__private::schema(
                 r#"{"type":"object","properties":{"email":{"type":"string"},"phone":{"type":"string"},"text":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}}},"required":["text"],"anyOf":[{"required":["email"]},{"required":["phone"]}],"additionalProperties":false}"#,
             ),
-            returns: ::std::option::Option::None,
-            timeout: ::std::option::Option::None,
-            wait_for_response: true,
-            filler: ::std::vec::Vec::new(),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }
@@ -444,7 +428,7 @@ pub type SnapshotOutput = ::toolc_runtime::ToolContent;
 ///
 /// Answers with content blocks, typed as the runtime's ToolContent.
 ///
-/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 85.
+/// Declared in `runtime/tests/fixtures/edge.tools.yaml`, line 86.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[allow(dead_code)]
 pub struct Snapshot;
@@ -468,12 +452,7 @@ impl ::toolc_runtime::Tool for Snapshot {
                     r#"{"type":"object","description":"Content blocks: text, images, audio and embedded resources.","properties":{"content":{"type":"array","items":{"anyOf":[{"type":"object","properties":{"type":{"enum":["text"]},"text":{"type":"string"}},"required":["type","text"],"additionalProperties":false},{"type":"object","properties":{"type":{"enum":["image","audio"]},"data":{"type":"string","description":"base64"},"mimeType":{"type":"string"}},"required":["type","data","mimeType"],"additionalProperties":false},{"type":"object","properties":{"type":{"enum":["resource"]},"resource":{"type":"object","properties":{"uri":{"type":"string"},"mimeType":{"type":"string"},"text":{"type":"string"},"blob":{"type":"string","description":"base64"}},"required":["uri"],"additionalProperties":false}},"required":["type","resource"],"additionalProperties":false}]}}},"required":["content"],"additionalProperties":false}"#,
                 ),
             ),
-            timeout: ::std::option::Option::None,
-            wait_for_response: true,
-            filler: ::std::vec::Vec::new(),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }

@@ -85,8 +85,6 @@ impl ::toolc_runtime::Tool for SearchHelpArticles {
             timeout: ::std::option::Option::Some(
                 ::std::time::Duration::from_millis(5000u64),
             ),
-            wait_for_response: true,
-            filler: ::std::vec::Vec::new(),
             title: ::std::option::Option::Some(
                 ::std::string::String::from("Search help articles"),
             ),
@@ -96,7 +94,7 @@ impl ::toolc_runtime::Tool for SearchHelpArticles {
                 idempotent: ::std::option::Option::None,
                 open_world: ::std::option::Option::Some(false),
             },
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }
@@ -191,8 +189,6 @@ impl ::toolc_runtime::Tool for GetOrderStatus {
             timeout: ::std::option::Option::Some(
                 ::std::time::Duration::from_millis(3000u64),
             ),
-            wait_for_response: true,
-            filler: ::std::vec::Vec::new(),
             title: ::std::option::Option::Some(
                 ::std::string::String::from("Order status"),
             ),
@@ -202,7 +198,7 @@ impl ::toolc_runtime::Tool for GetOrderStatus {
                 idempotent: ::std::option::Option::Some(true),
                 open_world: ::std::option::Option::None,
             },
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }
@@ -300,14 +296,11 @@ impl ::toolc_runtime::Tool for HighlightElement {
             timeout: ::std::option::Option::Some(
                 ::std::time::Duration::from_millis(5000u64),
             ),
-            wait_for_response: true,
             filler: ::std::vec::Vec::from([
                 ::std::string::String::from("One moment."),
                 ::std::string::String::from("Let me show you."),
             ]),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }
@@ -371,13 +364,10 @@ impl ::toolc_runtime::Tool for ScrollToSection {
             timeout: ::std::option::Option::Some(
                 ::std::time::Duration::from_millis(5000u64),
             ),
-            wait_for_response: true,
             filler: ::std::vec::Vec::from([
                 ::std::string::String::from("Scrolling there now."),
             ]),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }
@@ -467,12 +457,7 @@ impl ::toolc_runtime::Tool for FillFormField {
                     r#"{"type":"object","properties":{"filled":{"type":"boolean"}},"required":["filled"],"additionalProperties":false}"#,
                 ),
             ),
-            timeout: ::std::option::Option::None,
-            wait_for_response: true,
-            filler: ::std::vec::Vec::new(),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }
@@ -549,13 +534,8 @@ impl ::toolc_runtime::Tool for ShowToast {
             parameters: ::toolc_runtime::__private::schema(
                 r#"{"type":"object","properties":{"message":{"type":"string","maxLength":140},"level":{"type":"string","enum":["info","success","warning"],"default":"info"}},"required":["message"],"additionalProperties":false}"#,
             ),
-            returns: ::std::option::Option::None,
-            timeout: ::std::option::Option::None,
             wait_for_response: false,
-            filler: ::std::vec::Vec::new(),
-            title: ::std::option::Option::None,
-            annotations: ::toolc_runtime::Annotations::NONE,
-            policy: ::toolc_runtime::CallPolicy::DEFAULT,
+            ..::std::default::Default::default()
         }
     }
 }

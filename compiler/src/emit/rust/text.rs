@@ -280,29 +280,19 @@ impl<'a> Text<'a> {
             t.line(12, &["location: ", location, ","]);
             let parameters = raw_string_text(&def.parameters.to_string());
             t.call(12, "parameters: ", schema, &parameters, ",", "")?;
-            match &def.returns {
-                Some(r) => {
-                    let lit = raw_string_text(&r.to_string());
-                    t.some(12, "returns: ", schema, &lit)?;
-                }
-                None => t.line(12, &["returns: ::std::option::Option::None,"]),
+            // Fields at their default are left to `..Default::default()` (see `Tokens::marker`).
+            if let Some(r) = &def.returns {
+                let lit = raw_string_text(&r.to_string());
+                t.some(12, "returns: ", schema, &lit)?;
             }
-            match def.timeout {
-                Some(d) => {
-                    let ms = Literal::u64_suffixed(d.as_millis() as u64).to_string();
-                    t.some(12, "timeout: ", "::std::time::Duration::from_millis", &ms)?;
-                }
-                None => t.line(12, &["timeout: ::std::option::Option::None,"]),
+            if let Some(d) = def.timeout {
+                let ms = Literal::u64_suffixed(d.as_millis() as u64).to_string();
+                t.some(12, "timeout: ", "::std::time::Duration::from_millis", &ms)?;
             }
-            let wait = if def.wait_for_response {
-                "true"
-            } else {
-                "false"
-            };
-            t.line(12, &["wait_for_response: ", wait, ","]);
-            if def.filler.is_empty() {
-                t.line(12, &["filler: ::std::vec::Vec::new(),"]);
-            } else {
+            if !def.wait_for_response {
+                t.line(12, &["wait_for_response: false,"]);
+            }
+            if !def.filler.is_empty() {
                 let phrases: Vec<String> =
                     def.filler.iter().map(|p| string_literal_text(p)).collect();
                 let flat: Vec<String> = phrases
@@ -325,13 +315,15 @@ impl<'a> Text<'a> {
                     t.line(12, &["]),"]);
                 }
             }
-            // A title, hints or a call policy are rare: prettyplease prints those.
-            if def.title.is_some() || !def.annotations.is_empty() || !def.policy.is_default() {
+            // A title, hints, scopes or a call policy are rare: prettyplease prints those.
+            if def.title.is_some()
+                || !def.annotations.is_empty()
+                || !def.scopes.is_empty()
+                || !def.policy.is_default()
+            {
                 return None;
             }
-            t.line(12, &["title: ::std::option::Option::None,"]);
-            t.line(12, &["annotations: ::toolc_runtime::Annotations::NONE,"]);
-            t.line(12, &["policy: ::toolc_runtime::CallPolicy::DEFAULT,"]);
+            t.line(12, &["..::std::default::Default::default()"]);
             t.line(8, &["}"]);
             t.line(4, &["}"]);
             t.line(0, &["}"]);
@@ -637,6 +629,7 @@ mod fast_path_tests {
                     ..Default::default()
                 },
                 policy: crate::definition::CallPolicy::DEFAULT,
+                ..Default::default()
             }
         });
         Ir::from_definitions(defs.collect::<Vec<_>>())

@@ -190,33 +190,68 @@ impl<'a> Tokens<'a> {
             Location::Client => quote!(#rt::Location::Client),
         };
         let parameters = raw_string(&def.parameters.to_string());
-        let returns = match &def.returns {
-            Some(r) => {
-                let lit = raw_string(&r.to_string());
-                quote!(::std::option::Option::Some(#rt::__private::schema(#lit)))
-            }
-            None => quote!(::std::option::Option::None),
-        };
-        let timeout = match def.timeout {
-            Some(d) => {
-                let ms = Literal::u64_suffixed(d.as_millis() as u64);
-                quote!(::std::option::Option::Some(::std::time::Duration::from_millis(#ms)))
-            }
-            None => quote!(::std::option::Option::None),
-        };
-        let wait = def.wait_for_response;
-        let filler = if def.filler.is_empty() {
-            quote!(::std::vec::Vec::new())
-        } else {
+        // Only the fields that differ from their default are written, the rest left to
+        // `..Default::default()`: a definition then reads as what its manifest says, and a field
+        // the runtime adds later (with a default) changes no generated file that does not use it.
+        // Naming every field here makes a field added to `ToolDefinition` fail to compile until
+        // it is written below and counted in `OPTIONAL_FIELDS`.
+        let toolc_core::ToolDefinition {
+            name: _,
+            description: _,
+            location: _,
+            parameters: _,
+            returns: _,
+            timeout: _,
+            wait_for_response: _,
+            filler: _,
+            title: _,
+            annotations: _,
+            scopes: _,
+            policy: _,
+        } = def;
+        const OPTIONAL_FIELDS: usize = 8;
+        let mut fields = Vec::new();
+        if let Some(r) = &def.returns {
+            let lit = raw_string(&r.to_string());
+            fields.push(quote!(returns: ::std::option::Option::Some(#rt::__private::schema(#lit))));
+        }
+        if let Some(d) = def.timeout {
+            let ms = Literal::u64_suffixed(d.as_millis() as u64);
+            fields.push(quote!(
+                timeout: ::std::option::Option::Some(::std::time::Duration::from_millis(#ms))
+            ));
+        }
+        if !def.wait_for_response {
+            fields.push(quote!(wait_for_response: false));
+        }
+        if !def.filler.is_empty() {
             let phrases = def.filler.iter();
-            quote!(::std::vec::Vec::from([#(::std::string::String::from(#phrases)),*]))
-        };
-        let title = match &def.title {
-            Some(t) => quote!(::std::option::Option::Some(::std::string::String::from(#t))),
-            None => quote!(::std::option::Option::None),
-        };
-        let annotations = self.annotations(&def.annotations);
-        let policy = self.policy(&def.policy);
+            fields.push(quote!(
+                filler: ::std::vec::Vec::from([#(::std::string::String::from(#phrases)),*])
+            ));
+        }
+        if let Some(t) = &def.title {
+            fields.push(quote!(
+                title: ::std::option::Option::Some(::std::string::String::from(#t))
+            ));
+        }
+        if !def.annotations.is_empty() {
+            let annotations = self.annotations(&def.annotations);
+            fields.push(quote!(annotations: #annotations));
+        }
+        if !def.scopes.is_empty() {
+            let scopes = def.scopes.iter();
+            fields.push(quote!(
+                scopes: ::std::vec::Vec::from([#(::std::string::String::from(#scopes)),*])
+            ));
+        }
+        if !def.policy.is_default() {
+            let policy = self.policy(&def.policy);
+            fields.push(quote!(policy: #policy));
+        }
+        // With every field written, a base would be clippy's `needless_update`.
+        let rest =
+            (fields.len() < OPTIONAL_FIELDS).then(|| quote!(..::std::default::Default::default()));
         let docs = doc_attrs(&marker_docs(tool));
         quote! {
             #docs
@@ -236,108 +271,95 @@ impl<'a> Tokens<'a> {
                         description: ::std::string::String::from(#description),
                         location: #location,
                         parameters: #rt::__private::schema(#parameters),
-                        returns: #returns,
-                        timeout: #timeout,
-                        wait_for_response: #wait,
-                        filler: #filler,
-                        title: #title,
-                        annotations: #annotations,
-                        policy: #policy,
+                        #(#fields,)*
+                        #rest
                     }
                 }
             }
         }
     }
 
-    /// A tool's MCP annotations as tokens (`Annotations::NONE` when it has none).
+    /// A tool's MCP annotations as tokens (only written when it has some).
     fn annotations(&self, a: &toolc_core::Annotations) -> TokenStream {
         let rt = &self.rt;
-        if a.is_empty() {
-            quote!(#rt::Annotations::NONE)
-        } else {
-            let hint = |h: Option<bool>| match h {
-                Some(b) => quote!(::std::option::Option::Some(#b)),
-                None => quote!(::std::option::Option::None),
-            };
-            let (r, d, i, o) = (
-                hint(a.read_only),
-                hint(a.destructive),
-                hint(a.idempotent),
-                hint(a.open_world),
-            );
-            quote!(#rt::Annotations {
-                read_only: #r,
-                destructive: #d,
-                idempotent: #i,
-                open_world: #o,
-            })
-        }
+        let hint = |h: Option<bool>| match h {
+            Some(b) => quote!(::std::option::Option::Some(#b)),
+            None => quote!(::std::option::Option::None),
+        };
+        let (r, d, i, o) = (
+            hint(a.read_only),
+            hint(a.destructive),
+            hint(a.idempotent),
+            hint(a.open_world),
+        );
+        quote!(#rt::Annotations {
+            read_only: #r,
+            destructive: #d,
+            idempotent: #i,
+            open_world: #o,
+        })
     }
 
-    /// A tool's call policy as tokens (`CallPolicy::DEFAULT` when it is the default).
+    /// A tool's call policy as tokens (only written when it is not the default).
     fn policy(&self, p: &toolc_core::CallPolicy) -> TokenStream {
         let rt = &self.rt;
-        if p.is_default() {
-            quote!(#rt::CallPolicy::DEFAULT)
-        } else {
-            let approval = match p.approval {
-                Approval::None => quote!(#rt::Approval::None),
-                Approval::Required => quote!(#rt::Approval::Required),
-            };
-            let mode = match p.mode {
-                Mode::Sync => quote!(#rt::Mode::Sync),
-                Mode::Async => quote!(#rt::Mode::Async),
-            };
-            let scheduling = match p.scheduling {
-                Some(toolc_core::Scheduling::WhenIdle) => {
-                    quote!(::std::option::Option::Some(#rt::Scheduling::WhenIdle))
-                }
-                Some(toolc_core::Scheduling::Interrupt) => {
-                    quote!(::std::option::Option::Some(#rt::Scheduling::Interrupt))
-                }
-                Some(toolc_core::Scheduling::Silent) => {
-                    quote!(::std::option::Option::Some(#rt::Scheduling::Silent))
-                }
-                None => quote!(::std::option::Option::None),
-            };
-            let cancel = match p.cancel_on_interruption {
-                Some(b) => quote!(::std::option::Option::Some(#b)),
-                None => quote!(::std::option::Option::None),
-            };
-            let stream = p.stream_arguments;
-            let on_duplicate = match p.on_duplicate {
-                Some(toolc_core::OnDuplicate::Run) => {
-                    quote!(::std::option::Option::Some(#rt::OnDuplicate::Run))
-                }
-                Some(toolc_core::OnDuplicate::Reuse) => {
-                    quote!(::std::option::Option::Some(#rt::OnDuplicate::Reuse))
-                }
-                Some(toolc_core::OnDuplicate::Refuse) => {
-                    quote!(::std::option::Option::Some(#rt::OnDuplicate::Refuse))
-                }
-                None => quote!(::std::option::Option::None),
-            };
-            let window = match p.duplicate_window_ms {
-                Some(ms) => {
-                    let ms = Literal::u64_suffixed(ms);
-                    quote!(::std::option::Option::Some(#ms))
-                }
-                None => quote!(::std::option::Option::None),
-            };
-            let rate_limit = self.rate_limit(p.rate_limit);
-            let retry = self.retry(p.retry);
-            quote!(#rt::CallPolicy {
-                approval: #approval,
-                mode: #mode,
-                scheduling: #scheduling,
-                cancel_on_interruption: #cancel,
-                stream_arguments: #stream,
-                on_duplicate: #on_duplicate,
-                duplicate_window_ms: #window,
-                rate_limit: #rate_limit,
-                retry: #retry,
-            })
-        }
+        let approval = match p.approval {
+            Approval::None => quote!(#rt::Approval::None),
+            Approval::Required => quote!(#rt::Approval::Required),
+        };
+        let mode = match p.mode {
+            Mode::Sync => quote!(#rt::Mode::Sync),
+            Mode::Async => quote!(#rt::Mode::Async),
+        };
+        let scheduling = match p.scheduling {
+            Some(toolc_core::Scheduling::WhenIdle) => {
+                quote!(::std::option::Option::Some(#rt::Scheduling::WhenIdle))
+            }
+            Some(toolc_core::Scheduling::Interrupt) => {
+                quote!(::std::option::Option::Some(#rt::Scheduling::Interrupt))
+            }
+            Some(toolc_core::Scheduling::Silent) => {
+                quote!(::std::option::Option::Some(#rt::Scheduling::Silent))
+            }
+            None => quote!(::std::option::Option::None),
+        };
+        let cancel = match p.cancel_on_interruption {
+            Some(b) => quote!(::std::option::Option::Some(#b)),
+            None => quote!(::std::option::Option::None),
+        };
+        let stream = p.stream_arguments;
+        let on_duplicate = match p.on_duplicate {
+            Some(toolc_core::OnDuplicate::Run) => {
+                quote!(::std::option::Option::Some(#rt::OnDuplicate::Run))
+            }
+            Some(toolc_core::OnDuplicate::Reuse) => {
+                quote!(::std::option::Option::Some(#rt::OnDuplicate::Reuse))
+            }
+            Some(toolc_core::OnDuplicate::Refuse) => {
+                quote!(::std::option::Option::Some(#rt::OnDuplicate::Refuse))
+            }
+            None => quote!(::std::option::Option::None),
+        };
+        let window = match p.duplicate_window_ms {
+            Some(ms) => {
+                let ms = Literal::u64_suffixed(ms);
+                quote!(::std::option::Option::Some(#ms))
+            }
+            None => quote!(::std::option::Option::None),
+        };
+        let rate_limit = self.rate_limit(p.rate_limit);
+        let retry = self.retry(p.retry);
+        quote!(#rt::CallPolicy {
+            approval: #approval,
+            mode: #mode,
+            scheduling: #scheduling,
+            cancel_on_interruption: #cancel,
+            stream_arguments: #stream,
+            on_duplicate: #on_duplicate,
+            duplicate_window_ms: #window,
+            rate_limit: #rate_limit,
+            retry: #retry,
+        })
     }
 
     /// `Option<RateLimit>` as tokens.

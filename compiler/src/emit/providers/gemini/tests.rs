@@ -5,17 +5,12 @@ use crate::ir::Ir;
 /// The declaration of one tool with these schemas, and the warnings it gave.
 fn declared(parameters: Value, returns: Option<Value>) -> (Value, Diagnostics) {
     let ir = Ir::from_definitions([ToolDefinition {
-        title: None,
-        annotations: Default::default(),
-        policy: Default::default(),
         name: "t".into(),
         description: "d".into(),
         location: Location::Server,
         parameters,
         returns,
-        timeout: None,
-        wait_for_response: true,
-        filler: Vec::new(),
+        ..Default::default()
     }]);
     let mut diags = Diagnostics::default();
     let out = declaration(&ir.tools[0], &mut diags);
