@@ -1,7 +1,8 @@
 //! The MCP server as an OAuth 2.1 resource server (MCP's authorization, 2025-06-18 on): every
 //! HTTP request carries `Authorization: Bearer <access token>`, which a [`TokenValidator`]
 //! checks (a [`JwtValidator`]: signature against the authorization server's JWKS, issuer,
-//! audience = this resource, expiry) before rmcp sees the request; the scopes the server and
+//! audience = this resource, expiry; or an [`IntrospectionValidator`]: the authorization
+//! server asked, RFC 7662) before rmcp sees the request; the scopes the server and
 //! the called tool require are checked too. A request without a valid token is answered `401`,
 //! one whose token lacks a scope `403`, each with the `WWW-Authenticate` header MCP clients read
 //! (`resource_metadata="…"`, `error="invalid_token"` / `error="insufficient_scope"`,
@@ -26,6 +27,9 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{json, Value};
 
 use crate::Principal;
+
+mod introspection;
+pub use introspection::{IntrospectionValidator, DEFAULT_INTROSPECTION_TIMEOUT};
 
 /// An access token that passed validation: who it is for and what it allows.
 #[derive(Clone, Debug, PartialEq)]
@@ -258,7 +262,7 @@ fn describe(e: &jsonwebtoken::errors::Error) -> String {
 }
 
 /// The claims as an [`AccessToken`].
-fn access_token(claims: Value) -> AccessToken {
+pub(crate) fn access_token(claims: Value) -> AccessToken {
     let text = |k: &str| claims.get(k).and_then(Value::as_str).map(str::to_owned);
     let mut scopes = BTreeSet::new();
     if let Some(scope) = claims.get("scope").and_then(Value::as_str) {
