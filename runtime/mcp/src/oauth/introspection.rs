@@ -140,12 +140,16 @@ impl IntrospectionValidator {
             .append_pair("token_type_hint", "access_token")
             .finish();
         // RFC 6749 §2.3.1: the id and secret are form-encoded before they are joined.
-        let encode = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+        let encode =
+            |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
         let request = self
             .http
             .post(&self.endpoint)
             .basic_auth(encode(&self.client_id), Some(encode(&self.client_secret)))
-            .header(http::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(
+                http::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
             .header(http::header::ACCEPT, "application/json")
             .body(body);
         let unavailable = |why: String| {
@@ -209,7 +213,10 @@ impl IntrospectionValidator {
             ));
         }
         if let Some(kind) = claims.get("token_type") {
-            if !kind.as_str().is_some_and(|k| k.eq_ignore_ascii_case("bearer")) {
+            if !kind
+                .as_str()
+                .is_some_and(|k| k.eq_ignore_ascii_case("bearer"))
+            {
                 return Err(TokenError("the token is not a bearer access token".into()));
             }
         }
@@ -244,7 +251,9 @@ impl IntrospectionValidator {
             _ => false,
         };
         if !for_us {
-            return Err(TokenError("the token is not for this resource (aud)".into()));
+            return Err(TokenError(
+                "the token is not for this resource (aud)".into(),
+            ));
         }
         if let Some(issuer) = &self.issuer {
             if claims.get("iss").and_then(Value::as_str) != Some(issuer.as_str()) {
@@ -339,15 +348,21 @@ mod tests {
     }
 
     fn why(answer: Value) -> String {
-        validator().check(answer).err().map(|e| e.0).unwrap_or_default()
+        validator()
+            .check(answer)
+            .err()
+            .map(|e| e.0)
+            .unwrap_or_default()
     }
 
     #[test]
     fn an_active_answer_for_this_resource_is_the_token() {
         let t = validator()
-            .check(json!({"active": true, "sub": "ada", "aud": ["x", "http://h/mcp"],
+            .check(
+                json!({"active": true, "sub": "ada", "aud": ["x", "http://h/mcp"],
                           "iss": "http://as", "exp": now() + 60, "scope": "mcp:tools",
-                          "client_id": "c1", "token_type": "Bearer"}))
+                          "client_id": "c1", "token_type": "Bearer"}),
+            )
             .unwrap();
         assert_eq!(t.subject, "ada");
         assert_eq!(t.client_id.as_deref(), Some("c1"));
