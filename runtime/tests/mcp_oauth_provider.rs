@@ -206,7 +206,9 @@ async fn log_in(authorization_url: &str, name: &str) -> Result<String, String> {
 /// purpose: the provider's development pages are one form of plain inputs each.
 fn html_form(page: &str) -> Option<(String, Vec<(String, String)>)> {
     let start = page.find("<form")?;
-    let end = page[start..].find("</form>").map_or(page.len(), |e| start + e);
+    let end = page[start..]
+        .find("</form>")
+        .map_or(page.len(), |e| start + e);
     let form = &page[start..end];
     let tag_end = form.find('>')?;
     let action = attribute(&form[..tag_end], "action")?;
