@@ -3,7 +3,7 @@
 //! becomes the principal, and everything else an endpoint may send (refusals, errors, HTML,
 //! huge or slow answers, a closed port) refuses the token with a reason and never panics; the
 //! cache saves round trips and keeps a revoked token for at most its TTL. Through the
-//! `McpServer`, an inactive token is a `401 invalid_token`. The packaged authorization server's
+//! `McpServer`, an inactive token is a `401 invalid_token`, an endpoint that fails a `503`. The packaged authorization server's
 //! test (`mcp_oauth_provider.rs`) runs it against a real one.
 // Gated on `mcp` (which the workspace turns on): the dev-dependency on toolc-mcp brings `oauth`.
 #![cfg(feature = "mcp")]
@@ -167,10 +167,13 @@ async fn whatever_the_endpoint_sends_refuses_the_token_with_a_reason() {
         answer(&state, status, kind, body.clone());
         let refused = v.validate("t").await.unwrap_err();
         assert!(
-            refused.0.contains(expected),
+            refused.message().contains(expected),
             "{status} {}: {refused}",
             &body[..body.len().min(80)]
         );
+        // The token itself refused (401, get another) or the endpoint failing (503, retry).
+        let the_tokens_fault = ["not active", "(aud)", "(iss)"].contains(&expected);
+        assert_eq!(refused.is_unavailable(), !the_tokens_fault, "{refused}");
     }
     // Slow: the deadline, not a hung request.
     answer(&state, 200, "application/json", active("ada"));
@@ -178,17 +181,22 @@ async fn whatever_the_endpoint_sends_refuses_the_token_with_a_reason() {
     let started = std::time::Instant::now();
     let refused = v.validate("t").await.unwrap_err();
     assert!(
-        refused.0.contains("did not answer within 300 ms"),
+        refused.message().contains("did not answer within 300 ms"),
         "{refused}"
     );
     assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(refused.is_unavailable());
     // Nobody listening.
     let closed = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}/introspect", l.local_addr().unwrap())
     };
     let refused = validator(&closed).validate("t").await.unwrap_err();
-    assert!(refused.0.contains("could not be reached"), "{refused}");
+    assert!(
+        refused.message().contains("could not be reached"),
+        "{refused}"
+    );
+    assert!(refused.is_unavailable());
 }
 
 #[tokio::test]
@@ -221,7 +229,7 @@ async fn the_cache_saves_round_trips_and_keeps_a_revoked_token_at_most_its_ttl()
 }
 
 #[tokio::test]
-async fn through_the_server_an_inactive_token_is_a_401_and_an_active_one_runs() {
+async fn through_the_server_an_inactive_token_is_a_401_a_failing_endpoint_a_503() {
     let (url, state) = endpoint().await;
     let registry = Arc::new(
         Registry::builder()
@@ -265,6 +273,13 @@ async fn through_the_server_an_inactive_token_is_a_401_and_an_active_one_runs() 
         challenge.contains("error=\"invalid_token\"") && challenge.contains("not active"),
         "{challenge}"
     );
+    // The authorization server failing is not the token's fault: 503, retry later (a 401
+    // would send the user through a new login for an outage).
+    answer(&state, 500, "text/plain", "down");
+    let unavailable = service.clone().oneshot(initialize("t")).await.unwrap();
+    assert_eq!(unavailable.status(), 503);
+    assert_eq!(unavailable.headers()["retry-after"], "5");
+    assert!(!unavailable.headers().contains_key("www-authenticate"));
     answer(&state, 200, "application/json", active("ada"));
     let accepted = service.oneshot(initialize("t")).await.unwrap();
     assert_eq!(accepted.status(), 200);

@@ -73,7 +73,7 @@ impl IntrospectionValidator {
         match url::Url::parse(&endpoint) {
             Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host() => {}
             _ => {
-                return Err(TokenError(format!(
+                return Err(TokenError::new(format!(
                     "the introspection endpoint `{endpoint}` is not an http(s) URL: give the authorization server's `introspection_endpoint`"
                 )))
             }
@@ -153,7 +153,7 @@ impl IntrospectionValidator {
             .header(http::header::ACCEPT, "application/json")
             .body(body);
         let unavailable = |why: String| {
-            TokenError(format!(
+            TokenError::unavailable(format!(
                 "the token could not be checked: the authorization server's introspection endpoint {why}"
             ))
         };
@@ -202,14 +202,13 @@ impl IntrospectionValidator {
     /// The introspection answer's claims, checked as a JWT's would be.
     fn check(&self, answer: Value) -> Result<AccessToken, TokenError> {
         let Value::Object(claims) = &answer else {
-            return Err(TokenError(
-                "the introspection answer is not a JSON object".into(),
+            return Err(TokenError::unavailable(
+                "the introspection answer is not a JSON object",
             ));
         };
         if claims.get("active") != Some(&Value::Bool(true)) {
-            return Err(TokenError(
-                "the token is not active (revoked, expired or unknown to the authorization server)"
-                    .into(),
+            return Err(TokenError::new(
+                "the token is not active (revoked, expired or unknown to the authorization server)",
             ));
         }
         if let Some(kind) = claims.get("token_type") {
@@ -217,12 +216,12 @@ impl IntrospectionValidator {
                 .as_str()
                 .is_some_and(|k| k.eq_ignore_ascii_case("bearer"))
             {
-                return Err(TokenError("the token is not a bearer access token".into()));
+                return Err(TokenError::new("the token is not a bearer access token"));
             }
         }
         if claims.contains_key("cnf") {
-            return Err(TokenError(
-                "the token is bound to a key (cnf), whose proof this server does not check".into(),
+            return Err(TokenError::new(
+                "the token is bound to a key (cnf), whose proof this server does not check",
             ));
         }
         let now = SystemTime::now()
@@ -236,14 +235,14 @@ impl IntrospectionValidator {
                     .as_u64()
                     .or_else(|| v.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
                     .map(Some)
-                    .ok_or_else(|| TokenError(format!("the token's `{name}` is not a time"))),
+                    .ok_or_else(|| TokenError::new(format!("the token's `{name}` is not a time"))),
             }
         };
         if time("exp")?.is_some_and(|exp| exp.saturating_add(self.leeway) <= now) {
-            return Err(TokenError("the token has expired".into()));
+            return Err(TokenError::new("the token has expired"));
         }
         if time("nbf")?.is_some_and(|nbf| nbf > now.saturating_add(self.leeway)) {
-            return Err(TokenError("the token is not valid yet (nbf)".into()));
+            return Err(TokenError::new("the token is not valid yet (nbf)"));
         }
         let for_us = match claims.get("aud") {
             Some(Value::String(aud)) => *aud == self.audience,
@@ -251,19 +250,17 @@ impl IntrospectionValidator {
             _ => false,
         };
         if !for_us {
-            return Err(TokenError(
-                "the token is not for this resource (aud)".into(),
-            ));
+            return Err(TokenError::new("the token is not for this resource (aud)"));
         }
         if let Some(issuer) = &self.issuer {
             if claims.get("iss").and_then(Value::as_str) != Some(issuer.as_str()) {
-                return Err(TokenError(
-                    "the token is not from a trusted issuer (iss)".into(),
+                return Err(TokenError::new(
+                    "the token is not from a trusted issuer (iss)",
                 ));
             }
         }
         if !claims.get("sub").is_some_and(Value::is_string) {
-            return Err(TokenError("the token has no `sub` claim".into()));
+            return Err(TokenError::new("the token has no `sub` claim"));
         }
         Ok(access_token(answer))
     }
@@ -282,7 +279,7 @@ fn client(timeout: Duration) -> Result<reqwest::Client, TokenError> {
         .redirect(reqwest::redirect::Policy::none())
         .timeout(timeout)
         .build()
-        .map_err(|e| TokenError(format!("no HTTP client for introspection: {e}")))
+        .map_err(|e| TokenError::new(format!("no HTTP client for introspection: {e}")))
 }
 
 /// Active answers by token, each until its deadline.
@@ -351,7 +348,7 @@ mod tests {
         validator()
             .check(answer)
             .err()
-            .map(|e| e.0)
+            .map(|e| e.message().to_owned())
             .unwrap_or_default()
     }
 
@@ -403,7 +400,7 @@ mod tests {
     #[test]
     fn a_bad_endpoint_is_refused_at_construction() {
         let e = IntrospectionValidator::new("/introspect", "rs", "s", "http://h/mcp").unwrap_err();
-        assert!(e.0.contains("not an http(s) URL"), "{e}");
+        assert!(e.message().contains("not an http(s) URL"), "{e}");
     }
 
     #[test]
