@@ -43,7 +43,7 @@ const REDIRECT_URI: &str = "http://127.0.0.1:9/callback";
 const INTROSPECTOR: (&str, &str) = ("mcp-resource-server", "resource-server-secret");
 
 /// How long the provider's access tokens last, in seconds: short, for the refresh step.
-const ACCESS_TOKEN_TTL: u64 = 3;
+const ACCESS_TOKEN_TTL: u64 = 5;
 
 /// The packaged authorization server, running; killed when dropped.
 struct Provider {

@@ -8,7 +8,7 @@
 //   "port": 0,                                   // 0: a free loopback port
 //   "resources": { "<MCP endpoint URL>": "jwt" | "opaque", ... },
 //   "scope": "mcp:tools",                        // the scopes each resource offers
-//   "accessTokenTTL": 4,                         // seconds: short, for the refresh step
+//   "accessTokenTTL": 5,                         // seconds: short, for the refresh step
 //   "introspector": { "client_id": "...", "client_secret": "..." }  // the resource servers' client
 // }
 //
@@ -19,7 +19,7 @@ import Provider from 'oidc-provider';
 const settings = JSON.parse(process.argv[2] ?? '{}');
 const resources = settings.resources ?? {};
 const scope = settings.scope ?? 'mcp:tools';
-const accessTokenTTL = settings.accessTokenTTL ?? 4;
+const accessTokenTTL = settings.accessTokenTTL ?? 5;
 const introspector = settings.introspector ?? {
   client_id: 'mcp-resource-server',
   client_secret: 'resource-server-secret',
