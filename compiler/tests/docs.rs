@@ -252,6 +252,7 @@ const COMPILED_SOURCES: &[&str] = &[
     "tests/readme/src/telemetry.rs",
     "tests/readme/src/mcp.rs",
     "tests/readme/src/mcp_oauth.rs",
+    "tests/readme/src/mcp_oauth_server.rs",
     "tests/readme/src/toolsets.rs",
     "tests/readme/src/gpt_live.rs",
     "tests/readme/src/gpt_live_chat.rs",

@@ -6,7 +6,9 @@
 //! answers with a step-up login; an expiring token is refreshed without a login; a second
 //! connection with the same credential store logs in no more; a refused login says so; a
 //! redirect with another `state` is refused before its code is used; a scope never granted
-//! ends in a bounded number of logins.
+//! ends in a bounded number of logins; signing out (`McpTools::revoke`) revokes the refresh and
+//! access tokens at the revocation endpoint (RFC 7009) as the client is registered, clears the
+//! store and leaves the connection signed out, and a revocation that fails says so.
 #![cfg(all(feature = "mcp", feature = "mcp-client-oauth"))]
 
 use std::collections::HashMap;
@@ -53,6 +55,12 @@ struct Seen {
     refuse: bool,
     /// Whether `mcp:admin` is never granted (the user may not have it).
     deny_admin: bool,
+    /// Each revocation request: its `Authorization` header and form.
+    revocations: Vec<(Option<String>, HashMap<String, String>)>,
+    /// The status the revocation endpoint answers (default 200).
+    revocation_status: Option<u16>,
+    /// Whether the metadata leaves out `revocation_endpoint`.
+    no_revocation: bool,
 }
 
 struct AuthServer {
@@ -122,7 +130,7 @@ fn uuid() -> String {
 }
 
 async fn metadata(State(a): State<Arc<AuthServer>>) -> Json<Value> {
-    Json(json!({
+    let mut document = json!({
         "issuer": a.issuer,
         "authorization_endpoint": format!("{}/authorize", a.issuer),
         "token_endpoint": format!("{}/token", a.issuer),
@@ -130,8 +138,34 @@ async fn metadata(State(a): State<Arc<AuthServer>>) -> Json<Value> {
         "response_types_supported": ["code"],
         "grant_types_supported": ["authorization_code", "refresh_token"],
         "code_challenge_methods_supported": ["S256"],
-        "token_endpoint_auth_methods_supported": ["none"],
-    }))
+        "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
+    });
+    if !a.seen.lock().unwrap().no_revocation {
+        document["revocation_endpoint"] = json!(format!("{}/revoke", a.issuer));
+    }
+    Json(document)
+}
+
+/// RFC 7009: `200` for any token, or the status the test asks for, with an error body.
+async fn revoke(
+    State(a): State<Arc<AuthServer>>,
+    headers: http::HeaderMap,
+    body: axum::body::Bytes,
+) -> (http::StatusCode, Json<Value>) {
+    let form = url::form_urlencoded::parse(&body).into_owned().collect();
+    let authorization = headers
+        .get("authorization")
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned);
+    let mut seen = a.seen.lock().unwrap();
+    seen.revocations.push((authorization, form));
+    match seen.revocation_status {
+        Some(status) => (
+            http::StatusCode::from_u16(status).unwrap(),
+            Json(json!({"error": "temporarily_unavailable", "error_description": "try later"})),
+        ),
+        None => (http::StatusCode::OK, Json(json!({}))),
+    }
 }
 
 async fn register(
@@ -233,6 +267,7 @@ async fn servers(lifetime: u64) -> (String, Arc<AuthServer>) {
         .route("/.well-known/oauth-authorization-server", get(metadata))
         .route("/register", post(register))
         .route("/token", post(token))
+        .route("/revoke", post(revoke))
         .with_state(auth.clone());
     tokio::spawn(async move { axum::serve(as_listener, as_app).await });
 
@@ -409,4 +444,123 @@ async fn a_redirect_with_another_state_is_refused_and_its_code_never_exchanged()
     );
     // The code was never taken to the token endpoint.
     assert_eq!(auth.seen.lock().unwrap().codes.len(), 1);
+}
+
+/// The stored (access token, refresh token), read as rmcp stores them.
+async fn stored_tokens(store: &InMemoryCredentialStore) -> Option<(String, String)> {
+    use toolc_runtime::mcp::client_oauth::CredentialStore;
+    let stored = serde_json::to_value(store.load().await.unwrap()?).unwrap();
+    let tokens = &stored["token_response"];
+    Some((
+        tokens["access_token"].as_str()?.to_owned(),
+        tokens["refresh_token"].as_str()?.to_owned(),
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signing_out_revokes_both_tokens_and_the_connection_stays_signed_out() {
+    let (resource, auth) = servers(600).await;
+    let store = InMemoryCredentialStore::new();
+    let tools = McpTools::connect_oauth(&resource, client(&auth, &store))
+        .await
+        .unwrap();
+    let (access, refresh) = stored_tokens(&store).await.unwrap();
+    tools.revoke().await.unwrap();
+    {
+        let seen = auth.seen.lock().unwrap();
+        // The refresh token first, then the access token; a public client names itself.
+        let sent: Vec<_> = seen
+            .revocations
+            .iter()
+            .map(|(authorization, form)| {
+                (
+                    authorization.clone(),
+                    form["token"].clone(),
+                    form["token_type_hint"].clone(),
+                    form["client_id"].clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            sent,
+            [
+                (None, refresh, "refresh_token".into(), "client-1".into()),
+                (None, access, "access_token".into(), "client-1".into()),
+            ]
+        );
+    }
+    assert!(
+        stored_tokens(&store).await.is_none(),
+        "the store is cleared"
+    );
+    let error = call(&tools, "whoami").await.unwrap_err();
+    assert!(error.contains("signed out"), "{error}");
+    assert_eq!(
+        auth.seen.lock().unwrap().logins.len(),
+        1,
+        "no login after signing out"
+    );
+    // Signing out again has nothing to revoke.
+    tools.revoke().await.unwrap();
+    assert_eq!(auth.seen.lock().unwrap().revocations.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_with_a_secret_revokes_with_it() {
+    let (resource, auth) = servers(600).await;
+    let store = InMemoryCredentialStore::new();
+    let oauth = client(&auth, &store).preregistered("client-1", Some("s3cret".into()));
+    let tools = McpTools::connect_oauth(&resource, oauth).await.unwrap();
+    tools.revoke().await.unwrap();
+    let seen = auth.seen.lock().unwrap();
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("client-1:s3cret")
+    );
+    assert_eq!(seen.revocations.len(), 2);
+    for (authorization, form) in &seen.revocations {
+        assert_eq!(authorization.as_deref(), Some(basic.as_str()));
+        assert!(!form.contains_key("client_secret"), "{form:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revocation_that_fails_is_reported_and_the_tokens_are_forgotten_anyway() {
+    let (resource, auth) = servers(600).await;
+    let store = InMemoryCredentialStore::new();
+    let tools = McpTools::connect_oauth(&resource, client(&auth, &store))
+        .await
+        .unwrap();
+    auth.seen.lock().unwrap().revocation_status = Some(503);
+    let error = tools.revoke().await.unwrap_err();
+    assert!(
+        error.0.contains("revoking the refresh token at")
+            && error
+                .0
+                .contains("HTTP 503: temporarily_unavailable (try later)")
+            && error.0.contains("may still accept them"),
+        "{error}"
+    );
+    assert!(stored_tokens(&store).await.is_none());
+
+    // An authorization server without a revocation endpoint: said so.
+    let (resource, auth) = servers(600).await;
+    auth.seen.lock().unwrap().no_revocation = true;
+    let store = InMemoryCredentialStore::new();
+    let tools = McpTools::connect_oauth(&resource, client(&auth, &store))
+        .await
+        .unwrap();
+    let error = tools.revoke().await.unwrap_err();
+    assert!(error.0.contains("no `revocation_endpoint`"), "{error}");
+    assert!(stored_tokens(&store).await.is_none());
+
+    // Tools connected without OAuth have nothing to revoke.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let open = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app =
+        axum::Router::new().nest_service("/mcp", McpServer::new(registry()).streamable_http());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let plain = McpTools::connect_http(&open).await.unwrap();
+    let error = plain.revoke().await.unwrap_err();
+    assert!(error.0.contains("not connected with OAuth"), "{error}");
 }

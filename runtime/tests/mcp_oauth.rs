@@ -396,11 +396,11 @@ async fn the_token_subject_is_the_calls_principal() {
 fn a_jwks_without_a_usable_key_is_refused_at_construction() {
     let oct = r#"{"keys":[{"kty":"oct","k":"c2VjcmV0","kid":"s"}]}"#;
     let error = JwtValidator::from_jwks_json(oct, ISSUER, RESOURCE).unwrap_err();
-    assert!(error.0.contains("symmetric"), "{error}");
+    assert!(error.message().contains("symmetric"), "{error}");
     let error = JwtValidator::from_jwks_json("{}", ISSUER, RESOURCE).unwrap_err();
-    assert!(error.0.contains("does not parse"), "{error}");
+    assert!(error.message().contains("does not parse"), "{error}");
     let error = JwtValidator::from_jwks_json(r#"{"keys":[]}"#, ISSUER, RESOURCE).unwrap_err();
-    assert!(error.0.contains("empty"), "{error}");
+    assert!(error.message().contains("empty"), "{error}");
 }
 
 /// A `per principal` rate limit over MCP counts the token's subject, whichever token and

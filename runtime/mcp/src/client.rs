@@ -47,6 +47,14 @@ pub(crate) trait Reauthorize: Send + Sync {
         challenge: &'a str,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), McpError>> + Send + 'a>>;
 
+    /// Signs out: revokes the tokens at the authorization server and forgets them; the
+    /// connection authorizes no more.
+    // Called only by `McpTools::revoke` (feature `client-oauth`).
+    #[cfg_attr(not(feature = "client-oauth"), allow(dead_code))]
+    fn revoke(
+        &self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), McpError>> + Send + '_>>;
+
     /// A request went through after being authorized again: the bound on authorizations
     /// starts over (it is for one refused request, not for a connection's whole life).
     fn settled(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>;
@@ -289,6 +297,24 @@ impl McpTools {
                 }) => session.challenged(Some(&challenge)).await?,
                 Err(failure) => return Err(failure.error),
             }
+        }
+    }
+
+    /// Signs out of an OAuth-protected server (a connection made with
+    /// [`McpTools::connect_oauth`]): the refresh token and the access token are revoked at the
+    /// authorization server (RFC 7009, at its metadata's `revocation_endpoint`, authenticated as
+    /// the client was registered) and the credential store is cleared. From then on the calls
+    /// of these tools fail (`mcp_unauthorized`, saying the connection was signed out) instead
+    /// of asking the user to log in again; connect again to sign in. The store is cleared even
+    /// when the authorization server cannot be told, and the error then says that the tokens
+    /// stay valid there until they expire.
+    #[cfg(feature = "client-oauth")]
+    pub async fn revoke(&self) -> Result<(), McpError> {
+        match &self.reauth {
+            Some(session) => session.revoke().await,
+            None => Err(McpError(
+                "these tools were not connected with OAuth (McpTools::connect_oauth): there are no tokens to revoke".into(),
+            )),
         }
     }
 

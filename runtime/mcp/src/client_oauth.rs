@@ -18,7 +18,8 @@
 //! token; scope step-up. What this module adds: the reactive order (connect, read the
 //! challenge, authorize, connect again), a bounded number of authorizations per connection
 //! and per call, an authorization server's `error` redirect read as such (rmcp reports only a
-//! missing `code`), and errors that say what to do.
+//! missing `code`), token revocation when the user signs out (RFC 7009, `revoke.rs`: rmcp has
+//! no call for it), and errors that say what to do.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -33,6 +34,8 @@ pub use rmcp::transport::auth::{
 };
 
 use super::McpError;
+
+mod revoke;
 
 /// What [`Authorize::authorize`] returns: the URL the authorization server redirected the
 /// user's browser to (with `code`, `state` and perhaps `iss`), or why there is none.
@@ -304,6 +307,11 @@ pub(crate) struct Session {
     /// Authorizations since a request last went through after one (logins, step-ups, client
     /// credentials exchanges).
     authorizations: std::sync::atomic::AtomicU32,
+    /// The authorization server's metadata as last discovered (for its `revocation_endpoint`,
+    /// which rmcp's manager does not hand out).
+    metadata: std::sync::Mutex<Option<rmcp::transport::auth::AuthorizationMetadata>>,
+    /// The user signed out ([`Session::revoke`]): no authorization is made again.
+    signed_out: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -337,6 +345,8 @@ impl Session {
             url: url.to_owned(),
             base,
             authorizations: Default::default(),
+            metadata: Default::default(),
+            signed_out: Default::default(),
         })
     }
 
@@ -346,6 +356,12 @@ impl Session {
     /// challenge.
     pub(crate) async fn challenged(&self, challenge: Option<&str>) -> Result<(), McpError> {
         use std::sync::atomic::Ordering;
+        if self.signed_out.load(Ordering::Relaxed) {
+            return Err(McpError(format!(
+                "OAuth for {}: this connection was signed out (its tokens revoked); connect again (McpTools::connect_oauth) to sign in",
+                self.url
+            )));
+        }
         let made = self.authorizations.fetch_add(1, Ordering::Relaxed);
         if made >= MAX_AUTHORIZATIONS {
             return Err(McpError(format!(
@@ -399,6 +415,7 @@ impl Session {
             Err(e) => return Err(explain("discovering the authorization server", url, e)),
         };
         let metadata_copy = metadata.clone();
+        *self.metadata.lock().unwrap_or_else(|e| e.into_inner()) = Some(metadata.clone());
         slot.set_metadata(metadata);
         match &self.config.grant {
             Grant::Code {
@@ -676,6 +693,10 @@ impl super::client::Reauthorize for Session {
         challenge: &'a str,
     ) -> Pin<Box<dyn Future<Output = Result<(), McpError>> + Send + 'a>> {
         Box::pin(Session::challenged(self, Some(challenge)))
+    }
+
+    fn revoke(&self) -> Pin<Box<dyn Future<Output = Result<(), McpError>> + Send + '_>> {
+        Box::pin(Session::revoke(self))
     }
 
     fn settled(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {

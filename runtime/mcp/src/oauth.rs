@@ -1,7 +1,8 @@
 //! The MCP server as an OAuth 2.1 resource server (MCP's authorization, 2025-06-18 on): every
 //! HTTP request carries `Authorization: Bearer <access token>`, which a [`TokenValidator`]
 //! checks (a [`JwtValidator`]: signature against the authorization server's JWKS, issuer,
-//! audience = this resource, expiry) before rmcp sees the request; the scopes the server and
+//! audience = this resource, expiry; or an [`IntrospectionValidator`]: the authorization
+//! server asked, RFC 7662) before rmcp sees the request; the scopes the server and
 //! the called tool require are checked too. A request without a valid token is answered `401`,
 //! one whose token lacks a scope `403`, each with the `WWW-Authenticate` header MCP clients read
 //! (`resource_metadata="…"`, `error="invalid_token"` / `error="insufficient_scope"`,
@@ -27,6 +28,9 @@ use serde_json::{json, Value};
 
 use crate::Principal;
 
+mod introspection;
+pub use introspection::{IntrospectionValidator, DEFAULT_INTROSPECTION_TIMEOUT};
+
 /// An access token that passed validation: who it is for and what it allows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AccessToken {
@@ -41,13 +45,49 @@ pub struct AccessToken {
 }
 
 /// Why a token was not accepted; the text goes to the client as `error_description` (keep
-/// secrets out of it).
+/// secrets out of it). Either the token is refused ([`TokenError::new`]: `401 invalid_token`,
+/// the client gets another token) or it could not be checked now
+/// ([`TokenError::unavailable`]: the authorization server did not answer an introspection;
+/// `503` with `Retry-After`, so that a client retries instead of sending its user through a
+/// new login for an outage).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TokenError(pub String);
+pub struct TokenError {
+    message: String,
+    unavailable: bool,
+}
+
+impl TokenError {
+    /// The token is refused, for the reason `message`.
+    pub fn new(message: impl Into<String>) -> TokenError {
+        TokenError {
+            message: message.into(),
+            unavailable: false,
+        }
+    }
+
+    /// The token could not be checked now (the authorization server is unreachable, slow or
+    /// answered nonsense): not the client's fault, and not fixed by a new token.
+    pub fn unavailable(message: impl Into<String>) -> TokenError {
+        TokenError {
+            message: message.into(),
+            unavailable: true,
+        }
+    }
+
+    /// What failed.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Whether the token could not be checked (rather than being refused).
+    pub fn is_unavailable(&self) -> bool {
+        self.unavailable
+    }
+}
 
 impl std::fmt::Display for TokenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
@@ -95,8 +135,8 @@ impl JwtValidator {
         audience: impl Into<String>,
     ) -> Result<JwtValidator, TokenError> {
         if jsonwebtoken::crypto::CryptoProvider::try_get_default().is_none() {
-            return Err(TokenError(
-                "jsonwebtoken has no crypto provider (both or neither of its `aws_lc_rs` and `rust_crypto` features are on): install one with CryptoProvider::install_default".into(),
+            return Err(TokenError::new(
+                "jsonwebtoken has no crypto provider (both or neither of its `aws_lc_rs` and `rust_crypto` features are on): install one with CryptoProvider::install_default"
             ));
         }
         let mut usable = Vec::new();
@@ -108,7 +148,7 @@ impl JwtValidator {
             }
         }
         if usable.is_empty() {
-            return Err(TokenError(format!(
+            return Err(TokenError::new(format!(
                 "the JWKS has no key usable to verify tokens ({})",
                 if skipped.is_empty() {
                     "it is empty".to_owned()
@@ -132,7 +172,7 @@ impl JwtValidator {
         audience: impl Into<String>,
     ) -> Result<JwtValidator, TokenError> {
         let keys: JwkSet = serde_json::from_str(jwks)
-            .map_err(|e| TokenError(format!("the JWKS document does not parse: {e}")))?;
+            .map_err(|e| TokenError::new(format!("the JWKS document does not parse: {e}")))?;
         JwtValidator::new(&keys, issuer, audience)
     }
 
@@ -145,7 +185,7 @@ impl JwtValidator {
     /// The token's claims, checked.
     fn check(&self, token: &str) -> Result<AccessToken, TokenError> {
         let header = jsonwebtoken::decode_header(token)
-            .map_err(|_| TokenError("the token is not a JWT of a signing algorithm".into()))?;
+            .map_err(|_| TokenError::new("the token is not a JWT of a signing algorithm"))?;
         let candidates: Vec<_> = match &header.kid {
             Some(kid) => self
                 .keys
@@ -155,14 +195,14 @@ impl JwtValidator {
             None => self.keys.iter().collect(),
         };
         if candidates.is_empty() {
-            return Err(TokenError(
-                "the token is signed with a key this server does not know (kid)".into(),
+            return Err(TokenError::new(
+                "the token is signed with a key this server does not know (kid)",
             ));
         }
-        let mut last = TokenError("the token's signature does not verify".into());
+        let mut last = TokenError::new("the token's signature does not verify");
         for (_, key, algorithms) in candidates {
             if !algorithms.contains(&header.alg) {
-                last = TokenError("the token's algorithm is not its key's".into());
+                last = TokenError::new("the token's algorithm is not its key's");
                 continue;
             }
             let mut validation = Validation::new(header.alg);
@@ -174,7 +214,7 @@ impl JwtValidator {
             validation.validate_nbf = true;
             match jsonwebtoken::decode::<Value>(token, key, &validation) {
                 Ok(data) => return Ok(access_token(data.claims)),
-                Err(e) => last = TokenError(describe(&e)),
+                Err(e) => last = TokenError::new(describe(&e)),
             }
         }
         Err(last)
@@ -258,7 +298,7 @@ fn describe(e: &jsonwebtoken::errors::Error) -> String {
 }
 
 /// The claims as an [`AccessToken`].
-fn access_token(claims: Value) -> AccessToken {
+pub(crate) fn access_token(claims: Value) -> AccessToken {
     let text = |k: &str| claims.get(k).and_then(Value::as_str).map(str::to_owned);
     let mut scopes = BTreeSet::new();
     if let Some(scope) = claims.get("scope").and_then(Value::as_str) {
@@ -468,7 +508,10 @@ impl ResourceServer {
             .validator
             .validate(token)
             .await
-            .map_err(|e| self.invalid(&e.0))?;
+            .map_err(|e| match e.is_unavailable() {
+                true => self.unavailable(e.message()),
+                false => self.invalid(e.message()),
+            })?;
         if token.subject.is_empty() {
             return Err(self.invalid("the token names no subject"));
         }
@@ -530,6 +573,23 @@ impl ResourceServer {
             http::StatusCode::UNAUTHORIZED,
             Some(("invalid_token", why)),
             &self.required,
+        )
+    }
+
+    /// `503`: the token could not be checked now; the client should retry later, not log in.
+    fn unavailable(&self, why: &str) -> Box<HttpResponse> {
+        let body = json!({ "error": "temporarily_unavailable", "error_description": why });
+        Box::new(
+            http::Response::builder()
+                .status(http::StatusCode::SERVICE_UNAVAILABLE)
+                .header(http::header::RETRY_AFTER, "5")
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .body(Full::new(Bytes::from(body.to_string())).boxed())
+                .unwrap_or_else(|_| {
+                    let mut response = http::Response::new(Full::new(Bytes::new()).boxed());
+                    *response.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+                    response
+                }),
         )
     }
 

@@ -8,6 +8,7 @@ pub mod gpt_live;
 pub mod gpt_live_chat;
 pub mod mcp;
 pub mod mcp_oauth;
+pub mod mcp_oauth_server;
 pub mod relay;
 pub mod telemetry;
 pub mod toolsets;

@@ -19,3 +19,9 @@ pub async fn service_tools(secret: String) -> Result<Arc<McpTools>, McpError> {
     let oauth = OAuthClient::client_secret("billing-agent", secret).scopes(["mcp:tools"]);
     McpTools::connect_oauth("https://mcp.example.com/mcp", oauth).await
 }
+
+// Signing out: the tokens are revoked at the authorization server (RFC 7009) and forgotten;
+// the tools' calls then fail until the application connects (and the user logs in) again.
+pub async fn sign_out(signed_in: &McpTools) -> Result<(), McpError> {
+    signed_in.revoke().await
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use opentelemetry_sdk::trace::InMemorySpanExporter;
-use readme_snippets::{builder, fn_tools, mcp, relay, telemetry, typed_registry};
+use readme_snippets::{builder, fn_tools, mcp, mcp_oauth_server, relay, telemetry, typed_registry};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode};
@@ -145,6 +145,32 @@ async fn the_mcp_router_answers_initialize() {
     let text = String::from_utf8(bytes.to_vec()).unwrap();
     assert_eq!(status, 200, "{text}");
     assert!(text.contains("\"support-desk\""), "{text}");
+}
+
+#[tokio::test]
+async fn the_introspected_app_serves_its_metadata_and_refuses_a_request_without_a_token() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let app = mcp_oauth_server::introspected_app(Arc::new(support_registry()), "s".into()).unwrap();
+    let get = |uri: &str| {
+        toolc_runtime::relay::axum::http::Request::get(uri)
+            .header("host", "localhost")
+            .body(toolc_runtime::relay::axum::body::Body::empty())
+            .unwrap()
+    };
+    let metadata = app
+        .clone()
+        .oneshot(get("/.well-known/oauth-protected-resource/mcp"))
+        .await
+        .unwrap();
+    assert_eq!(metadata.status(), 200);
+    let bytes = toolc_runtime::relay::axum::body::to_bytes(metadata.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let document: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(document["resource"], "https://mcp.example.com/mcp");
+    // No token: refused before the introspection endpoint (which does not exist) is asked.
+    let refused = app.oneshot(get("/mcp")).await.unwrap();
+    assert_eq!(refused.status(), 401);
 }
 
 #[tokio::test]
