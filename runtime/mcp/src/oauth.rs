@@ -560,8 +560,13 @@ impl ResourceServer {
             };
             if needed.iter().any(|s| !token.scopes.contains(s)) {
                 // Everything the call needs, so that one step up is enough.
+                // A tool may declare a scope every request needs too: named once.
                 let mut all: Vec<String> = self.required.clone();
-                all.extend(needed.iter().cloned());
+                for scope in needed {
+                    if !all.contains(scope) {
+                        all.push(scope.clone());
+                    }
+                }
                 return Err(self.insufficient(&all));
             }
         }
@@ -802,5 +807,34 @@ mod tests {
         assert!(rs
             .authorize_message(&t, br#"{"method":"tools/call","params":{"name":5}}"#)
             .is_ok());
+    }
+
+    /// A tool's scopes from its definition and from code are merged, each once, and a scope
+    /// the tool shares with every request is named once in the challenge.
+    #[test]
+    fn declared_and_coded_scopes_merge_each_once() {
+        let declared = crate::ToolDefinition {
+            name: "wipe".into(),
+            scopes: vec!["read".into(), "admin".into()],
+            ..Default::default()
+        };
+        let rs = ResourceServer::new("http://h/mcp", Fixed(Ok(token(&["read"]))))
+            .require_scopes(["read"])
+            .tool_scopes("wipe", ["admin", "admin"])
+            .declared_scopes([&declared]);
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": {"name": "wipe"}})
+        .to_string();
+        let refused = rs
+            .authorize_message(&token(&["read"]), call.as_bytes())
+            .unwrap_err();
+        let header = refused.headers()[http::header::WWW_AUTHENTICATE]
+            .to_str()
+            .unwrap();
+        assert!(header.contains("scope=\"read admin\""), "{header}");
+        assert!(rs
+            .authorize_message(&token(&["read", "admin"]), call.as_bytes())
+            .is_ok());
+        assert_eq!(rs.metadata()["scopes_supported"], json!(["read", "admin"]));
     }
 }
