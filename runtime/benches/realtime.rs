@@ -7,7 +7,7 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use toolc_runtime::dispatch::{self, NoClient, ToolCall};
-use toolc_runtime::realtime::{script, Provider, Session, SessionConfig};
+use toolc_runtime::realtime::{script, RealtimeProvider, Session, SessionConfig};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
 const MANIFEST: &str = r#"
@@ -88,7 +88,7 @@ fn bench(c: &mut Criterion) {
     });
 
     // The same call on Gemini Live: one `toolCall` in, one `toolResponse` out.
-    let mut live_config = SessionConfig::for_provider(&registry, Provider::GeminiLive);
+    let mut live_config = SessionConfig::for_provider(&registry, RealtimeProvider::GeminiLive);
     live_config.filler_delay = None;
     let live_config = Arc::new(live_config);
     let live_calls: Vec<String> = (0..4096)
@@ -127,7 +127,7 @@ fn bench(c: &mut Criterion) {
 
     // The same call on GPT-Live: the delegated backend's response (created, the call's four
     // nested events, completed) in, `response.item.create` + `response.create` out.
-    let mut gpt_config = SessionConfig::for_provider(&registry, Provider::GptLive);
+    let mut gpt_config = SessionConfig::for_provider(&registry, RealtimeProvider::GptLive);
     gpt_config.filler_delay = None;
     let gpt_config = Arc::new(gpt_config);
     let gpt_calls: Vec<Vec<String>> = (0..4096)

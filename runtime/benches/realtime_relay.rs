@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::Message;
-use toolc_runtime::realtime::Provider;
+use toolc_runtime::realtime::RealtimeProvider;
 use toolc_runtime::relay::{Relay, RelayConfig, StaticTokens};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
@@ -41,29 +41,29 @@ const TOKEN: &str = "bench-token-0123456789";
 const ORIGIN: &str = "https://app.example";
 
 /// The provider whose wire the run speaks (`--provider`).
-static PROVIDER: OnceLock<Provider> = OnceLock::new();
+static PROVIDER: OnceLock<RealtimeProvider> = OnceLock::new();
 
-fn provider() -> Provider {
-    *PROVIDER.get().unwrap_or(&Provider::OpenAi)
+fn provider() -> RealtimeProvider {
+    *PROVIDER.get().unwrap_or(&RealtimeProvider::OpenAi)
 }
 
 /// The model's audio, ~300 bytes.
 fn model_event(i: usize) -> String {
     match provider() {
-        Provider::OpenAi => json!({"type": "response.output_audio.delta", "event_id": format!("ev_{i}"), "response_id": "r1", "item_id": "i1", "output_index": 0, "content_index": 0, "delta": "QUJD".repeat(60)}).to_string(),
-        Provider::GeminiLive | Provider::VertexLive => json!({"serverContent": {"modelTurn": {"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": "QUJD".repeat(62)}}]}}}).to_string(),
+        RealtimeProvider::OpenAi => json!({"type": "response.output_audio.delta", "event_id": format!("ev_{i}"), "response_id": "r1", "item_id": "i1", "output_index": 0, "content_index": 0, "delta": "QUJD".repeat(60)}).to_string(),
+        RealtimeProvider::GeminiLive | RealtimeProvider::VertexLive => json!({"serverContent": {"modelTurn": {"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": "QUJD".repeat(62)}}]}}}).to_string(),
         // The first event starts the session: the relay holds the page's input until then.
-        Provider::GptLive if i == 0 => json!({"type": "session.started", "event_id": "ev_started", "session": {"id": "bench", "expires_at": 0, "model": "gpt-live-1", "status": "active"}}).to_string(),
-        Provider::GptLive => json!({"type": "session.output_audio.delta", "delta": "QUJD".repeat(72)}).to_string(),
+        RealtimeProvider::GptLive if i == 0 => json!({"type": "session.started", "event_id": "ev_started", "session": {"id": "bench", "expires_at": 0, "model": "gpt-live-1", "status": "active"}}).to_string(),
+        RealtimeProvider::GptLive => json!({"type": "session.output_audio.delta", "delta": "QUJD".repeat(72)}).to_string(),
     }
 }
 
 /// The browser's audio, ~300 bytes.
 fn browser_event(i: usize) -> String {
     match provider() {
-        Provider::OpenAi => json!({"type": "input_audio_buffer.append", "event_id": format!("ev_{i}"), "response_id": "r1", "item_id": "i1", "output_index": 0, "content_index": 0, "delta": "QUJD".repeat(60)}).to_string(),
-        Provider::GeminiLive | Provider::VertexLive => json!({"realtimeInput": {"audio": {"mimeType": "audio/pcm;rate=16000", "data": "QUJD".repeat(64)}}}).to_string(),
-        Provider::GptLive => json!({"type": "session.input_audio.append", "event_id": format!("ev_{i}"), "audio": "QUJD".repeat(70)}).to_string(),
+        RealtimeProvider::OpenAi => json!({"type": "input_audio_buffer.append", "event_id": format!("ev_{i}"), "response_id": "r1", "item_id": "i1", "output_index": 0, "content_index": 0, "delta": "QUJD".repeat(60)}).to_string(),
+        RealtimeProvider::GeminiLive | RealtimeProvider::VertexLive => json!({"realtimeInput": {"audio": {"mimeType": "audio/pcm;rate=16000", "data": "QUJD".repeat(64)}}}).to_string(),
+        RealtimeProvider::GptLive => json!({"type": "session.input_audio.append", "event_id": format!("ev_{i}"), "audio": "QUJD".repeat(70)}).to_string(),
     }
 }
 
@@ -223,13 +223,13 @@ async fn run(proxy: &str, n: usize, done: &mut mpsc::UnboundedReceiver<()>) -> D
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let smoke = !args.iter().any(|a| a == "--bench");
-    let chosen = args
-        .windows(2)
-        .find(|w| w[0] == "--provider")
-        .map_or(Provider::OpenAi, |w| {
-            w[1].parse()
-                .expect("--provider openai|gemini-live|vertex-live|gpt-live")
-        });
+    let chosen =
+        args.windows(2)
+            .find(|w| w[0] == "--provider")
+            .map_or(RealtimeProvider::OpenAi, |w| {
+                w[1].parse()
+                    .expect("--provider openai|gemini-live|vertex-live|gpt-live")
+            });
     PROVIDER.set(chosen).unwrap();
     let (n, rounds) = if smoke { (200, 1) } else { (20_000, 7) };
     let rt = tokio::runtime::Builder::new_multi_thread()

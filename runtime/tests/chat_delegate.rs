@@ -26,7 +26,7 @@ use toolc_runtime::chat::http::{user_message, ModelError, ResponsesModel};
 use toolc_runtime::chat::TurnRunner;
 use toolc_runtime::delegate::{chat_delegate, FAILED};
 use toolc_runtime::realtime::script::gpt_live as script;
-use toolc_runtime::realtime::{Provider, Session, SessionConfig};
+use toolc_runtime::realtime::{RealtimeProvider, Session, SessionConfig};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
 const MANIFEST: &str = r#"
@@ -225,7 +225,7 @@ async fn a_client_delegation_runs_a_tool_turn_against_the_responses_api_and_is_s
     let looked_up = Arc::new(Mutex::new(Vec::new()));
     let registry = registry(looked_up.clone());
     let model = ResponsesModel::new(&base, KEY, "gpt-5.5").unwrap();
-    let mut config = SessionConfig::for_provider(&registry, Provider::GptLive);
+    let mut config = SessionConfig::for_provider(&registry, RealtimeProvider::GptLive);
     config.client_delegate = Some(chat_delegate(registry.clone(), model));
     let mut h = Wire::new(Session::new(registry, Arc::new(config)));
     h.model(&script::session_started("sess_1"));
@@ -294,7 +294,7 @@ async fn a_refused_request_answers_the_live_model_silently_and_says_why_to_the_a
         "{err:?}"
     );
     // Through the delegate: silent context, nothing of the error's text.
-    let mut config = SessionConfig::for_provider(&registry, Provider::GptLive);
+    let mut config = SessionConfig::for_provider(&registry, RealtimeProvider::GptLive);
     config.client_delegate = Some(chat_delegate(registry.clone(), wrong));
     let mut h = Wire::new(Session::new(registry, Arc::new(config)));
     h.model(&script::session_started("sess_1"));

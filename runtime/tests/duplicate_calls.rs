@@ -19,7 +19,7 @@ use common::session::Wire;
 use serde_json::{json, Value};
 use toolc_runtime::chat::{ToolCall, TurnRunner};
 use toolc_runtime::mcp::McpServer;
-use toolc_runtime::realtime::{script, Provider, Session, SessionConfig};
+use toolc_runtime::realtime::{script, RealtimeProvider, Session, SessionConfig};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
 const MANIFEST: &str = r#"
@@ -110,7 +110,7 @@ fn runs(runs: &Runs) -> (usize, usize, usize) {
     )
 }
 
-fn session(provider: Provider, runs: Arc<Runs>) -> Wire {
+fn session(provider: RealtimeProvider, runs: Arc<Runs>) -> Wire {
     let registry = registry(runs);
     let mut config = SessionConfig::for_provider(&registry, provider);
     config.filler_delay = None;
@@ -118,9 +118,14 @@ fn session(provider: Provider, runs: Arc<Runs>) -> Wire {
 }
 
 /// Makes the model call `(call_id, tool, arguments)` in a response of its own.
-fn call(wire: &mut Wire, provider: Provider, response: &str, calls: &[(&str, &str, Value)]) {
+fn call(
+    wire: &mut Wire,
+    provider: RealtimeProvider,
+    response: &str,
+    calls: &[(&str, &str, Value)],
+) {
     match provider {
-        Provider::OpenAi => {
+        RealtimeProvider::OpenAi => {
             let calls: Vec<(&str, &str, String)> = calls
                 .iter()
                 .map(|(id, name, args)| (*id, *name, args.to_string()))
@@ -129,7 +134,7 @@ fn call(wire: &mut Wire, provider: Provider, response: &str, calls: &[(&str, &st
                 calls.iter().map(|(i, n, a)| (*i, *n, a.as_str())).collect();
             wire.model_all(&script::response_with_calls(response, &calls));
         }
-        Provider::GptLive => {
+        RealtimeProvider::GptLive => {
             let calls: Vec<(&str, &str, String)> = calls
                 .iter()
                 .map(|(id, name, args)| (*id, *name, args.to_string()))
@@ -140,7 +145,7 @@ fn call(wire: &mut Wire, provider: Provider, response: &str, calls: &[(&str, &st
                 "d1", response, &calls,
             ));
         }
-        Provider::GeminiLive | Provider::VertexLive => {
+        RealtimeProvider::GeminiLive | RealtimeProvider::VertexLive => {
             let calls: Vec<(&str, &str, Value)> = calls
                 .iter()
                 .map(|(id, name, args)| (*id, *name, args.clone()))
@@ -181,7 +186,7 @@ fn result_of(wire: &Wire, call_id: &str) -> Value {
         .1
 }
 
-async fn realtime_repeats(provider: Provider) {
+async fn realtime_repeats(provider: RealtimeProvider) {
     let counted = Arc::new(Runs::default());
     let mut wire = session(provider, counted.clone());
     // A create-type call, re-issued in the next response with the keys in another order.
@@ -273,27 +278,27 @@ async fn realtime_repeats(provider: Provider) {
 
 #[tokio::test(start_paused = true)]
 async fn a_realtime_repeat_gets_the_first_result_or_is_refused_on_openai() {
-    realtime_repeats(Provider::OpenAi).await;
+    realtime_repeats(RealtimeProvider::OpenAi).await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_realtime_repeat_gets_the_first_result_or_is_refused_on_gemini_live() {
-    realtime_repeats(Provider::GeminiLive).await;
+    realtime_repeats(RealtimeProvider::GeminiLive).await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_realtime_repeat_gets_the_first_result_or_is_refused_on_gpt_live() {
-    realtime_repeats(Provider::GptLive).await;
+    realtime_repeats(RealtimeProvider::GptLive).await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_reissue_while_the_first_runs_waits_for_its_result_and_an_interrupted_one_runs_again() {
     let counted = Arc::new(Runs::default());
-    let mut wire = session(Provider::OpenAi, counted.clone());
+    let mut wire = session(RealtimeProvider::OpenAi, counted.clone());
     // Two identical calls in one response: the second waits for the first's result.
     call(
         &mut wire,
-        Provider::OpenAi,
+        RealtimeProvider::OpenAi,
         "r1",
         &[
             ("c1", "create_ticket", json!({"subject": "a"})),
@@ -324,7 +329,7 @@ async fn a_reissue_while_the_first_runs_waits_for_its_result_and_an_interrupted_
     wire.run_for(Duration::from_secs(1)).await;
     call(
         &mut wire,
-        Provider::OpenAi,
+        RealtimeProvider::OpenAi,
         "r3",
         &[("c4", "create_ticket", json!({"subject": "b"}))],
     );

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use toolc_runtime::realtime::{
-    script, Output, Provider, Scheduling, Session, SessionConfig, Verdict,
+    script, Output, RealtimeProvider, Scheduling, Session, SessionConfig, Verdict,
 };
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
@@ -200,7 +200,7 @@ impl Run {
 #[tokio::test(start_paused = true)]
 async fn every_live_message_validates_with_googles_gen_ai_sdk() {
     let registry = registry();
-    let mut config = SessionConfig::for_provider(&registry, Provider::GeminiLive);
+    let mut config = SessionConfig::for_provider(&registry, RealtimeProvider::GeminiLive);
     config.async_scheduling = Scheduling::Interrupt;
     let (session, events) = Session::new(registry, Arc::new(config));
     let setup = session.session_update();
@@ -380,7 +380,7 @@ async fn captured_live_traffic_is_read_from_either_frame_type() {
     assert!(captures.len() >= 40, "{} captures", captures.len());
     for binary in [true, false] {
         let registry = registry();
-        let config = SessionConfig::for_provider(&registry, Provider::GeminiLive);
+        let config = SessionConfig::for_provider(&registry, RealtimeProvider::GeminiLive);
         let counters = config.counters.clone();
         let (mut session, _events) = Session::new(registry, Arc::new(config));
         let mut upstream = line("client", &session.session_update());

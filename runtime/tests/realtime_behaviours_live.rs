@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::behaviours::Harness;
 use serde_json::{json, Value};
-use toolc_runtime::realtime::{script, Note, Provider, RejectReason, Scheduling, Verdict};
+use toolc_runtime::realtime::{script, Note, RealtimeProvider, RejectReason, Scheduling, Verdict};
 
 #[tokio::test(start_paused = true)]
 async fn live_setup_declares_every_tool_with_full_json_schema_and_its_behavior() {
@@ -142,7 +142,7 @@ async fn live_cancellation_takes_the_barge_in_path_and_sends_no_result() {
 
 #[tokio::test(start_paused = true)]
 async fn live_an_async_call_says_started_at_once_and_its_result_is_scheduled() {
-    let mut h = Harness::for_provider(Provider::GeminiLive, |c| {
+    let mut h = Harness::for_provider(RealtimeProvider::GeminiLive, |c| {
         c.scheduling_of
             .insert("generate_report".into(), Scheduling::Interrupt);
     });

@@ -18,16 +18,16 @@ use common::behaviours::Harness;
 use serde_json::{json, Value};
 use toolc_runtime::realtime::script::gpt_live as script;
 use toolc_runtime::realtime::{
-    client_delegate, DelegationAnswer, Note, Provider, RejectReason, Speaker, Verdict,
+    client_delegate, DelegationAnswer, Note, RealtimeProvider, RejectReason, Speaker, Verdict,
 };
 
 fn gpt_live() -> Harness {
-    Harness::for_provider(Provider::GptLive, |_| {})
+    Harness::for_provider(RealtimeProvider::GptLive, |_| {})
 }
 
 /// A session whose client delegations run here: the answer names the last thing the user said.
 fn with_delegate() -> Harness {
-    Harness::for_provider(Provider::GptLive, |config| {
+    Harness::for_provider(RealtimeProvider::GptLive, |config| {
         config.client_delegate = Some(client_delegate(|delegation, ctx| async move {
             assert_eq!(ctx.call_id(), delegation.id);
             let asked = delegation
@@ -380,7 +380,7 @@ async fn a_client_delegation_runs_on_the_delegate_over_the_transcript() {
 
 #[tokio::test(start_paused = true)]
 async fn a_delegate_that_panics_still_answers_the_model() {
-    let mut h = Harness::for_provider(Provider::GptLive, |config| {
+    let mut h = Harness::for_provider(RealtimeProvider::GptLive, |config| {
         config.client_delegate = Some(client_delegate(|_, _| async {
             panic!("backend down");
         }));
@@ -630,7 +630,7 @@ async fn an_answer_approves_only_its_own_request_and_the_page_cannot_answer_a_se
 
 #[tokio::test(start_paused = true)]
 async fn an_unanswered_approval_times_out_and_the_question_is_withdrawn() {
-    let mut h = Harness::for_provider(Provider::GptLive, |c| {
+    let mut h = Harness::for_provider(RealtimeProvider::GptLive, |c| {
         c.approval_timeout = Duration::from_secs(3)
     });
     h.model(&script::session_started("sess_1"));
@@ -810,7 +810,7 @@ fn the_session_forwards_exactly_the_sdks_server_event_types() {
 // ---- sideband (`/v1/live/sessions/{id}/attach`) -----------------------------------------------
 
 fn sideband() -> Harness {
-    Harness::for_provider(Provider::GptLive, |config| config.sideband = true)
+    Harness::for_provider(RealtimeProvider::GptLive, |config| config.sideband = true)
 }
 
 #[tokio::test(start_paused = true)]
@@ -915,7 +915,8 @@ fn the_webrtc_session_body_validates_with_openais_sdk() {
         let seen = std::sync::Arc::new(common::behaviours::Seen::default());
         common::behaviours::registry(seen)
     };
-    let config = toolc_runtime::realtime::SessionConfig::for_provider(&registry, Provider::GptLive);
+    let config =
+        toolc_runtime::realtime::SessionConfig::for_provider(&registry, RealtimeProvider::GptLive);
     let session =
         toolc_runtime::realtime::gpt_live::webrtc_session(config.session, &config.declarations);
     let create = json!({"session": session, "transport": {"type": "webrtc", "sdp": "v=0\r\n"}});

@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::props::registry;
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use toolc_runtime::realtime::{script, Output, Provider, Session, SessionConfig, Verdict};
+use toolc_runtime::realtime::{script, Output, RealtimeProvider, Session, SessionConfig, Verdict};
 
 /// What the browser does with one client call.
 #[derive(Clone, Debug)]
@@ -430,7 +430,7 @@ fn live_conversation(batches: Vec<Vec<LiveCall>>) {
         .unwrap();
     rt.block_on(async move {
         let registry = registry();
-        let mut config = SessionConfig::for_provider(&registry, Provider::GeminiLive);
+        let mut config = SessionConfig::for_provider(&registry, RealtimeProvider::GeminiLive);
         config.approval_timeout = Duration::from_millis(200);
         let (mut session, mut events) = Session::new(registry, Arc::new(config));
         let mut to_model: Vec<(tokio::time::Instant, Value)> = Vec::new();

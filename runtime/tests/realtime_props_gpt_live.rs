@@ -20,7 +20,9 @@ use common::props::registry;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use toolc_runtime::realtime::script::gpt_live as script;
-use toolc_runtime::realtime::{Output, Provider, Session, SessionConfig, SessionEvents, Verdict};
+use toolc_runtime::realtime::{
+    Output, RealtimeProvider, Session, SessionConfig, SessionEvents, Verdict,
+};
 
 /// What the page does with one client call.
 #[derive(Clone, Copy, Debug)]
@@ -264,7 +266,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 fn new_session(configure: impl FnOnce(&mut SessionConfig)) -> (Session, SessionEvents, Backend) {
     let registry = registry();
-    let mut config = SessionConfig::for_provider(&registry, Provider::GptLive);
+    let mut config = SessionConfig::for_provider(&registry, RealtimeProvider::GptLive);
     configure(&mut config);
     let (mut session, events) = Session::new(registry, Arc::new(config));
     let mut backend = Backend::new();

@@ -293,8 +293,8 @@ async fn on_gemini_live_a_call_made_while_away_is_delivered_on_resume_and_answer
 
 #[tokio::test(start_paused = true)]
 async fn on_gpt_live_a_call_lost_in_the_drop_is_delivered_again_and_answered_once() {
-    use toolc_runtime::realtime::Provider;
-    let mut h = Harness::for_provider(Provider::GptLive, |_| {});
+    use toolc_runtime::realtime::RealtimeProvider;
+    let mut h = Harness::for_provider(RealtimeProvider::GptLive, |_| {});
     let mut page = Page::default();
     h.model(&script::gpt_live::session_started("s1"));
     h.model(&script::gpt_live::delegation_created("d1", "responses"));

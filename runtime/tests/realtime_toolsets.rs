@@ -14,7 +14,9 @@ use std::sync::Arc;
 use common::session::Wire;
 use serde_json::{json, Value};
 use toolc_runtime::chat::{ChatCompletions, Codec, TurnRunner};
-use toolc_runtime::realtime::{script, Provider, SelectToolsetsError, Session, SessionConfig};
+use toolc_runtime::realtime::{
+    script, RealtimeProvider, SelectToolsetsError, Session, SessionConfig,
+};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
 const MANIFEST: &str = r#"
@@ -162,7 +164,7 @@ async fn switching_toolsets_redeclares_at_once_when_idle_and_after_a_response_ot
 #[test]
 fn gemini_live_takes_the_choice_in_setup_and_cannot_switch() {
     let registry = registry();
-    let config = SessionConfig::for_provider(&registry, Provider::GeminiLive)
+    let config = SessionConfig::for_provider(&registry, RealtimeProvider::GeminiLive)
         .with_toolsets(&registry, &["archive"])
         .unwrap();
     let (mut session, _events) = Session::new(registry, Arc::new(config));
@@ -173,14 +175,16 @@ fn gemini_live_takes_the_choice_in_setup_and_cannot_switch() {
     );
     assert_eq!(
         session.select_toolsets(&["orders"]),
-        Err(SelectToolsetsError::DeclaredOnce(Provider::GeminiLive))
+        Err(SelectToolsetsError::DeclaredOnce(
+            RealtimeProvider::GeminiLive
+        ))
     );
 }
 
 #[tokio::test(start_paused = true)]
 async fn gpt_live_switches_the_delegated_backends_tools_with_session_update() {
     let registry = registry();
-    let mut config = SessionConfig::for_provider(&registry, Provider::GptLive)
+    let mut config = SessionConfig::for_provider(&registry, RealtimeProvider::GptLive)
         .with_toolsets(&registry, &["orders"])
         .unwrap();
     config.session["delegation"]["responses"]

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use toolc_runtime::realtime::script::gpt_live as script;
-use toolc_runtime::realtime::{Counters, Provider, SessionConfig};
+use toolc_runtime::realtime::{Counters, RealtimeProvider, SessionConfig};
 use toolc_runtime::relay::testing::{FakeModel, Script, TestBrowser};
 use toolc_runtime::relay::RelayConfig;
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
@@ -91,7 +91,7 @@ async fn a_delegated_conversation_through_the_relay() {
     let session_registry = registry.clone();
     let session_counters = counters.clone();
     let relay = common::relay::start(registry, model.url(), move |config: &mut RelayConfig| {
-        let mut session = SessionConfig::for_provider(&session_registry, Provider::GptLive);
+        let mut session = SessionConfig::for_provider(&session_registry, RealtimeProvider::GptLive);
         session.counters = session_counters;
         config.session = Arc::new(session);
         config.api_key = Some("sk-test".into());

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::sync::Notify;
-use toolc_runtime::realtime::{script, Counters, Provider, SessionConfig};
+use toolc_runtime::realtime::{script, Counters, RealtimeProvider, SessionConfig};
 use toolc_runtime::relay::testing::{Connection, FakeModel, Frames, Script, TestBrowser};
 use toolc_runtime::relay::RelayConfig;
 use toolc_runtime::{definitions_from_str, executor_fn, executor_fn_with_context, Registry};
@@ -108,7 +108,8 @@ async fn live_relay(
 ) -> common::relay::TestRelay {
     let config_registry = registry.clone();
     common::relay::start(registry, upstream, move |config: &mut RelayConfig| {
-        let mut session = SessionConfig::for_provider(&config_registry, Provider::GeminiLive);
+        let mut session =
+            SessionConfig::for_provider(&config_registry, RealtimeProvider::GeminiLive);
         session.filler_delay = None;
         session.counters = counters;
         edit(&mut session);
@@ -644,7 +645,8 @@ async fn vertex_live_takes_a_bearer_token_and_an_async_result_once() {
     let registry = registry(seen.clone());
     let session_registry = registry.clone();
     let relay = common::relay::start(registry, model.url(), move |config: &mut RelayConfig| {
-        let mut session = SessionConfig::for_provider(&session_registry, Provider::VertexLive);
+        let mut session =
+            SessionConfig::for_provider(&session_registry, RealtimeProvider::VertexLive);
         session.session.insert(
             "model".into(),
             json!(toolc_runtime::realtime::gemini_live::vertex_model(
@@ -695,7 +697,8 @@ async fn held_input_past_its_bound_loses_the_oldest_page_audio_counted() {
     let registry = registry(Arc::default());
     let session_registry = registry.clone();
     let relay = common::relay::start(registry, model.url(), move |config: &mut RelayConfig| {
-        let mut session = SessionConfig::for_provider(&session_registry, Provider::GeminiLive);
+        let mut session =
+            SessionConfig::for_provider(&session_registry, RealtimeProvider::GeminiLive);
         session.filler_delay = None;
         config.session = Arc::new(session);
         config.limits.held_input_bytes = 300;

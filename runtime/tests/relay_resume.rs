@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolc_runtime::realtime::{script, Provider, SessionConfig};
+use toolc_runtime::realtime::{script, RealtimeProvider, SessionConfig};
 use toolc_runtime::relay::testing::{FakeModel, Script, TestBrowser};
 use toolc_runtime::relay::{RelayConfig, StaticTokens};
 use toolc_runtime::{definitions_from_str, Registry};
@@ -302,7 +302,7 @@ async fn a_gemini_live_page_resumes_and_its_call_is_answered_once() {
     .unwrap();
     let relay = relay(&model, |config| {
         let registry = registry();
-        let mut session = SessionConfig::for_provider(&registry, Provider::GeminiLive);
+        let mut session = SessionConfig::for_provider(&registry, RealtimeProvider::GeminiLive);
         session.filler_delay = None;
         config.session = Arc::new(session);
     })

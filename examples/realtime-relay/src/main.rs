@@ -14,7 +14,7 @@ use toolc_runtime::catalog::{CatalogClient, LiveCatalog};
 use toolc_runtime::engine::{OnUnavailable, RedisDuplicates, RedisLimiter};
 use toolc_runtime::markers::MarkerTag;
 use toolc_runtime::realtime::MarkerFlowConfig;
-use toolc_runtime::realtime::{gpt_live, Naming, Provider, Scheduling};
+use toolc_runtime::realtime::{gpt_live, Naming, RealtimeProvider, Scheduling};
 use toolc_runtime::relay::{Relay, RelayConfig, StaticTokens};
 use toolc_runtime::Registry;
 
@@ -34,7 +34,7 @@ struct Args {
     /// `vertex-live` (Live on Vertex AI) or `gpt-live` (OpenAI's Live API with Responses
     /// delegation). The browser protocol is the same for all.
     #[arg(long, default_value = "openai")]
-    provider: Provider,
+    provider: RealtimeProvider,
     /// The model's websocket URL (default: the provider's public endpoint). With `--sideband`,
     /// the base the sideband attaches under (`{URL}/{session id}/attach`).
     #[arg(long)]
@@ -400,10 +400,10 @@ fn relay_config(args: &Args, tools: Tools) -> Result<RelayConfig, String> {
                 .to_owned(),
         );
     }
-    if args.markers.is_some() && args.provider != Provider::OpenAi {
+    if args.markers.is_some() && args.provider != RealtimeProvider::OpenAi {
         return Err("--markers works with --provider openai only".to_owned());
     }
-    if args.sideband && args.provider != Provider::GptLive {
+    if args.sideband && args.provider != RealtimeProvider::GptLive {
         return Err("--sideband works with --provider gpt-live only".to_owned());
     }
     let mut config = RelayConfig::for_provider(registry, args.provider);

@@ -21,7 +21,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
-use toolc_runtime::realtime::{Provider, SessionConfig};
+use toolc_runtime::realtime::{RealtimeProvider, SessionConfig};
 use toolc_runtime::relay::testing::FakeModel;
 use toolc_runtime::relay::{RelayConfig, RelayService};
 use toolc_runtime::Registry;
@@ -61,7 +61,7 @@ pub struct Options {
     pub model: Model,
     /// Which wire the model speaks: OpenAI Realtime GA events, Gemini Live messages or GPT-Live
     /// events. The page's tool protocol is the same for all.
-    pub provider: Provider,
+    pub provider: RealtimeProvider,
     /// Serve `GET /_test/model` (what the scripted model received, and the relay's counters).
     pub test_endpoints: bool,
     /// How long a waiting client call may be open before the model says a filler phrase.
@@ -84,7 +84,7 @@ impl Options {
             model: Model::Scripted {
                 pace: Duration::from_millis(40),
             },
-            provider: Provider::OpenAi,
+            provider: RealtimeProvider::OpenAi,
             test_endpoints: false,
             filler_delay: None,
             session: serde_json::Map::new(),
@@ -95,7 +95,7 @@ impl Options {
 struct App {
     registry: Arc<Registry>,
     session: Arc<SessionConfig>,
-    provider: Provider,
+    provider: RealtimeProvider,
     upstream: String,
     relay: RelayService,
     web_dir: PathBuf,
@@ -133,7 +133,7 @@ impl Server {
         session.trace_calls = true;
         session.filler_delay = options.filler_delay;
         session.session.extend(options.session.clone());
-        if provider == Provider::GptLive {
+        if provider == RealtimeProvider::GptLive {
             // The page speaks PCM16 at 24 kHz (its clip, or the microphone), and plays the
             // model's audio at that rate: said, not left to the API's default.
             session.session.entry("audio").or_insert_with(|| {
@@ -146,9 +146,11 @@ impl Server {
         let (upstream, api_key, scripted) = match options.model {
             Model::Scripted { pace } => {
                 let script = match provider {
-                    Provider::OpenAi => conversation::script(pace),
-                    Provider::GeminiLive | Provider::VertexLive => conversation::live_script(pace),
-                    Provider::GptLive => conversation::gpt_live_script(pace),
+                    RealtimeProvider::OpenAi => conversation::script(pace),
+                    RealtimeProvider::GeminiLive | RealtimeProvider::VertexLive => {
+                        conversation::live_script(pace)
+                    }
+                    RealtimeProvider::GptLive => conversation::gpt_live_script(pace),
                 };
                 let model = FakeModel::start(script)
                     .await

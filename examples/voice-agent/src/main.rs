@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use serde_json::{json, Value};
-use toolc_runtime::realtime::Provider;
+use toolc_runtime::realtime::RealtimeProvider;
 use voice_agent::{Model, Options, Server};
 
 #[derive(Debug, Parser)]
@@ -23,7 +23,7 @@ struct Args {
     /// messages) or `gpt-live` (OpenAI's Live API with Responses delegation). The scripted model
     /// speaks each; the page's tool protocol is the same.
     #[arg(long, default_value = "openai")]
-    provider: Provider,
+    provider: RealtimeProvider,
     /// Talk to the model at this websocket URL instead of the scripted one (the default with
     /// the provider's API key set, OPENAI_API_KEY, GEMINI_API_KEY or VERTEX_ACCESS_TOKEN, is its public endpoint).
     #[arg(long, value_name = "URL")]
@@ -118,19 +118,19 @@ fn options(args: &Args) -> Result<Options, String> {
             options.filler_delay =
                 (args.filler_delay_ms > 0).then(|| Duration::from_millis(args.filler_delay_ms));
             match args.provider {
-                Provider::OpenAi => {
+                RealtimeProvider::OpenAi => {
                     options
                         .session
                         .insert("instructions".into(), Value::String(INSTRUCTIONS.into()));
                 }
-                Provider::GptLive => {
+                RealtimeProvider::GptLive => {
                     // Frontend instructions (voice, turn-taking); the business rules go to the
                     // delegated backend.
                     options
                         .session
                         .insert("instructions".into(), Value::String(INSTRUCTIONS.into()));
                 }
-                Provider::GeminiLive | Provider::VertexLive => {
+                RealtimeProvider::GeminiLive | RealtimeProvider::VertexLive => {
                     // Live answers in audio; its transcript is what the page shows as text.
                     options.session.insert(
                         "systemInstruction".into(),
@@ -148,12 +148,12 @@ fn options(args: &Args) -> Result<Options, String> {
 }
 
 /// The environment variable that holds the provider's API key.
-fn api_key_variable(provider: Provider) -> &'static str {
+fn api_key_variable(provider: RealtimeProvider) -> &'static str {
     match provider {
-        Provider::OpenAi | Provider::GptLive => "OPENAI_API_KEY",
-        Provider::GeminiLive => "GEMINI_API_KEY",
+        RealtimeProvider::OpenAi | RealtimeProvider::GptLive => "OPENAI_API_KEY",
+        RealtimeProvider::GeminiLive => "GEMINI_API_KEY",
         // An OAuth access token (`gcloud auth print-access-token`), sent as a bearer token.
-        Provider::VertexLive => "VERTEX_ACCESS_TOKEN",
+        RealtimeProvider::VertexLive => "VERTEX_ACCESS_TOKEN",
     }
 }
 

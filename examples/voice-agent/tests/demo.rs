@@ -8,17 +8,17 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use toolc_runtime::realtime::Provider;
+use toolc_runtime::realtime::RealtimeProvider;
 use toolc_runtime::relay::testing::TestBrowser;
 use voice_agent::{conversation, Model, Options, Server};
 
 const LIMIT: Duration = Duration::from_secs(10);
 
 async fn start() -> String {
-    start_with(Provider::OpenAi).await
+    start_with(RealtimeProvider::OpenAi).await
 }
 
-async fn start_with(provider: Provider) -> String {
+async fn start_with(provider: RealtimeProvider) -> String {
     let mut options = Options::new("127.0.0.1:0");
     options.provider = provider;
     options.model = Model::Scripted {
@@ -192,9 +192,9 @@ fn answer(name: &str) -> Option<Value> {
 
 /// What the customer's question is on each provider's wire: a user message, then (OpenAI) a
 /// request for a response; Live answers a `clientContent` that completes the user's turn.
-fn question(provider: Provider) -> Vec<Value> {
+fn question(provider: RealtimeProvider) -> Vec<Value> {
     match provider {
-        Provider::OpenAi => vec![
+        RealtimeProvider::OpenAi => vec![
             json!({
                 "type": "conversation.item.create",
                 "item": {"type": "message", "role": "user",
@@ -204,13 +204,13 @@ fn question(provider: Provider) -> Vec<Value> {
         ],
         // GPT-Live takes the customer's voice only: 100 ms chunks of PCM16 at 24 kHz (silence
         // here; the page sends a tone), which the scripted model transcribes as the question.
-        Provider::GptLive => {
+        RealtimeProvider::GptLive => {
             let silence = "AAAA".repeat(4800 / 3);
             (0..conversation::GPT_LIVE_CLIP_CHUNKS)
                 .map(|_| json!({"type": "session.input_audio.append", "audio": silence}))
                 .collect()
         }
-        Provider::GeminiLive | Provider::VertexLive => vec![json!({
+        RealtimeProvider::GeminiLive | RealtimeProvider::VertexLive => vec![json!({
             "clientContent": {
                 "turns": [{"role": "user", "parts": [{"text": conversation::QUESTION}]}],
                 "turnComplete": true,
@@ -222,7 +222,7 @@ fn question(provider: Provider) -> Vec<Value> {
 /// The results the model received, by call id, and how many times it was asked to go on
 /// (OpenAI: every `response.create`, the customer's included; Live: every `toolResponse`).
 fn results_and_continuations(
-    provider: Provider,
+    provider: RealtimeProvider,
     received: &[Value],
 ) -> (Vec<(String, Value)>, usize) {
     let mut results = Vec::new();
@@ -230,7 +230,7 @@ fn results_and_continuations(
     for event in received {
         match provider {
             // OpenAI: results as conversation items; GPT-Live: as the backend's items.
-            Provider::OpenAi | Provider::GptLive => {
+            RealtimeProvider::OpenAi | RealtimeProvider::GptLive => {
                 if event["type"] == "response.create" {
                     continuations += 1;
                 }
@@ -242,7 +242,7 @@ fn results_and_continuations(
                     ));
                 }
             }
-            Provider::GeminiLive | Provider::VertexLive => {
+            RealtimeProvider::GeminiLive | RealtimeProvider::VertexLive => {
                 let Some(responses) = event["toolResponse"]["functionResponses"].as_array() else {
                     continue;
                 };
@@ -261,7 +261,9 @@ fn results_and_continuations(
 
 /// The whole scripted conversation through the relay, as a page plays it, on `provider`'s wire.
 /// Returns what the model received and what the page received.
-async fn conversation_runs_through_the_relay(provider: Provider) -> (Vec<Value>, Vec<Value>) {
+async fn conversation_runs_through_the_relay(
+    provider: RealtimeProvider,
+) -> (Vec<Value>, Vec<Value>) {
     let addr = start_with(provider).await;
     let mut browser = TestBrowser::connect(&format!("ws://{addr}/"))
         .await
@@ -284,15 +286,15 @@ async fn conversation_runs_through_the_relay(provider: Provider) -> (Vec<Value>,
     seen.extend(more);
     let (closing, rest) = browser
         .next_matching(LIMIT, |e| match provider {
-            Provider::OpenAi => {
+            RealtimeProvider::OpenAi => {
                 e["type"] == "response.done" && e["response"]["id"] == "resp_demo_3"
             }
-            Provider::GptLive => {
+            RealtimeProvider::GptLive => {
                 e["type"] == "response.event"
                     && e["event"]["type"] == "response.completed"
                     && e["event"]["response"]["id"] == "resp_demo_3"
             }
-            Provider::GeminiLive | Provider::VertexLive => {
+            RealtimeProvider::GeminiLive | RealtimeProvider::VertexLive => {
                 e["serverContent"]["turnComplete"] == true
             }
         })
@@ -331,11 +333,11 @@ async fn conversation_runs_through_the_relay(provider: Provider) -> (Vec<Value>,
     );
     let asked = match provider {
         // The customer's response.create, then one continuation per response with calls.
-        Provider::OpenAi => 3,
+        RealtimeProvider::OpenAi => 3,
         // One toolResponse per batch: the customer's clientContent started the turn.
         // Only the relay asks the backend to go on: one per backend response with calls.
-        Provider::GptLive => 2,
-        Provider::GeminiLive | Provider::VertexLive => 2,
+        RealtimeProvider::GptLive => 2,
+        RealtimeProvider::GeminiLive | RealtimeProvider::VertexLive => 2,
     };
     assert_eq!(continuations, asked, "{received:?}");
     assert_eq!(report["counters"]["continuations"], 2);
@@ -366,13 +368,13 @@ async fn conversation_runs_through_the_relay(provider: Provider) -> (Vec<Value>,
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scripted_conversation_runs_through_the_relay() {
-    conversation_runs_through_the_relay(Provider::OpenAi).await;
+    conversation_runs_through_the_relay(RealtimeProvider::OpenAi).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scripted_conversation_runs_through_the_relay_on_gemini_live() {
-    conversation_runs_through_the_relay(Provider::GeminiLive).await;
-    let addr = start_with(Provider::GeminiLive).await;
+    conversation_runs_through_the_relay(RealtimeProvider::GeminiLive).await;
+    let addr = start_with(RealtimeProvider::GeminiLive).await;
     let (_, body) = get(&addr, "/config.json").await;
     assert_eq!(
         serde_json::from_str::<Value>(&body).unwrap()["provider"],
@@ -382,7 +384,7 @@ async fn the_scripted_conversation_runs_through_the_relay_on_gemini_live() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scripted_conversation_runs_through_the_relay_on_gpt_live() {
-    let (received, seen) = conversation_runs_through_the_relay(Provider::GptLive).await;
+    let (received, seen) = conversation_runs_through_the_relay(RealtimeProvider::GptLive).await;
     // The relay declared the tools to the delegated backend, in `session.start`.
     assert_eq!(received[0]["type"], "session.start");
     let tools = received[0]["session"]["delegation"]["responses"]["tools"]
@@ -566,7 +568,7 @@ async fn a_remote_live_model_gets_the_key_in_its_own_header_and_the_tools_in_set
     .await
     .unwrap();
     let mut options = Options::new("127.0.0.1:0");
-    options.provider = Provider::GeminiLive;
+    options.provider = RealtimeProvider::GeminiLive;
     options.model = Model::Remote {
         url: model.url(),
         api_key: Some("AIza-test-secret".into()),

@@ -1,5 +1,5 @@
 //! Realtime sessions: the server between a browser and a realtime model (OpenAI Realtime GA or
-//! Gemini Live, [`Provider`]).
+//! Gemini Live, [`RealtimeProvider`]).
 //!
 //! - [`Session`]: the transport-free session dispatcher. Server tools run in-process through the
 //!   [`crate::Registry`]; client tools go to the browser with the tool's deadline; fire-and-forget
@@ -37,7 +37,7 @@ pub use browser::Naming;
 pub use gemini_live::Scheduling;
 pub use gemini_live::{Compression, LiveOptions, SlidingWindow};
 pub use marker_flow::{MarkerCounters, MarkerFlowConfig};
-pub use provider::Provider;
+pub use provider::RealtimeProvider;
 pub use session::{
     client_delegate, ClientDelegate, CounterSnapshot, Counters, Delegation, DelegationAnswer, Note,
     Observer, Output, Reconnect, RejectReason, ResumeRefused, SelectToolsetsError, Session,

@@ -13,7 +13,7 @@ use crate::ToolDefinition;
 
 /// A realtime model API.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Provider {
+pub enum RealtimeProvider {
     /// OpenAI Realtime (GA): `session.update`, `response.*` events, `response.create`.
     #[default]
     OpenAi,
@@ -32,42 +32,42 @@ pub enum Provider {
     GptLive,
 }
 
-impl Provider {
+impl RealtimeProvider {
     /// Every provider, in the order the CLI lists them.
-    pub const ALL: [Provider; 4] = [
-        Provider::OpenAi,
-        Provider::GeminiLive,
-        Provider::VertexLive,
-        Provider::GptLive,
+    pub const ALL: [RealtimeProvider; 4] = [
+        RealtimeProvider::OpenAi,
+        RealtimeProvider::GeminiLive,
+        RealtimeProvider::VertexLive,
+        RealtimeProvider::GptLive,
     ];
 
     /// The name used by `--provider` and in configuration.
     pub fn as_str(self) -> &'static str {
         match self {
-            Provider::OpenAi => "openai",
-            Provider::GeminiLive => "gemini-live",
-            Provider::VertexLive => "vertex-live",
-            Provider::GptLive => "gpt-live",
+            RealtimeProvider::OpenAi => "openai",
+            RealtimeProvider::GeminiLive => "gemini-live",
+            RealtimeProvider::VertexLive => "vertex-live",
+            RealtimeProvider::GptLive => "gpt-live",
         }
     }
 
     /// The provider's name in OpenTelemetry's GenAI conventions (`gen_ai.provider.name`).
     pub fn otel_name(self) -> &'static str {
         match self {
-            Provider::OpenAi => "openai",
-            Provider::GeminiLive => "gcp.gemini",
-            Provider::VertexLive => "gcp.vertex_ai",
-            Provider::GptLive => "openai",
+            RealtimeProvider::OpenAi => "openai",
+            RealtimeProvider::GeminiLive => "gcp.gemini",
+            RealtimeProvider::VertexLive => "gcp.vertex_ai",
+            RealtimeProvider::GptLive => "openai",
         }
     }
 
     /// The provider's public websocket endpoint.
     pub fn default_url(self) -> &'static str {
         match self {
-            Provider::OpenAi => openai::DEFAULT_URL,
-            Provider::GeminiLive => gemini_live::DEFAULT_URL,
-            Provider::VertexLive => gemini_live::VERTEX_DEFAULT_URL,
-            Provider::GptLive => gpt_live::DEFAULT_URL,
+            RealtimeProvider::OpenAi => openai::DEFAULT_URL,
+            RealtimeProvider::GeminiLive => gemini_live::DEFAULT_URL,
+            RealtimeProvider::VertexLive => gemini_live::VERTEX_DEFAULT_URL,
+            RealtimeProvider::GptLive => gpt_live::DEFAULT_URL,
         }
     }
 
@@ -77,9 +77,11 @@ impl Provider {
         defs: impl IntoIterator<Item = &'a ToolDefinition>,
     ) -> Vec<Value> {
         match self {
-            Provider::OpenAi => openai::declarations(defs),
-            Provider::GeminiLive | Provider::VertexLive => gemini_live::declarations(defs),
-            Provider::GptLive => gpt_live::declarations(defs),
+            RealtimeProvider::OpenAi => openai::declarations(defs),
+            RealtimeProvider::GeminiLive | RealtimeProvider::VertexLive => {
+                gemini_live::declarations(defs)
+            }
+            RealtimeProvider::GptLive => gpt_live::declarations(defs),
         }
     }
 
@@ -88,12 +90,12 @@ impl Provider {
     pub fn default_session(self) -> Map<String, Value> {
         let mut session = Map::new();
         let (key, value) = match self {
-            Provider::GptLive => return gpt_live::default_session(),
-            Provider::OpenAi => ("type", "realtime".to_owned()),
-            Provider::GeminiLive => ("model", gemini_live::DEFAULT_MODEL.to_owned()),
+            RealtimeProvider::GptLive => return gpt_live::default_session(),
+            RealtimeProvider::OpenAi => ("type", "realtime".to_owned()),
+            RealtimeProvider::GeminiLive => ("model", gemini_live::DEFAULT_MODEL.to_owned()),
             // Vertex names a model by its resource name, which holds the application's
             // project: `gemini_live::vertex_model` makes it.
-            Provider::VertexLive => (
+            RealtimeProvider::VertexLive => (
                 "model",
                 format!(
                     "publishers/google/models/{}",
@@ -108,41 +110,46 @@ impl Provider {
     /// Whether the model is named in the session's first message (`setup.model`,
     /// `session.start`'s `session.model`) rather than in the endpoint's URL.
     pub fn model_in_first_message(self) -> bool {
-        !matches!(self, Provider::OpenAi)
+        !matches!(self, RealtimeProvider::OpenAi)
     }
 
     /// Whether this is a Gemini Live endpoint (the `BidiGenerateContent` protocol).
     pub fn is_live(self) -> bool {
-        matches!(self, Provider::GeminiLive | Provider::VertexLive)
+        matches!(
+            self,
+            RealtimeProvider::GeminiLive | RealtimeProvider::VertexLive
+        )
     }
 
     /// Whether a function response may carry `scheduling` and an interim result
     /// (`willContinue`): the Gemini API's Live, not Vertex AI's.
     pub fn takes_result_scheduling(self) -> bool {
-        matches!(self, Provider::GeminiLive)
+        matches!(self, RealtimeProvider::GeminiLive)
     }
 
     /// The HTTP header that carries the API key upstream, and its value.
     pub fn api_key_header(self, key: &str) -> (&'static str, String) {
         match self {
-            Provider::OpenAi => ("authorization", format!("Bearer {key}")),
-            Provider::GeminiLive => ("x-goog-api-key", key.to_owned()),
-            Provider::VertexLive | Provider::GptLive => ("authorization", format!("Bearer {key}")),
+            RealtimeProvider::OpenAi => ("authorization", format!("Bearer {key}")),
+            RealtimeProvider::GeminiLive => ("x-goog-api-key", key.to_owned()),
+            RealtimeProvider::VertexLive | RealtimeProvider::GptLive => {
+                ("authorization", format!("Bearer {key}"))
+            }
         }
     }
 }
 
-impl fmt::Display for Provider {
+impl fmt::Display for RealtimeProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
 }
 
-impl FromStr for Provider {
+impl FromStr for RealtimeProvider {
     type Err = String;
 
-    fn from_str(s: &str) -> Result<Provider, String> {
-        Provider::ALL
+    fn from_str(s: &str) -> Result<RealtimeProvider, String> {
+        RealtimeProvider::ALL
             .into_iter()
             .find(|p| p.as_str() == s)
             .ok_or_else(|| {
@@ -157,19 +164,22 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_unknown_ones_say_what_is_known() {
-        for p in Provider::ALL {
-            assert_eq!(p.as_str().parse::<Provider>(), Ok(p));
+        for p in RealtimeProvider::ALL {
+            assert_eq!(p.as_str().parse::<RealtimeProvider>(), Ok(p));
         }
-        let err = "gemini".parse::<Provider>().unwrap_err();
+        let err = "gemini".parse::<RealtimeProvider>().unwrap_err();
         assert!(
             err.contains("openai, gemini-live, vertex-live or gpt-live"),
             "{err}"
         );
-        assert_eq!(Provider::VertexLive.otel_name(), "gcp.vertex_ai");
+        assert_eq!(RealtimeProvider::VertexLive.otel_name(), "gcp.vertex_ai");
         assert_eq!(
-            Provider::VertexLive.api_key_header("ya29.token"),
+            RealtimeProvider::VertexLive.api_key_header("ya29.token"),
             ("authorization", "Bearer ya29.token".to_owned())
         );
-        assert!(Provider::VertexLive.is_live() && !Provider::VertexLive.takes_result_scheduling());
+        assert!(
+            RealtimeProvider::VertexLive.is_live()
+                && !RealtimeProvider::VertexLive.takes_result_scheduling()
+        );
     }
 }

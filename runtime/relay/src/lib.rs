@@ -51,7 +51,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::MaybeTlsStream;
 
 use crate::Registry;
-use toolc_realtime::{Provider, SessionConfig};
+use toolc_realtime::{RealtimeProvider, SessionConfig};
 
 /// Limits of a relay; the defaults are safe for a public deployment of a voice agent.
 #[derive(Clone, Debug)]
@@ -170,7 +170,7 @@ impl RelayConfig {
     /// A relay to OpenAI Realtime for the registry's tools, with the default limits, no
     /// authorizer and any origin allowed.
     pub fn new(registry: &Registry) -> RelayConfig {
-        RelayConfig::for_provider(registry, Provider::OpenAi)
+        RelayConfig::for_provider(registry, RealtimeProvider::OpenAi)
     }
 
     /// The model the relay's sessions talk to. OpenAI's is the upstream URL's `model` query
@@ -208,7 +208,7 @@ impl RelayConfig {
 
     /// A relay to `provider` (its public endpoint, its declarations of the registry's tools);
     /// everything else as [`RelayConfig::new`].
-    pub fn for_provider(registry: &Registry, provider: Provider) -> RelayConfig {
+    pub fn for_provider(registry: &Registry, provider: RealtimeProvider) -> RelayConfig {
         RelayConfig {
             upstream: provider.default_url().to_owned(),
             api_key: None,
@@ -364,13 +364,13 @@ pub fn upstream_request(
     url: &str,
     api_key: Option<&str>,
 ) -> Result<tokio_tungstenite::tungstenite::handshake::client::Request, WsError> {
-    upstream_request_for(Provider::OpenAi, url, api_key)
+    upstream_request_for(RealtimeProvider::OpenAi, url, api_key)
 }
 
 /// The request for the upstream connection to `provider`, with the API key in the header that
 /// provider reads.
 pub fn upstream_request_for(
-    provider: Provider,
+    provider: RealtimeProvider,
     url: &str,
     api_key: Option<&str>,
 ) -> Result<tokio_tungstenite::tungstenite::handshake::client::Request, WsError> {
@@ -429,8 +429,9 @@ mod tests {
             .upstream("ws://127.0.0.1:9/rt")
             .model("m");
         assert_eq!(bare.upstream, "ws://127.0.0.1:9/rt?model=m");
-        let live = RelayConfig::for_provider(&registry, Provider::GeminiLive).model("models/x");
+        let live =
+            RelayConfig::for_provider(&registry, RealtimeProvider::GeminiLive).model("models/x");
         assert_eq!(live.session.session["model"], "models/x");
-        assert_eq!(live.upstream, Provider::GeminiLive.default_url());
+        assert_eq!(live.upstream, RealtimeProvider::GeminiLive.default_url());
     }
 }

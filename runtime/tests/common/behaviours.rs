@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolc_runtime::realtime::{script, Note, Provider, Session, SessionConfig, Verdict};
+use toolc_runtime::realtime::{script, Note, RealtimeProvider, Session, SessionConfig, Verdict};
 use toolc_runtime::{definitions_from_str, executor_fn, executor_fn_with_context, Registry};
 
 use super::session::Wire;
@@ -144,15 +144,18 @@ impl Harness {
     }
 
     pub fn with(configure: impl FnOnce(&mut SessionConfig)) -> Harness {
-        Harness::for_provider(Provider::OpenAi, configure)
+        Harness::for_provider(RealtimeProvider::OpenAi, configure)
     }
 
     /// A Gemini Live session over the same manifest and executors.
     pub fn live() -> Harness {
-        Harness::for_provider(Provider::GeminiLive, |_| {})
+        Harness::for_provider(RealtimeProvider::GeminiLive, |_| {})
     }
 
-    pub fn for_provider(provider: Provider, configure: impl FnOnce(&mut SessionConfig)) -> Harness {
+    pub fn for_provider(
+        provider: RealtimeProvider,
+        configure: impl FnOnce(&mut SessionConfig),
+    ) -> Harness {
         let seen = Arc::new(Seen::default());
         let registry = Arc::new(registry(seen.clone()));
         let notes = Arc::new(Mutex::new(Vec::new()));

@@ -84,13 +84,13 @@ pub async fn anthropic_step(
     Ok(messages)
 }
 
-use toolc_runtime::realtime::Provider;
+use toolc_runtime::realtime::RealtimeProvider;
 use toolc_runtime::relay::RelayConfig;
 use toolc_runtime::Registry;
 
 // A relay to Gemini Live (its endpoint, the tools in `setup`) that talks to another model.
 pub fn live_relay_config(registry: &Registry, api_key: String) -> RelayConfig {
-    let mut config = RelayConfig::for_provider(registry, Provider::GeminiLive)
+    let mut config = RelayConfig::for_provider(registry, RealtimeProvider::GeminiLive)
         .model("models/gemini-live-2.5-flash-preview");
     config.api_key = Some(api_key); // sent to Google as `x-goog-api-key`, never to the page
     config
@@ -273,12 +273,12 @@ async fn a_turn_with_a_call_waiting_for_approval_is_not_encoded() {
 fn a_gemini_live_relay_talks_to_the_model_it_is_given() {
     let registry = registry();
     let config = live_relay_config(&registry, "key-1".into());
-    assert_eq!(config.session.provider, Provider::GeminiLive);
+    assert_eq!(config.session.provider, RealtimeProvider::GeminiLive);
     assert_eq!(
         config.session.session["model"],
         "models/gemini-live-2.5-flash-preview"
     );
-    assert_eq!(config.upstream, Provider::GeminiLive.default_url());
+    assert_eq!(config.upstream, RealtimeProvider::GeminiLive.default_url());
     assert!(
         config
             .upstream
@@ -288,13 +288,13 @@ fn a_gemini_live_relay_talks_to_the_model_it_is_given() {
     );
     assert_eq!(config.api_key.as_deref(), Some("key-1"));
     // The default model is replaced, not added beside.
-    let default = RelayConfig::for_provider(&registry, Provider::GeminiLive);
+    let default = RelayConfig::for_provider(&registry, RealtimeProvider::GeminiLive);
     assert_ne!(
         default.session.session.get("model"),
         config.session.session.get("model")
     );
     // An OpenAI relay takes its model in the URL instead.
-    let openai = RelayConfig::for_provider(&registry, Provider::OpenAi).model("gpt-realtime-mini");
+    let openai = RelayConfig::for_provider(&registry, RealtimeProvider::OpenAi).model("gpt-realtime-mini");
     assert!(
         openai.upstream.ends_with("?model=gpt-realtime-mini"),
         "{}",

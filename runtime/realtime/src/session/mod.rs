@@ -24,7 +24,7 @@ use super::gemini_live::{self, Scheduling};
 use super::guard;
 use super::marker_flow::{Found, MarkerFlow, MarkerFlowConfig};
 use super::partial::PartialArguments;
-use super::provider::Provider;
+use super::provider::RealtimeProvider;
 use super::tracker::{Resolved, Tracker};
 use crate::context::{CallContext, SessionScope};
 use crate::dispatch::{
@@ -56,7 +56,7 @@ pub use notes::{CounterSnapshot, Counters, Note, Observer, Output, RejectReason,
 #[derive(Clone)]
 pub struct SessionConfig {
     /// The model API the session speaks upstream; the browser protocol is the same for all.
-    pub provider: Provider,
+    pub provider: RealtimeProvider,
     /// The provider's tool declarations (GA `session.tools` entries, or Live
     /// `functionDeclarations`); [`SessionConfig::new`] builds them from the registry.
     pub declarations: Vec<Value>,
@@ -220,7 +220,7 @@ pub enum SelectToolsetsError {
     /// A name is not a toolset of the registry.
     Unknown(crate::UnknownToolset),
     /// The provider takes the session's tools once, when it starts (Gemini Live's `setup`).
-    DeclaredOnce(Provider),
+    DeclaredOnce(RealtimeProvider),
 }
 
 impl fmt::Display for SelectToolsetsError {
@@ -249,11 +249,11 @@ pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(60);
 impl SessionConfig {
     /// An OpenAI Realtime session's settings, with the registry's tools declared.
     pub fn new(registry: &Registry) -> SessionConfig {
-        SessionConfig::for_provider(registry, Provider::OpenAi)
+        SessionConfig::for_provider(registry, RealtimeProvider::OpenAi)
     }
 
     /// A session's settings for `provider`, with the registry's tools declared as it takes them.
-    pub fn for_provider(registry: &Registry, provider: Provider) -> SessionConfig {
+    pub fn for_provider(registry: &Registry, provider: RealtimeProvider) -> SessionConfig {
         SessionConfig {
             provider,
             declarations: provider.declarations(registry.definitions()),

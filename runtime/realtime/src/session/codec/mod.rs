@@ -100,10 +100,10 @@ pub(super) trait Codec: Send + Sync {
 /// The codec of `provider`.
 pub(super) fn for_provider(config: &SessionConfig) -> Box<dyn Codec> {
     match config.provider {
-        Provider::OpenAi => Box::new(openai::OpenAiCodec::new(config)),
-        Provider::GeminiLive => Box::new(gemini_live::LiveCodec::new(config, true)),
+        RealtimeProvider::OpenAi => Box::new(openai::OpenAiCodec::new(config)),
+        RealtimeProvider::GeminiLive => Box::new(gemini_live::LiveCodec::new(config, true)),
         // Vertex's function responses take no `scheduling` and no interim result.
-        Provider::VertexLive => Box::new(gemini_live::LiveCodec::new(config, false)),
-        Provider::GptLive => Box::new(gpt_live::GptLiveCodec::new(config)),
+        RealtimeProvider::VertexLive => Box::new(gemini_live::LiveCodec::new(config, false)),
+        RealtimeProvider::GptLive => Box::new(gpt_live::GptLiveCodec::new(config)),
     }
 }
