@@ -7,7 +7,7 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use toolc_runtime::dispatch::{self, NoClient, ToolCall};
-use toolc_runtime::realtime::{script, RealtimeProvider, Session, SessionConfig};
+use toolc_runtime::realtime::{script, RealtimeProvider, RealtimeSession, SessionConfig};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
 const MANIFEST: &str = r#"
@@ -65,13 +65,13 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     c.bench_function("session/one_server_call_round_trip", |b| {
-        let (mut session, mut rx) = Session::new(registry.clone(), config.clone());
+        let (mut session, mut rx) = RealtimeSession::new(registry.clone(), config.clone());
         let mut i = 0usize;
         b.iter(|| {
             // Fresh call ids: a repeated id would be de-duplicated, not run.
             let batch = &events[i % events.len()];
             if i > 0 && i % events.len() == 0 {
-                let fresh = Session::new(registry.clone(), config.clone());
+                let fresh = RealtimeSession::new(registry.clone(), config.clone());
                 session = fresh.0;
                 rx = fresh.1;
             }
@@ -97,11 +97,11 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     c.bench_function("live/one_server_call_round_trip", |b| {
-        let (mut session, mut rx) = Session::new(registry.clone(), live_config.clone());
+        let (mut session, mut rx) = RealtimeSession::new(registry.clone(), live_config.clone());
         let mut i = 0usize;
         b.iter(|| {
             if i > 0 && i % live_calls.len() == 0 {
-                let fresh = Session::new(registry.clone(), live_config.clone());
+                let fresh = RealtimeSession::new(registry.clone(), live_config.clone());
                 session = fresh.0;
                 rx = fresh.1;
             }
@@ -116,12 +116,12 @@ fn bench(c: &mut Criterion) {
     });
     let live_audio = script::live::audio(&"A".repeat(4096)).to_string();
     c.bench_function("live/unrelated_4k_audio", |b| {
-        let (mut session, _rx) = Session::new(registry.clone(), live_config.clone());
+        let (mut session, _rx) = RealtimeSession::new(registry.clone(), live_config.clone());
         b.iter(|| session.on_model_event(&live_audio))
     });
     let live_input = json!({"realtimeInput": {"audio": {"mimeType": "audio/pcm;rate=16000", "data": "QUJD".repeat(75)}}}).to_string();
     c.bench_function("live/browser_300b_audio_input", |b| {
-        let (mut session, _rx) = Session::new(registry.clone(), live_config.clone());
+        let (mut session, _rx) = RealtimeSession::new(registry.clone(), live_config.clone());
         b.iter(|| session.on_browser_event(&live_input))
     });
 
@@ -143,11 +143,11 @@ fn bench(c: &mut Criterion) {
         })
         .collect();
     c.bench_function("gpt_live/one_server_call_round_trip", |b| {
-        let (mut session, mut rx) = Session::new(registry.clone(), gpt_config.clone());
+        let (mut session, mut rx) = RealtimeSession::new(registry.clone(), gpt_config.clone());
         let mut i = 0usize;
         b.iter(|| {
             if i > 0 && i % gpt_calls.len() == 0 {
-                let fresh = Session::new(registry.clone(), gpt_config.clone());
+                let fresh = RealtimeSession::new(registry.clone(), gpt_config.clone());
                 session = fresh.0;
                 rx = fresh.1;
             }
@@ -164,19 +164,19 @@ fn bench(c: &mut Criterion) {
     });
     let gpt_audio = script::gpt_live::audio(&"A".repeat(4096)).to_string();
     c.bench_function("gpt_live/unrelated_4k_audio", |b| {
-        let (mut session, _rx) = Session::new(registry.clone(), gpt_config.clone());
+        let (mut session, _rx) = RealtimeSession::new(registry.clone(), gpt_config.clone());
         b.iter(|| session.on_model_event(&gpt_audio))
     });
     let gpt_input =
         json!({"type": "session.input_audio.append", "audio": "QUJD".repeat(72)}).to_string();
     c.bench_function("gpt_live/browser_300b_audio_input", |b| {
-        let (mut session, _rx) = Session::new(registry.clone(), gpt_config.clone());
+        let (mut session, _rx) = RealtimeSession::new(registry.clone(), gpt_config.clone());
         b.iter(|| session.on_browser_event(&gpt_input))
     });
 
     let audio = json!({"type":"response.output_audio.delta","event_id":"ev_1","response_id":"r1","item_id":"i1","output_index":0,"content_index":0,"delta":"A".repeat(4096)}).to_string();
     c.bench_function("session/unrelated_4k_audio_delta", |b| {
-        let (mut session, _rx) = Session::new(registry.clone(), config.clone());
+        let (mut session, _rx) = RealtimeSession::new(registry.clone(), config.clone());
         b.iter(|| session.on_model_event(&audio))
     });
 
@@ -191,7 +191,7 @@ fn bench(c: &mut Criterion) {
     ] {
         let text = append(len);
         c.bench_function(name, |b| {
-            let (mut session, _rx) = Session::new(registry.clone(), config.clone());
+            let (mut session, _rx) = RealtimeSession::new(registry.clone(), config.clone());
             b.iter(|| session.on_browser_event(&text))
         });
         // The least any full read costs: serde_json skipping over the event.

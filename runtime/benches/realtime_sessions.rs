@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use toolc_runtime::realtime::{script, Output, Session, SessionConfig};
+use toolc_runtime::realtime::{script, Output, RealtimeSession, SessionConfig};
 use toolc_runtime::{definitions_from_str, Registry};
 
 const SESSIONS: usize = 1_000;
@@ -64,7 +64,7 @@ fn main() {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Duration>();
         let (opened_tx, mut opened_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
         for _ in 0..sessions {
-            let (mut session, mut session_events) = Session::new(registry.clone(), config.clone());
+            let (mut session, mut session_events) = RealtimeSession::new(registry.clone(), config.clone());
             let events = events.clone();
             let tx = tx.clone();
             let opened = opened_tx.clone();

@@ -17,7 +17,7 @@ use axum::{Json, Router};
 use common::session::Wire;
 use serde_json::{json, Value};
 use toolc_runtime::catalog::{CatalogClient, LiveCatalog};
-use toolc_runtime::realtime::{script, Session, SessionConfig};
+use toolc_runtime::realtime::{script, RealtimeSession, SessionConfig};
 use toolc_runtime::{definitions_from_str, Registry};
 
 type Tools = Arc<Mutex<Vec<Value>>>;
@@ -106,7 +106,7 @@ async fn tools_that_join_or_leave_the_catalog_reach_running_sessions() {
     let mut config = SessionConfig::new(&registry);
     config.filler_delay = None;
     config.live_tools = Some(live.clone());
-    let mut wire = Wire::new(Session::new(registry, Arc::new(config)));
+    let mut wire = Wire::new(RealtimeSession::new(registry, Arc::new(config)));
     let first: Value = serde_json::from_str(&wire.session.session_update()).unwrap();
     assert_eq!(declared(&first), ["get_weather", "highlight"]);
 
@@ -190,7 +190,7 @@ async fn marker_instructions_follow_the_live_catalog_and_keep_the_browsers_own()
     config
         .session
         .insert("instructions".into(), json!("You are a helpful agent."));
-    let mut wire = Wire::new(Session::new(registry, Arc::new(config)));
+    let mut wire = Wire::new(RealtimeSession::new(registry, Arc::new(config)));
     let first: Value = serde_json::from_str(&wire.session.session_update()).unwrap();
     let text = first["session"]["instructions"].as_str().unwrap();
     assert!(

@@ -26,7 +26,7 @@ use toolc_runtime::chat::http::{user_message, ModelError, ResponsesModel};
 use toolc_runtime::chat::TurnRunner;
 use toolc_runtime::delegate::{chat_delegate, FAILED};
 use toolc_runtime::realtime::script::gpt_live as script;
-use toolc_runtime::realtime::{RealtimeProvider, Session, SessionConfig};
+use toolc_runtime::realtime::{RealtimeProvider, RealtimeSession, SessionConfig};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
 const MANIFEST: &str = r#"
@@ -227,7 +227,7 @@ async fn a_client_delegation_runs_a_tool_turn_against_the_responses_api_and_is_s
     let model = ResponsesModel::new(&base, KEY, "gpt-5.5").unwrap();
     let mut config = SessionConfig::for_provider(&registry, RealtimeProvider::GptLive);
     config.client_delegate = Some(chat_delegate(registry.clone(), model));
-    let mut h = Wire::new(Session::new(registry, Arc::new(config)));
+    let mut h = Wire::new(RealtimeSession::new(registry, Arc::new(config)));
     h.model(&script::session_started("sess_1"));
     for (kind, delta) in [
         ("session.input_transcript.delta", "Where is my order "),
@@ -296,7 +296,7 @@ async fn a_refused_request_answers_the_live_model_silently_and_says_why_to_the_a
     // Through the delegate: silent context, nothing of the error's text.
     let mut config = SessionConfig::for_provider(&registry, RealtimeProvider::GptLive);
     config.client_delegate = Some(chat_delegate(registry.clone(), wrong));
-    let mut h = Wire::new(Session::new(registry, Arc::new(config)));
+    let mut h = Wire::new(RealtimeSession::new(registry, Arc::new(config)));
     h.model(&script::session_started("sess_1"));
     h.model(&script::delegation_created("dlg_1", "client"));
     h.settle(|w| !w.model_events_of("session.thinking.append").is_empty())

@@ -19,7 +19,7 @@ use common::session::Wire;
 use serde_json::{json, Value};
 use toolc_runtime::chat::{ToolCall, TurnRunner};
 use toolc_runtime::mcp::McpServer;
-use toolc_runtime::realtime::{script, RealtimeProvider, Session, SessionConfig};
+use toolc_runtime::realtime::{script, RealtimeProvider, RealtimeSession, SessionConfig};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
 const MANIFEST: &str = r#"
@@ -114,7 +114,7 @@ fn session(provider: RealtimeProvider, runs: Arc<Runs>) -> Wire {
     let registry = registry(runs);
     let mut config = SessionConfig::for_provider(&registry, provider);
     config.filler_delay = None;
-    Wire::new(Session::new(registry, Arc::new(config)))
+    Wire::new(RealtimeSession::new(registry, Arc::new(config)))
 }
 
 /// Makes the model call `(call_id, tool, arguments)` in a response of its own.

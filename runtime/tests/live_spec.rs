@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use toolc_runtime::realtime::{
-    script, Output, RealtimeProvider, Scheduling, Session, SessionConfig, Verdict,
+    script, Output, RealtimeProvider, RealtimeSession, Scheduling, SessionConfig, Verdict,
 };
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
@@ -144,7 +144,7 @@ fn schema_errors(lines: &str) -> Vec<String> {
 }
 
 struct Run {
-    session: Session,
+    session: RealtimeSession,
     events: toolc_runtime::realtime::SessionEvents,
     lines: String,
     client_messages: usize,
@@ -202,7 +202,7 @@ async fn every_live_message_validates_with_googles_gen_ai_sdk() {
     let registry = registry();
     let mut config = SessionConfig::for_provider(&registry, RealtimeProvider::GeminiLive);
     config.async_scheduling = Scheduling::Interrupt;
-    let (session, events) = Session::new(registry, Arc::new(config));
+    let (session, events) = RealtimeSession::new(registry, Arc::new(config));
     let setup = session.session_update();
     let mut run = Run {
         session,
@@ -382,7 +382,7 @@ async fn captured_live_traffic_is_read_from_either_frame_type() {
         let registry = registry();
         let config = SessionConfig::for_provider(&registry, RealtimeProvider::GeminiLive);
         let counters = config.counters.clone();
-        let (mut session, _events) = Session::new(registry, Arc::new(config));
+        let (mut session, _events) = RealtimeSession::new(registry, Arc::new(config));
         let mut upstream = line("client", &session.session_update());
         let mut calls = 0;
         for capture in &captures {

@@ -17,7 +17,7 @@ use toolc_runtime::markers::MarkerTag;
 use toolc_runtime::realtime::marker_flow::{MARKER_CALL_PREFIX, RESULT_ITEM_PREFIX};
 use toolc_runtime::realtime::script::text_response;
 use toolc_runtime::realtime::MarkerFlowConfig;
-use toolc_runtime::realtime::{Session, SessionConfig, Verdict};
+use toolc_runtime::realtime::{RealtimeSession, SessionConfig, Verdict};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
 const MANIFEST: &str = r#"
@@ -87,7 +87,7 @@ impl Harness {
         }
         adjust(&mut config);
         Harness {
-            wire: Wire::new(Session::new(registry, Arc::new(config))),
+            wire: Wire::new(RealtimeSession::new(registry, Arc::new(config))),
             runs,
             flow,
         }

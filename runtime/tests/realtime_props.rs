@@ -12,7 +12,9 @@ use std::time::Duration;
 use common::props::registry;
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use toolc_runtime::realtime::{script, Output, RealtimeProvider, Session, SessionConfig, Verdict};
+use toolc_runtime::realtime::{
+    script, Output, RealtimeProvider, RealtimeSession, SessionConfig, Verdict,
+};
 
 /// What the browser does with one client call.
 #[derive(Clone, Debug)]
@@ -87,7 +89,7 @@ impl Run {
     }
 
     /// What the session queued for the model, as the model receives it.
-    fn take_outputs(&mut self, session: &mut Session) {
+    fn take_outputs(&mut self, session: &mut RealtimeSession) {
         let outputs: Vec<Output> = session.drain_outputs().collect();
         for o in outputs {
             let Output::ToModel(t) = o else { continue };
@@ -126,7 +128,7 @@ impl Run {
     }
 
     /// One model event to the session, the fake model's own (`answer`) or the script's.
-    fn deliver(&mut self, session: &mut Session, event: &Value, answer: bool) {
+    fn deliver(&mut self, session: &mut RealtimeSession, event: &Value, answer: bool) {
         match event["type"].as_str() {
             Some("response.created") => {
                 assert!(self.active.is_none(), "two responses at once");
@@ -144,7 +146,7 @@ impl Run {
 
     /// A scripted event. The model first says what it still had to say: the user speaks after
     /// the answers to earlier requests.
-    fn script(&mut self, session: &mut Session, event: &Value) {
+    fn script(&mut self, session: &mut RealtimeSession, event: &Value) {
         if event["type"] == "response.created" {
             for _ in 0..100 {
                 if self.due.is_empty() {
@@ -161,7 +163,7 @@ impl Run {
     /// events when they fall due.
     async fn run(
         &mut self,
-        session: &mut Session,
+        session: &mut RealtimeSession,
         events: &mut toolc_runtime::realtime::SessionEvents,
         d: Duration,
     ) {
@@ -183,7 +185,7 @@ impl Run {
 }
 
 async fn run(
-    session: &mut Session,
+    session: &mut RealtimeSession,
     events: &mut toolc_runtime::realtime::SessionEvents,
     out: &mut Run,
     d: Duration,
@@ -201,7 +203,7 @@ fn conversation(responses: Vec<Vec<Call>>, fillers: bool) {
         let registry = registry();
         let mut config = SessionConfig::new(&registry);
         config.filler_delay = fillers.then(|| Duration::from_millis(30));
-        let (mut session, mut events) = Session::new(registry, Arc::new(config));
+        let (mut session, mut events) = RealtimeSession::new(registry, Arc::new(config));
         let mut out = Run::new();
         let mut expected_calls = BTreeSet::new();
         let mut responses_with_calls = 0;
@@ -313,7 +315,7 @@ fn behaviours(responses: Vec<BehaviourResponse>) {
         let mut config = SessionConfig::new(&registry);
         config.filler_delay = None;
         config.approval_timeout = Duration::from_millis(200);
-        let (mut session, mut events) = Session::new(registry, Arc::new(config));
+        let (mut session, mut events) = RealtimeSession::new(registry, Arc::new(config));
         let mut out = Run::new();
         let mut to_browser: Vec<Value> = Vec::new();
         let mut expected = BTreeSet::new();
@@ -432,14 +434,14 @@ fn live_conversation(batches: Vec<Vec<LiveCall>>) {
         let registry = registry();
         let mut config = SessionConfig::for_provider(&registry, RealtimeProvider::GeminiLive);
         config.approval_timeout = Duration::from_millis(200);
-        let (mut session, mut events) = Session::new(registry, Arc::new(config));
+        let (mut session, mut events) = RealtimeSession::new(registry, Arc::new(config));
         let mut to_model: Vec<(tokio::time::Instant, Value)> = Vec::new();
         let mut to_browser: Vec<Value> = Vec::new();
         let mut seen_by_browser: Vec<Value> = Vec::new();
         let mut plan: BTreeMap<String, LiveCall> = BTreeMap::new();
         let mut cancelled_at: BTreeMap<String, tokio::time::Instant> = BTreeMap::new();
         let mut batch_of: BTreeMap<String, usize> = BTreeMap::new();
-        let model = |session: &mut Session, message: Value, seen: &mut Vec<Value>| {
+        let model = |session: &mut RealtimeSession, message: Value, seen: &mut Vec<Value>| {
             match session.on_model_event(&message.to_string()) {
                 Verdict::Forward => seen.push(message),
                 Verdict::Replace(t) => seen.push(serde_json::from_str(&t).unwrap()),
@@ -708,7 +710,7 @@ proptest! {
             let registry = registry();
             let mut config = SessionConfig::new(&registry);
             config.filler_delay = Some(Duration::from_millis(10));
-            let (mut session, mut events) = Session::new(registry, Arc::new(config));
+            let (mut session, mut events) = RealtimeSession::new(registry, Arc::new(config));
             let mut out = Run::new();
             for i in inputs {
                 match i {

@@ -21,7 +21,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 use toolc_runtime::realtime::script::gpt_live as script;
 use toolc_runtime::realtime::{
-    Output, RealtimeProvider, Session, SessionConfig, SessionEvents, Verdict,
+    Output, RealtimeProvider, RealtimeSession, SessionConfig, SessionEvents, Verdict,
 };
 
 /// What the page does with one client call.
@@ -103,7 +103,7 @@ impl Backend {
         self.due.insert(i, (at, event));
     }
 
-    fn take_outputs(&mut self, session: &mut Session) {
+    fn take_outputs(&mut self, session: &mut RealtimeSession) {
         let outputs: Vec<Output> = session.drain_outputs().collect();
         for o in outputs {
             match o {
@@ -142,7 +142,7 @@ impl Backend {
     }
 
     /// One server event to the session, the backend's own answer (`answer`) or the script's.
-    fn deliver(&mut self, session: &mut Session, event: &Value, answer: bool) {
+    fn deliver(&mut self, session: &mut RealtimeSession, event: &Value, answer: bool) {
         let inner = &event["event"];
         match inner["type"].as_str() {
             Some("response.created") => {
@@ -171,7 +171,7 @@ impl Backend {
 
     /// A scripted server event. Before a new delegation the backend first says what it still
     /// had to say: the user speaks after the answers to earlier requests.
-    fn script(&mut self, session: &mut Session, event: &Value) {
+    fn script(&mut self, session: &mut RealtimeSession, event: &Value) {
         if event["type"] == "session.delegation.created" {
             for _ in 0..100 {
                 if self.due.is_empty() {
@@ -189,7 +189,12 @@ impl Backend {
 
     /// Lets `d` of (virtual) time pass: call tasks' events go to the session, the backend's
     /// events when they fall due.
-    async fn run(&mut self, session: &mut Session, events: &mut SessionEvents, d: Duration) {
+    async fn run(
+        &mut self,
+        session: &mut RealtimeSession,
+        events: &mut SessionEvents,
+        d: Duration,
+    ) {
         let until = tokio::time::Instant::now() + d;
         loop {
             self.take_outputs(session);
@@ -264,11 +269,13 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn new_session(configure: impl FnOnce(&mut SessionConfig)) -> (Session, SessionEvents, Backend) {
+fn new_session(
+    configure: impl FnOnce(&mut SessionConfig),
+) -> (RealtimeSession, SessionEvents, Backend) {
     let registry = registry();
     let mut config = SessionConfig::for_provider(&registry, RealtimeProvider::GptLive);
     configure(&mut config);
-    let (mut session, events) = Session::new(registry, Arc::new(config));
+    let (mut session, events) = RealtimeSession::new(registry, Arc::new(config));
     let mut backend = Backend::new();
     backend
         .from_model

@@ -14,7 +14,9 @@ use std::time::Duration;
 use common::session::Wire;
 use serde_json::{json, Value};
 use toolc_runtime::realtime::script;
-use toolc_runtime::realtime::{Naming, Note, RejectReason, Session, SessionConfig, Verdict};
+use toolc_runtime::realtime::{
+    Naming, Note, RealtimeSession, RejectReason, SessionConfig, Verdict,
+};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry, ToolError};
 
 const MANIFEST: &str = r#"
@@ -128,7 +130,7 @@ impl Harness {
         }));
         configure(&mut config);
         Harness {
-            wire: Wire::new(Session::new(registry, Arc::new(config))),
+            wire: Wire::new(RealtimeSession::new(registry, Arc::new(config))),
             notes,
             lookups,
         }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolc_runtime::realtime::{script, Output, Session, SessionConfig, Verdict};
+use toolc_runtime::realtime::{script, Output, RealtimeSession, SessionConfig, Verdict};
 use toolc_runtime::{executor_fn, load_definitions, Registry};
 
 fn spec_path() -> PathBuf {
@@ -134,7 +134,7 @@ async fn everything_the_session_sends() -> Vec<Value> {
     );
     let mut config = SessionConfig::new(&registry);
     config.filler_delay = Some(Duration::from_millis(10));
-    let (mut session, mut events) = Session::new(registry, Arc::new(config));
+    let (mut session, mut events) = RealtimeSession::new(registry, Arc::new(config));
     let mut sent = vec![serde_json::from_str(&session.session_update()).unwrap()];
     let update = json!({"type":"session.update","session":{"type":"realtime","instructions":"Be brief.","tools":[{"type":"function","name":"stray","parameters":{"type":"object"}}]}});
     match session.on_browser_event(&update.to_string()) {
@@ -251,17 +251,18 @@ tools:
         .unwrap();
     let registry = Arc::new(registry);
     let (mut session, mut events) =
-        Session::new(registry.clone(), Arc::new(SessionConfig::new(&registry)));
+        RealtimeSession::new(registry.clone(), Arc::new(SessionConfig::new(&registry)));
     let mut sent: Vec<Value> = vec![serde_json::from_str(&session.session_update()).unwrap()];
     let mut to_browser: Vec<Value> = Vec::new();
-    let pump = |session: &mut Session, sent: &mut Vec<Value>, to_browser: &mut Vec<Value>| {
-        for out in session.drain_outputs() {
-            match out {
-                Output::ToModel(t) => sent.push(serde_json::from_str(&t).unwrap()),
-                Output::ToBrowser(t) => to_browser.push(serde_json::from_str(&t).unwrap()),
+    let pump =
+        |session: &mut RealtimeSession, sent: &mut Vec<Value>, to_browser: &mut Vec<Value>| {
+            for out in session.drain_outputs() {
+                match out {
+                    Output::ToModel(t) => sent.push(serde_json::from_str(&t).unwrap()),
+                    Output::ToBrowser(t) => to_browser.push(serde_json::from_str(&t).unwrap()),
+                }
             }
-        }
-    };
+        };
     let model_events = [
         script::response_with_calls(
             "r1",

@@ -15,7 +15,7 @@ use common::session::Wire;
 use serde_json::{json, Value};
 use toolc_runtime::chat::{ChatCompletions, Codec, TurnRunner};
 use toolc_runtime::realtime::{
-    script, RealtimeProvider, SelectToolsetsError, Session, SessionConfig,
+    script, RealtimeProvider, RealtimeSession, SelectToolsetsError, SessionConfig,
 };
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
@@ -78,7 +78,7 @@ fn session(toolsets: &[&str]) -> Wire {
         .with_toolsets(&registry, toolsets)
         .unwrap();
     config.filler_delay = None;
-    Wire::new(Session::new(registry, Arc::new(config)))
+    Wire::new(RealtimeSession::new(registry, Arc::new(config)))
 }
 
 #[tokio::test(start_paused = true)]
@@ -167,7 +167,7 @@ fn gemini_live_takes_the_choice_in_setup_and_cannot_switch() {
     let config = SessionConfig::for_provider(&registry, RealtimeProvider::GeminiLive)
         .with_toolsets(&registry, &["archive"])
         .unwrap();
-    let (mut session, _events) = Session::new(registry, Arc::new(config));
+    let (mut session, _events) = RealtimeSession::new(registry, Arc::new(config));
     let setup: Value = serde_json::from_str(&session.session_update()).unwrap();
     assert_eq!(
         names(&setup["setup"]["tools"][0]["functionDeclarations"]),
@@ -191,7 +191,7 @@ async fn gpt_live_switches_the_delegated_backends_tools_with_session_update() {
         .as_object_mut()
         .unwrap()
         .insert("tools".into(), json!([{ "type": "web_search" }]));
-    let mut wire = Wire::new(Session::new(registry, Arc::new(config)));
+    let mut wire = Wire::new(RealtimeSession::new(registry, Arc::new(config)));
     let start: Value = serde_json::from_str(&wire.session.session_update()).unwrap();
     let tools = start["session"]["delegation"]["responses"]["tools"].clone();
     assert_eq!(tools[0], json!({ "type": "web_search" }));

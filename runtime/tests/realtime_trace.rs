@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolc_runtime::realtime::{script, Output, Session, SessionConfig, SessionEvents, Verdict};
+use toolc_runtime::realtime::{
+    script, Output, RealtimeSession, SessionConfig, SessionEvents, Verdict,
+};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry, ToolError};
 
 const MANIFEST: &str = r#"
@@ -37,7 +39,7 @@ tools:
     wait_for_response: false
 "#;
 
-fn session(trace: bool) -> (Session, SessionEvents) {
+fn session(trace: bool) -> (RealtimeSession, SessionEvents) {
     let defs = definitions_from_str("trace.tools.yaml", MANIFEST).expect("manifest");
     let registry = Registry::builder()
         .definitions(defs)
@@ -57,7 +59,7 @@ fn session(trace: bool) -> (Session, SessionEvents) {
     let mut config = SessionConfig::new(&registry);
     config.filler_delay = None;
     config.trace_calls = trace;
-    Session::new(registry, Arc::new(config))
+    RealtimeSession::new(registry, Arc::new(config))
 }
 
 /// Plays one response with every kind of call, answers the client call, and returns what the

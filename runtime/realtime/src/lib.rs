@@ -1,7 +1,7 @@
 //! Realtime sessions: the server between a browser and a realtime model (OpenAI Realtime GA or
 //! Gemini Live, [`RealtimeProvider`]).
 //!
-//! - [`Session`]: the transport-free session dispatcher. Server tools run in-process through the
+//! - [`RealtimeSession`]: the transport-free session dispatcher. Server tools run in-process through the
 //!   [`crate::Registry`]; client tools go to the browser with the tool's deadline; fire-and-forget
 //!   tools are acknowledged at once. Open calls are tracked per model response ([`Tracker`]), and
 //!   exactly one `response.create` follows the last result of a finished response. Browser
@@ -40,7 +40,7 @@ pub use marker_flow::{MarkerCounters, MarkerFlowConfig};
 pub use provider::RealtimeProvider;
 pub use session::{
     client_delegate, ClientDelegate, CounterSnapshot, Counters, Delegation, DelegationAnswer, Note,
-    Observer, Output, Reconnect, RejectReason, ResumeRefused, SelectToolsetsError, Session,
+    Observer, Output, RealtimeSession, Reconnect, RejectReason, ResumeRefused, SelectToolsetsError,
     SessionConfig, SessionEvent, SessionEvents, Speaker, TranscriptLine, Verdict,
     DEFAULT_APPROVAL_TIMEOUT, DEFAULT_FILLER_DELAY, DEFAULT_RESPONSE_START_TIMEOUT,
 };

@@ -1,10 +1,10 @@
 //! Driving one session between a browser's websocket and the model's: the loop that reads both
-//! sides, hands every frame to the transport-free [`Session`], and writes what it decides.
+//! sides, hands every frame to the transport-free [`RealtimeSession`], and writes what it decides.
 //!
 //! - Every frame from the model is read, text or binary (Google's Live servers send JSON in
 //!   binary frames): a binary frame that is UTF-8 goes through the same path as text, and the
 //!   page gets it as a text frame; one that is not is dropped and counted (fail closed).
-//! - What goes to the model waits while the model is not ready ([`Session::upstream_ready`]:
+//! - What goes to the model waits while the model is not ready ([`RealtimeSession::upstream_ready`]:
 //!   before Gemini Live's `setupComplete`, and while the session moves to a new connection),
 //!   within [`DriveOptions::held_bytes`] (past it the oldest page audio is dropped, never
 //!   anything else); then it is sent in order.
@@ -30,7 +30,7 @@ use super::page::{write_page, PageQueue};
 use super::resume::Comeback;
 use super::{relay_error, RelayConfig, RelayLimits, RelayStats};
 use std::sync::atomic::AtomicU64;
-use toolc_realtime::{Output, Reconnect, Session, SessionEvents, Verdict};
+use toolc_realtime::{Output, RealtimeSession, Reconnect, SessionEvents, Verdict};
 
 /// A websocket as a session is driven over it: frames in, frames out (tokio-tungstenite's
 /// stream, or any pair a test makes).
@@ -138,7 +138,7 @@ impl DriveOptions {
 /// Runs one session between two connected websockets until either side goes away. Usable with
 /// any pair of message streams (a test may pass in its own).
 pub async fn run_session<B, M>(
-    session: Session,
+    session: RealtimeSession,
     events: SessionEvents,
     browser: B,
     model: M,
@@ -160,7 +160,7 @@ where
 /// reaches the model at its deadline, and the stalled browser is disconnected when its queue
 /// fills or one write takes longer than the write timeout.
 pub async fn run_session_with<B, M>(
-    session: Session,
+    session: RealtimeSession,
     events: SessionEvents,
     browser: B,
     model: M,
@@ -185,11 +185,11 @@ where
 
 /// [`run_session_with`], and when a Gemini Live model connection ends (`goAway`, a close, a
 /// failure) the session moves to a new one from `connect` (called with the attempt, 0 first)
-/// and resumes there with the latest handle ([`Session::resume_setup`]). The page notices
+/// and resumes there with the latest handle ([`RealtimeSession::resume_setup`]). The page notices
 /// nothing but an optional `toolc.upstream` event; when the move fails it gets an `error`
 /// event (`upstream_resume_failed`) and the session ends.
 pub async fn run_session_resumable<B, M, C, F>(
-    session: Session,
+    session: RealtimeSession,
     events: SessionEvents,
     browser: B,
     model: M,
@@ -217,7 +217,7 @@ where
 /// [`run_session_resumable`] for a relay session whose page may come back
 /// ([`PageReturn`]).
 pub(crate) async fn run_session_held<B, M, C, F>(
-    session: Session,
+    session: RealtimeSession,
     events: SessionEvents,
     browser: B,
     model: M,
@@ -323,7 +323,7 @@ fn session_notice(token: &str, relay_id: &str, grace: Duration, resumed: bool) -
 }
 
 async fn drive<B, M, C, F>(
-    mut session: Session,
+    mut session: RealtimeSession,
     mut events: SessionEvents,
     browser: B,
     model: M,
@@ -642,7 +642,7 @@ async fn from_page<B: Socket>(page: &mut Option<Page<B>>) -> FromPage {
 /// dropped page audio is counted, and a `goAway` sets when to move. `Err`: the model
 /// connection must be left now.
 async fn after_turn<M, F>(
-    session: &Session,
+    session: &RealtimeSession,
     to_model: &mut ModelOut<SplitSink<M, Message>>,
     moving: &mut Option<Moving<F>>,
     move_by: &mut Option<Instant>,
@@ -687,7 +687,7 @@ where
 /// The model connection ended or must be left: the move to a new one that starts now, or how
 /// the session ends (the page told why, with a close frame).
 async fn leave_model<M, C, F>(
-    session: &mut Session,
+    session: &mut RealtimeSession,
     to_browser: &mut BrowserOut,
     to_model: &mut ModelOut<SplitSink<M, Message>>,
     in_move: bool,
@@ -742,7 +742,7 @@ where
 /// the model within the close grace; when the model left, the browser's side closes.
 async fn end_session<M>(
     ended: Ended,
-    session: &mut Session,
+    session: &mut RealtimeSession,
     events: &mut SessionEvents,
     to_browser: &mut BrowserOut,
     to_model: &mut ModelOut<SplitSink<M, Message>>,
@@ -799,7 +799,7 @@ async fn end_session<M>(
 /// A move to a new model connection failed: the page hears why, the session's calls end, and
 /// so does the session.
 async fn fail_move(
-    session: &mut Session,
+    session: &mut RealtimeSession,
     to_browser: &mut BrowserOut,
     why: &str,
     options: &DriveOptions,
@@ -1054,7 +1054,7 @@ impl Side {
 // The two sockets' ends and what each close said: one batch touches all of them.
 #[allow(clippy::too_many_arguments)]
 async fn relay_batch<R, M>(
-    session: &mut Session,
+    session: &mut RealtimeSession,
     from: Side,
     first: Option<Result<Message, WsError>>,
     source: &mut R,
@@ -1102,7 +1102,7 @@ where
 /// One frame to the other side, as the session decides; `Err` names the side whose connection
 /// failed.
 async fn relay_frame<M>(
-    session: &mut Session,
+    session: &mut RealtimeSession,
     from: Side,
     msg: Message,
     to_browser: &mut BrowserOut,
@@ -1161,7 +1161,7 @@ where
 /// Sends what the session queued, then flushes the model side if anything was written to it;
 /// `Err` names the side whose connection failed.
 async fn flush<M>(
-    session: &mut Session,
+    session: &mut RealtimeSession,
     to_browser: &mut BrowserOut,
     to_model: &mut ModelOut<SplitSink<M, Message>>,
 ) -> Result<(), Ended>

@@ -1,6 +1,6 @@
 //! The websocket relay (feature `relay`): browsers connect at `ws://HOST:PORT/`; for each one the
 //! relay opens the upstream model websocket, sends the tool declarations in `session.update`,
-//! runs a [`Session`](toolc_realtime::Session) between the two, and forwards every other event both ways, unchanged and
+//! runs a [`RealtimeSession`](toolc_realtime::RealtimeSession) between the two, and forwards every other event both ways, unchanged and
 //! in order.
 //!
 //! - The API key goes upstream only, as `Authorization: Bearer KEY`.

@@ -233,7 +233,7 @@ impl<B> Resumes<B> {
         }
     }
 
-    /// Session `key` ended: its token now says why (`expired`: its page did not come back
+    /// RealtimeSession `key` ended: its token now says why (`expired`: its page did not come back
     /// within the grace window).
     pub(crate) fn ended(&self, key: u64, expired: bool) {
         let mut state = self.lock();

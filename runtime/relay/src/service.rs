@@ -33,7 +33,7 @@ use super::{
 };
 use crate::context::{Principal, SessionScope};
 use crate::Registry;
-use toolc_realtime::{Naming, Session};
+use toolc_realtime::{Naming, RealtimeSession};
 
 /// The relay as a service of an axum application: [`RelayService::router`] answers at `/` of
 /// wherever it is nested, and [`RelayService::handle`] serves one request from a handler of
@@ -468,7 +468,8 @@ impl RelayService {
         };
         set_nodelay(&upstream);
         RelayStats::bump(&inner.stats.sessions_opened);
-        let (mut session, events) = Session::new(inner.registry.clone(), config.session.clone());
+        let (mut session, events) =
+            RealtimeSession::new(inner.registry.clone(), config.session.clone());
         session.set_naming(naming);
         let mut scope = SessionScope::new().with_principal(principal);
         if let Some(id) = conversation {

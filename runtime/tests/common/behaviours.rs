@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use toolc_runtime::realtime::{script, Note, RealtimeProvider, Session, SessionConfig, Verdict};
+use toolc_runtime::realtime::{
+    script, Note, RealtimeProvider, RealtimeSession, SessionConfig, Verdict,
+};
 use toolc_runtime::{definitions_from_str, executor_fn, executor_fn_with_context, Registry};
 
 use super::session::Wire;
@@ -168,7 +170,7 @@ impl Harness {
         }));
         configure(&mut config);
         Harness {
-            wire: Wire::new(Session::new(registry, Arc::new(config))),
+            wire: Wire::new(RealtimeSession::new(registry, Arc::new(config))),
             notes,
             seen,
         }

@@ -6,17 +6,17 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use toolc_runtime::realtime::{Output, Session, SessionEvents, Verdict};
+use toolc_runtime::realtime::{Output, RealtimeSession, SessionEvents, Verdict};
 
 pub struct Wire {
-    pub session: Session,
+    pub session: RealtimeSession,
     pub events: SessionEvents,
     pub to_model: Vec<Value>,
     pub to_browser: Vec<Value>,
 }
 
 impl Wire {
-    pub fn new((session, events): (Session, SessionEvents)) -> Wire {
+    pub fn new((session, events): (RealtimeSession, SessionEvents)) -> Wire {
         Wire {
             session,
             events,

@@ -4,14 +4,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use toolc_runtime::chat::TurnRunner;
-use toolc_runtime::realtime::{Session, SessionConfig};
+use toolc_runtime::realtime::{RealtimeSession, SessionConfig};
 use toolc_runtime::Registry;
 
 type Chosen = (SessionConfig, TurnRunner, Option<Value>);
 
 pub fn choose(
     registry: Arc<Registry>,
-    session: &mut Session,
+    session: &mut RealtimeSession,
     openai_chat_file: &Value,
 ) -> Result<Chosen, Box<dyn std::error::Error>> {
     // Realtime: start with one toolset, switch later (OpenAI: a `session.update` with the new

@@ -37,7 +37,7 @@ impl Core {
             );
             state.sent_waiting.insert(call.call_id.clone(), rx);
             if away {
-                // The page gets it when it resumes (`Session::browser_resumed`).
+                // The page gets it when it resumes (`RealtimeSession::browser_resumed`).
                 return;
             }
         } else {

@@ -9,8 +9,8 @@ pub(super) type Reply = oneshot::Sender<Result<String, ClientFailure>>;
 pub(super) struct BrowserState {
     pub(super) connected: bool,
     /// The page's connection dropped and the driver holds the session for it to come back
-    /// ([`Session::browser_away`]): calls and approval requests are registered but not sent;
-    /// [`Session::browser_resumed`] sends every open one again.
+    /// ([`RealtimeSession::browser_away`]): calls and approval requests are registered but not sent;
+    /// [`RealtimeSession::browser_resumed`] sends every open one again.
     pub(super) away: bool,
     pub(super) naming: Naming,
     pub(super) pending: HashMap<String, PendingCall>,
@@ -68,7 +68,7 @@ pub(super) struct OpenApproval {
 }
 
 /// The client path of one session: calls become browser messages, replies arrive through
-/// [`Session::on_browser_event`].
+/// [`RealtimeSession::on_browser_event`].
 #[derive(Clone, Debug)]
 pub(super) struct BrowserPath {
     pub(super) state: Arc<Mutex<BrowserState>>,

@@ -2,13 +2,13 @@
 //!
 //! A session is a provider-neutral core ([`neutral`]: the call engine, open calls per response,
 //! the browser path, visibility, traces) and one codec for the model's wire ([`codec`]: OpenAI
-//! Realtime, Gemini Live); [`Session`] is the public face that hands each event to them.
+//! Realtime, Gemini Live); [`RealtimeSession`] is the public face that hands each event to them.
 //!
 //! The session is transport-free: a driver (the relay, a test, a benchmark) feeds it the text of
 //! every event from either side and forwards, replaces or drops that event as the returned
-//! [`Verdict`] says, then sends whatever the session queued ([`Session::pop_output`]). Calls run
+//! [`Verdict`] says, then sends whatever the session queued ([`RealtimeSession::pop_output`]). Calls run
 //! on Tokio tasks; their results, the browser messages they produce and filler timers come back
-//! through [`SessionEvents`], which the driver hands to [`Session::on_event`].
+//! through [`SessionEvents`], which the driver hands to [`RealtimeSession::on_event`].
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
@@ -214,7 +214,7 @@ impl fmt::Debug for SessionConfig {
     }
 }
 
-/// Why [`Session::select_toolsets`] refused a choice.
+/// Why [`RealtimeSession::select_toolsets`] refused a choice.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SelectToolsetsError {
     /// A name is not a toolset of the registry.
@@ -279,7 +279,7 @@ impl SessionConfig {
     }
 
     /// Declares only the tools in no toolset and those of `toolsets` (the manifest's
-    /// `toolsets`), and refuses calls of the others. [`Session::select_toolsets`] changes the
+    /// `toolsets`), and refuses calls of the others. [`RealtimeSession::select_toolsets`] changes the
     /// choice while the session runs.
     pub fn with_toolsets<S: AsRef<str>>(
         mut self,
@@ -408,14 +408,14 @@ impl SessionEvents {
 }
 
 /// One session. See the module documentation for how a driver uses it.
-pub struct Session {
+pub struct RealtimeSession {
     core: Core,
     codec: Box<dyn Codec>,
 }
 
-impl fmt::Debug for Session {
+impl fmt::Debug for RealtimeSession {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Session")
+        f.debug_struct("RealtimeSession")
             .field("provider", &self.core.config.provider)
             .field("open_calls", &self.core.tracker.open_calls())
             .field("calls", &self.core.calls.len())
@@ -424,14 +424,17 @@ impl fmt::Debug for Session {
     }
 }
 
-impl Session {
+impl RealtimeSession {
     /// A session over `registry` with `config`, and the receiving end of its call tasks, which the
-    /// driver polls and hands to [`Session::on_event`]. Its scope is a fresh one until
-    /// [`Session::set_scope`].
-    pub fn new(registry: Arc<Registry>, config: Arc<SessionConfig>) -> (Session, SessionEvents) {
+    /// driver polls and hands to [`RealtimeSession::on_event`]. Its scope is a fresh one until
+    /// [`RealtimeSession::set_scope`].
+    pub fn new(
+        registry: Arc<Registry>,
+        config: Arc<SessionConfig>,
+    ) -> (RealtimeSession, SessionEvents) {
         let codec = codec::for_provider(&config);
         let (core, events) = Core::new(registry, config, codec.speaks_fillers());
-        (Session { core, codec }, events)
+        (RealtimeSession { core, codec }, events)
     }
 
     /// The session's id and authenticated principal (set by the relay from its authorizer);
@@ -479,7 +482,7 @@ impl Session {
         Ok(())
     }
 
-    /// The toolsets chosen last, if any ([`Session::select_toolsets`]).
+    /// The toolsets chosen last, if any ([`RealtimeSession::select_toolsets`]).
     pub fn toolsets(&self) -> Option<&[String]> {
         self.core.conversation.selection().map(|s| s.toolsets())
     }
@@ -586,13 +589,13 @@ impl Session {
     /// own deadlines, approval requests until theirs, running calls go on, and what the session
     /// queues for the page stays queued (the driver keeps it for the resumed page). Client
     /// calls and approval requests made meanwhile are registered but not sent: the page gets
-    /// them, with the open ones it was sent before, from [`Session::browser_resumed`]. When the
-    /// page does not come back, the driver calls [`Session::browser_closed`].
+    /// them, with the open ones it was sent before, from [`RealtimeSession::browser_resumed`]. When the
+    /// page does not come back, the driver calls [`RealtimeSession::browser_closed`].
     pub fn browser_away(&mut self) {
         self.core.browser_away()
     }
 
-    /// The page is back after [`Session::browser_away`] (or on a new connection that replaced
+    /// The page is back after [`RealtimeSession::browser_away`] (or on a new connection that replaced
     /// its old one): the messages of every open client call and approval request, in the order
     /// they were made, which the driver sends the page first. The page may have seen some of
     /// them before it left: it must not run a handler twice for one call id (its result is
@@ -607,7 +610,7 @@ impl Session {
         self.codec.is_audio_output(text)
     }
 
-    /// Whether the browser event just read ([`Session::on_browser_event`]) was audio input,
+    /// Whether the browser event just read ([`RealtimeSession::on_browser_event`]) was audio input,
     /// which a driver may drop, oldest first, when more waits for the model than it holds.
     pub fn last_input_was_audio(&self) -> bool {
         self.core.last_input_audio
@@ -641,7 +644,7 @@ impl Session {
     /// `setup` with the latest handle). Calls the resumed session will not know of are
     /// cancelled as the provider's semantics say; the page gets a `toolc.upstream` notice when
     /// [`LiveOptions::notify_page`](gemini_live::LiveOptions::notify_page) is on. Until the new
-    /// connection is ready, [`Session::upstream_ready`] is false.
+    /// connection is ready, [`RealtimeSession::upstream_ready`] is false.
     pub fn resume_setup(&mut self) -> Result<String, ResumeRefused> {
         self.codec.resume_setup(&mut self.core)
     }

@@ -33,7 +33,7 @@ pub(super) struct Core {
     /// The generation of the live tools' declarations in `declarations`.
     pub(super) live_generation: Option<u64>,
     /// The registry's declarations the session offers: the config's, until
-    /// [`Session::select_toolsets`] changes them.
+    /// [`RealtimeSession::select_toolsets`] changes them.
     pub(super) own_declarations: Vec<Value>,
     /// The browser event read last was audio input.
     pub(super) last_input_audio: bool,

@@ -5,7 +5,7 @@
 //! the `setup` asks for `sessionResumption` and the server sends `sessionResumptionUpdate`s; the
 //! session keeps the latest handle it may resume from, and the number of calls reported when it
 //! came. When the connection ends (`goAway`, or a close the driver sees), the driver opens a new
-//! one and sends [`Session::resume_setup`]'s `setup`, which carries that handle.
+//! one and sends [`RealtimeSession::resume_setup`]'s `setup`, which carries that handle.
 //!
 //! Google's semantics decide what happens to calls in flight: a resumed session is the session
 //! as it was at the handle. Calls reported before it are known to it, so their results go on the
@@ -37,7 +37,7 @@ pub(super) struct LiveLink {
 }
 
 /// When the driver should move a Live session to a new model connection
-/// ([`Session::reconnect_due`]).
+/// ([`RealtimeSession::reconnect_due`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reconnect {
     /// The connection is not ending.
@@ -154,7 +154,7 @@ impl LiveCodec {
         Verdict::Forward
     }
 
-    /// `goAway`: the driver moves the session ([`Session::reconnect_due`]). The page does not
+    /// `goAway`: the driver moves the session ([`RealtimeSession::reconnect_due`]). The page does not
     /// get it when the session can resume; otherwise it does, since the conversation ends.
     pub(super) fn go_away(&mut self, core: &mut Core, time_left: Option<Duration>) -> Verdict {
         if self.link.can_resume() == Err(ResumeRefused::Off) {
