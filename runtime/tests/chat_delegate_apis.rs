@@ -282,7 +282,10 @@ async fn a_client_delegation_runs_on_chat_completions() {
     // format (the client tool cannot run without the page).
     let first = &bodies[0];
     assert_eq!(first["model"], "gpt-5.5");
-    assert_eq!(first["messages"][0], json!({"role": "system", "content": "Be brief."}));
+    assert_eq!(
+        first["messages"][0],
+        json!({"role": "system", "content": "Be brief."})
+    );
     assert_eq!(first["messages"][1]["role"], "user");
     prompt_has_transcript(first["messages"][1]["content"].as_str().unwrap());
     let tools = first["tools"].as_array().unwrap();
@@ -321,7 +324,10 @@ async fn a_client_delegation_runs_on_anthropic_messages() {
     assert_eq!(requests.len(), 2, "{requests:#?}");
     for (headers, _) in requests.iter() {
         assert_eq!(header(headers, "x-api-key"), Some(KEY));
-        assert_eq!(header(headers, "anthropic-version"), Some(ANTHROPIC_VERSION));
+        assert_eq!(
+            header(headers, "anthropic-version"),
+            Some(ANTHROPIC_VERSION)
+        );
         assert!(headers.get("authorization").is_none());
     }
     let first = &requests[0].1;

@@ -271,7 +271,8 @@ impl ResponsesModel {
 }
 
 /// A future of a [`ChatModel`]'s answer (boxed so that the trait can be used as `dyn`).
-pub type AnswerFuture<'a> = Pin<Box<dyn Future<Output = Result<ModelAnswer, ModelError>> + Send + 'a>>;
+pub type AnswerFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<ModelAnswer, ModelError>> + Send + 'a>>;
 
 /// A chat API toolc can run a tool-using task on: "run this prompt with these tools through
 /// this runner until the model answers in text". The GPT-Live chat delegate takes any of them
@@ -524,15 +525,21 @@ impl ChatCompletionsModel {
             conversation.push(json!({"role": "system", "content": instructions}));
         }
         conversation.extend(messages);
-        converse(&CHAT_API, runner, self.max_turns, conversation, |messages| {
-            let body = self.body(messages);
-            let request = self
-                .endpoint
-                .client
-                .post(&self.endpoint.url)
-                .bearer_auth(&*self.endpoint.api_key);
-            (request, body)
-        })
+        converse(
+            &CHAT_API,
+            runner,
+            self.max_turns,
+            conversation,
+            |messages| {
+                let body = self.body(messages);
+                let request = self
+                    .endpoint
+                    .client
+                    .post(&self.endpoint.url)
+                    .bearer_auth(&*self.endpoint.api_key);
+                (request, body)
+            },
+        )
         .await
     }
 
@@ -562,7 +569,10 @@ impl ChatModel for ChatCompletionsModel {
 }
 
 fn chat_finished(response: &Value) -> Result<(), ModelError> {
-    match response.pointer("/choices/0/finish_reason").and_then(Value::as_str) {
+    match response
+        .pointer("/choices/0/finish_reason")
+        .and_then(Value::as_str)
+    {
         Some(reason @ ("length" | "content_filter")) => {
             Err(ModelError::NotCompleted(reason.to_owned()))
         }
@@ -677,16 +687,22 @@ impl AnthropicModel {
         runner: &TurnRunner,
         messages: Vec<Value>,
     ) -> Result<ModelAnswer, ModelError> {
-        converse(&ANTHROPIC_API, runner, self.max_turns, messages, |messages| {
-            let body = self.body(messages);
-            let request = self
-                .endpoint
-                .client
-                .post(&self.endpoint.url)
-                .header("x-api-key", &*self.endpoint.api_key)
-                .header("anthropic-version", ANTHROPIC_VERSION);
-            (request, body)
-        })
+        converse(
+            &ANTHROPIC_API,
+            runner,
+            self.max_turns,
+            messages,
+            |messages| {
+                let body = self.body(messages);
+                let request = self
+                    .endpoint
+                    .client
+                    .post(&self.endpoint.url)
+                    .header("x-api-key", &*self.endpoint.api_key)
+                    .header("anthropic-version", ANTHROPIC_VERSION);
+                (request, body)
+            },
+        )
         .await
     }
 
