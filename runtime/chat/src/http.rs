@@ -849,4 +849,57 @@ mod tests {
         assert_eq!(model.endpoint.url, "http://127.0.0.1:9/v1/responses");
         assert!(!format!("{model:?}").contains("secret"));
     }
+
+    #[test]
+    fn a_chat_completions_body_has_the_messages_and_no_empty_tools() {
+        let model =
+            ChatCompletionsModel::new("http://127.0.0.1:9/v1", "secret", "gpt-5.5").unwrap();
+        assert_eq!(model.endpoint.url, "http://127.0.0.1:9/v1/chat/completions");
+        let messages = [json!({"role": "user", "content": "hi"})];
+        // The API refuses `tools: []`.
+        assert_eq!(
+            model.body(&messages),
+            json!({"model": "gpt-5.5", "messages": messages})
+        );
+        let tool = json!({"type": "function", "function": {"name": "f", "parameters": {}}});
+        let model = model.tools(vec![tool.clone()]);
+        assert_eq!(model.body(&messages)["tools"], json!([tool]));
+        assert!(!format!("{model:?}").contains("secret"));
+    }
+
+    #[test]
+    fn an_anthropic_body_has_max_tokens_and_the_system_prompt() {
+        let model = AnthropicModel::new("http://127.0.0.1:9/", "secret", "claude")
+            .unwrap()
+            .instructions("Be brief.")
+            .max_tokens(0);
+        assert_eq!(model.endpoint.url, "http://127.0.0.1:9/v1/messages");
+        let messages = [json!({"role": "user", "content": "hi"})];
+        assert_eq!(
+            model.body(&messages),
+            json!({"model": "claude", "max_tokens": 1, "system": "Be brief.", "messages": messages})
+        );
+        assert!(!format!("{model:?}").contains("secret"));
+    }
+
+    #[test]
+    fn a_cut_short_answer_is_not_completed_and_the_text_is_read() {
+        let cut = json!({"choices": [{"finish_reason": "length", "message": {"content": "Or"}}]});
+        assert_eq!(
+            chat_finished(&cut),
+            Err(ModelError::NotCompleted("length".into()))
+        );
+        let done = json!({"choices": [{"finish_reason": "stop", "message": {"content": "Done."}}]});
+        assert_eq!(chat_finished(&done), Ok(()));
+        assert_eq!(chat_text(&done), "Done.");
+        let refused = json!({"stop_reason": "refusal", "content": []});
+        assert!(anthropic_finished(&refused).is_err());
+        let answer = json!({"stop_reason": "end_turn", "content": [
+            {"type": "text", "text": "Order AB-1 "},
+            {"type": "tool_use", "id": "t", "name": "f", "input": {}},
+            {"type": "text", "text": "has shipped."},
+        ]});
+        assert_eq!(anthropic_finished(&answer), Ok(()));
+        assert_eq!(anthropic_text(&answer), "Order AB-1 has shipped.");
+    }
 }
