@@ -4,7 +4,7 @@
 //! Messages ([`AnthropicModel`]), all behind [`ChatModel`]. The codecs stay I/O-free for
 //! applications that keep their own client; this is for those that want a ready one (a
 //! GPT-Live client delegation is its first user). One function sends every request
-//! ([`send_json`]: bounded body, error mapping); one loop runs the message-based APIs.
+//! (`send_json`: bounded body, error mapping); one loop runs the message-based APIs.
 //!
 //! Shapes (OpenAI's OpenAPI document and the SDK's `openai.types.responses`): the request is
 //! `{model, input, tools, instructions?, previous_response_id?}` with the function tools in the
