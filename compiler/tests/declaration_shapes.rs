@@ -85,4 +85,30 @@ fn every_compiled_declaration_is_the_shape_core_defines() {
         checked += 1;
     }
     assert_eq!(checked, definitions.len());
+
+    // Chat nests the Responses fields (without `type`) in `function`.
+    let chat = file(&mut session, Provider::OpenaiChat);
+    let chat = chat.as_array().unwrap();
+    assert_eq!(chat.len(), definitions.len());
+    for (written, def) in chat.iter().zip(&definitions) {
+        assert_eq!(written, &declare::openai_chat_function(def), "{}", def.name);
+    }
+
+    // Anthropic: the schema as written, except where the compiler lowers a composed root.
+    let anthropic = file(&mut session, Provider::Anthropic);
+    let anthropic = anthropic.as_array().unwrap();
+    assert_eq!(anthropic.len(), definitions.len());
+    let mut checked = 0;
+    for (written, def) in anthropic.iter().zip(&definitions) {
+        let root = &def.parameters;
+        if ["anyOf", "oneOf", "allOf"]
+            .iter()
+            .any(|k| root.get(*k).is_some())
+        {
+            continue;
+        }
+        assert_eq!(written, &declare::anthropic(def), "{}", def.name);
+        checked += 1;
+    }
+    assert!(checked > 0);
 }

@@ -40,6 +40,27 @@ pub fn openai_function(def: &ToolDefinition) -> Value {
     })
 }
 
+/// A Chat Completions tool (`ChatCompletionTool`): the [`openai_function`] fields inside
+/// `function`, as the compiler's `openai-chat.json` writes them.
+pub fn openai_chat_function(def: &ToolDefinition) -> Value {
+    let mut function = openai_function(def);
+    if let Value::Object(fields) = &mut function {
+        fields.remove("type");
+    }
+    json!({ "type": "function", "function": function })
+}
+
+/// An Anthropic Messages tool (`{name, description, input_schema}`), the schema as written.
+/// The compiler's `anthropic.json` also lowers an `anyOf`/`oneOf`/`allOf` root (which the API
+/// refuses) with a warning; this does not, so such a tool is best declared from that file.
+pub fn anthropic(def: &ToolDefinition) -> Value {
+    json!({
+        "name": def.name,
+        "description": def.model_description(),
+        "input_schema": object_root(&def.parameters),
+    })
+}
+
 /// Gemini Live's `functionDeclarations` entry. The parameters go as full JSON Schema in
 /// `parametersJsonSchema` (which current Live models accept, and which keeps `$ref`, type lists
 /// and `anyOf` that the restricted `parameters` form cannot say), the result schema as

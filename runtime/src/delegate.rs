@@ -1,20 +1,20 @@
 //! A ready GPT-Live client delegate (feature `chat-delegate`): when the live model delegates a
 //! task to the application, [`chat_delegate`] runs it with the chat turn runner over the
-//! session's transcript and the registry's server tools, against OpenAI's Responses API
-//! ([`ResponsesModel`], any compatible base URL), and gives the model's answer back to the live
-//! model to say. An application that wants something else passes its own function
+//! session's transcript and the registry's server tools, against any chat API toolc speaks over
+//! HTTP ([`ChatModel`]: OpenAI Responses, OpenAI Chat Completions, Anthropic Messages; any
+//! compatible base URL), and gives the model's answer back to the live model to say. An application that wants something else passes its own function
 //! ([`realtime::client_delegate`](crate::realtime::client_delegate)).
 
 use std::sync::Arc;
 
-use crate::chat::http::{user_message, ModelError, ResponsesModel};
+use crate::chat::http::{ChatModel, ModelError};
 use crate::chat::TurnRunner;
 use crate::context::SessionScope;
 use crate::realtime::{ClientDelegate, Delegation, DelegationAnswer, Speaker};
 use crate::{Location, Registry};
 
 /// What the backend model is told unless the application sets its own
-/// ([`ResponsesModel::instructions`]).
+/// (each model's `instructions`).
 pub const DEFAULT_INSTRUCTIONS: &str = "You are the backend of a voice assistant. The assistant \
      delegated a task to you: it is at the end of the conversation below. Do it, using your \
      tools where they help, and answer in a few short sentences the assistant can say to the \
@@ -27,26 +27,25 @@ pub const FAILED: &str = "The delegated task could not be done right now.";
 /// A [`ClientDelegate`] that runs each client delegation with a [`TurnRunner`] over
 /// `registry` against `model`.
 ///
-/// - The model gets the transcript as one user message (`user:` and `assistant:` lines) and,
-///   unless the application declared tools itself ([`ResponsesModel::tools`]), every server
-///   tool of the registry (Responses `function` tools, strict where the schema allows). Client
-///   tools are not declared: a delegated task has no page to run them.
+/// - The model gets the transcript as one user message in its API's shape (`user:` and
+///   `assistant:` lines: a conversation that ends with the assistant's turn would read, to
+///   Anthropic, as the start of its own answer) and, unless the application declared tools
+///   itself, every server tool of the registry in its API's format ([`ChatModel::declare`]).
+///   Client tools are not declared: a delegated task has no page to run them.
 /// - Calls run through the turn runner, in a scope with the session's principal; a call that
 ///   needs approval is refused (nobody can be asked), a `mode: async` call answers "started".
 /// - The answer is said (`session.commentary.append`); a failure (the API refused, too many
 ///   turns) becomes silent context ([`FAILED`], `session.thinking.append`) and a warning. The
 ///   page leaving cancels the run.
-pub fn chat_delegate(registry: Arc<Registry>, model: ResponsesModel) -> ClientDelegate {
-    let model = if model.declared_tools().is_empty() {
+pub fn chat_delegate(registry: Arc<Registry>, mut model: impl ChatModel) -> ClientDelegate {
+    if model.declared_tools().is_empty() {
         let tools = registry
             .definitions()
             .filter(|def| def.location == Location::Server)
-            .map(toolc_core::declare::openai_function)
+            .map(|def| model.declare(def))
             .collect();
-        model.tools(tools)
-    } else {
-        model
-    };
+        model.set_tools(tools);
+    }
     let model = Arc::new(model);
     crate::realtime::client_delegate(move |delegation: Delegation, ctx| {
         let (registry, model) = (registry.clone(), model.clone());
@@ -54,9 +53,9 @@ pub fn chat_delegate(registry: Arc<Registry>, model: ResponsesModel) -> ClientDe
             let scope = SessionScope::with_id(ctx.session_id().to_owned())
                 .with_principal(ctx.principal().cloned());
             let runner = TurnRunner::new(registry).with_scope(scope.clone());
-            let input = vec![user_message(&transcript_text(&delegation))];
+            let prompt = transcript_text(&delegation);
             let answer = tokio::select! {
-                answer = model.run(&runner, input) => answer,
+                answer = model.answer(&runner, &prompt) => answer,
                 () = ctx.cancelled() => {
                     // The page left: the calls the run started are told to stop.
                     scope.cancel();
