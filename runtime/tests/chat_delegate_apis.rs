@@ -27,7 +27,7 @@ use toolc_runtime::chat::http::{
 use toolc_runtime::chat::TurnRunner;
 use toolc_runtime::delegate::{chat_delegate, FAILED};
 use toolc_runtime::realtime::script::gpt_live as script;
-use toolc_runtime::realtime::{Provider, Session, SessionConfig};
+use toolc_runtime::realtime::{RealtimeProvider, RealtimeSession, SessionConfig};
 use toolc_runtime::{definitions_from_str, executor_fn, Registry};
 
 const MANIFEST: &str = r#"
@@ -230,9 +230,9 @@ fn registry(looked_up: Arc<Mutex<Vec<Value>>>) -> Arc<Registry> {
 /// delegation; the event the live model was sent (`session.commentary.append` or
 /// `session.thinking.append`, whichever came).
 async fn delegate(registry: Arc<Registry>, model: impl ChatModel) -> (String, Value) {
-    let mut config = SessionConfig::for_provider(&registry, Provider::GptLive);
+    let mut config = SessionConfig::for_provider(&registry, RealtimeProvider::GptLive);
     config.client_delegate = Some(chat_delegate(registry.clone(), model));
-    let mut h = Wire::new(Session::new(registry, Arc::new(config)));
+    let mut h = Wire::new(RealtimeSession::new(registry, Arc::new(config)));
     h.model(&script::session_started("sess_1"));
     for (kind, delta) in [
         ("session.input_transcript.delta", "Where is my order AB-1?"),
