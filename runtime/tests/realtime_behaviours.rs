@@ -191,6 +191,42 @@ async fn barge_in_during_an_approval_cancels_the_call_and_the_question() {
 
 // ---- mode: async ---------------------------------------------------------------------------
 
+/// The calls a session keeps, from its `Debug` form (`calls: N`).
+fn calls_kept(h: &Harness) -> usize {
+    let debug = format!("{:?}", h.wire.session);
+    // `, calls: `: the field after `open_calls`, whose name ends the same way.
+    let at = debug.find(", calls: ").expect("Debug names the calls kept") + ", calls: ".len();
+    let digits: String = debug[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().unwrap()
+}
+
+/// A background call that outlives its response in a long session (the session forgets old
+/// responses and their calls while it runs) is forgotten too once its result was told: else
+/// every such call would be kept for the session's life.
+#[tokio::test(start_paused = true)]
+async fn a_background_call_outliving_its_response_is_forgotten_once_told() {
+    let mut h = Harness::new();
+    h.call_in("r0", "c0", "generate_report", r#"{"topic":"tides"}"#);
+    h.model(&script::response_done("r0", vec![]));
+    h.run_for(Duration::from_millis(10)).await;
+    assert_eq!(h.output_of("c0")["status"], "started");
+    // More responses than the session keeps, while the report is being written.
+    for i in 1..=200 {
+        let response = format!("r{i}");
+        h.model(&script::response_created(&response));
+        h.model(&script::response_done(&response, vec![]));
+    }
+    assert_eq!(calls_kept(&h), 1, "the running background call is kept");
+    h.run_for(Duration::from_secs(6)).await;
+    let messages = h.system_messages();
+    assert_eq!(messages.len(), 1, "its result is told");
+    assert!(messages[0].contains("all about tides"), "{}", messages[0]);
+    assert_eq!(calls_kept(&h), 0, "and then it is forgotten");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_background_call_answers_at_once_and_its_result_follows_at_a_quiet_point() {
     let mut h = Harness::new();

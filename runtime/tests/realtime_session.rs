@@ -932,7 +932,8 @@ async fn calls_inside_a_filler_response_are_ignored() {
 /// The calls the session keeps, from its `Debug` form (`calls: N`).
 fn calls_kept(h: &Harness) -> usize {
     let debug = format!("{:?}", h.session);
-    let at = debug.find("calls: ").expect("Debug names the calls kept") + "calls: ".len();
+    // `, calls: `: the field after `open_calls`, whose name ends the same way.
+    let at = debug.find(", calls: ").expect("Debug names the calls kept") + ", calls: ".len();
     let digits: String = debug[at..]
         .chars()
         .take_while(char::is_ascii_digit)

@@ -72,9 +72,21 @@ impl Core {
             let text = write(&info.name, &call_id, outcome.is_error(), &outcome.output);
             Counters::bump(&self.counters_ref().background_results);
             self.send_model(text);
+            self.background_told(&call_id);
             any = true;
         }
         any
+    }
+
+    /// A background call's result reached the model: nothing more is told of it. Kept while
+    /// its response is among the recent ones (it leaves with them, [`Core::forget_calls`]);
+    /// forgotten now if that response was forgotten while the call ran, or a long session
+    /// would keep every background call it ever made.
+    pub(super) fn background_told(&mut self, call_id: &str) {
+        if self.tracker.response_of(call_id).is_none() {
+            self.calls.remove(call_id);
+            self.call_visible.remove(call_id);
+        }
     }
 
     pub(super) fn new(

@@ -213,6 +213,7 @@ impl Codec for LiveCodec {
         };
         Counters::bump(&core.counters_ref().background_results);
         core.send_model(wire::tool_response(&[entry]));
+        core.background_told(call_id);
     }
 
     // Live asks for no responses: its continuation is the batch's `toolResponse`.
